@@ -1,0 +1,3 @@
+from cmdop_tui.cli import entry
+
+entry()

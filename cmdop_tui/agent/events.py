@@ -1,0 +1,161 @@
+"""What the agent loop tells the world, as frozen dataclasses.
+
+Every surface (TUI, headless JSON lines, the remote end of ask_machine) consumes the same events.
+`kind` is the wire name used by the JSON-lines output.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+
+@dataclass(frozen=True)
+class Event:
+    kind: ClassVar[str] = "event"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"type": self.kind, **dataclasses.asdict(self)}
+
+
+@dataclass(frozen=True)
+class TurnStarted(Event):
+    """A model request is about to be made."""
+
+    kind: ClassVar[str] = "turn_start"
+    turn: int
+    max_turns: int
+    loop: int = 0
+    max_loops: int = 0
+
+
+@dataclass(frozen=True)
+class Token(Event):
+    """The next fragment of the reply text."""
+
+    kind: ClassVar[str] = "token"
+    text: str
+
+
+@dataclass(frozen=True)
+class Thinking(Event):
+    """The next fragment of the model's thinking, when the provider shares it."""
+
+    kind: ClassVar[str] = "thinking"
+    text: str
+
+
+@dataclass(frozen=True)
+class Retrying(Event):
+    """A model call failed in a retryable way; the next attempt starts after `delay_s`.
+
+    Text already streamed for the reply being retried is void: consumers discard it.
+    """
+
+    kind: ClassVar[str] = "retry"
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ToolStart(Event):
+    kind: ClassVar[str] = "tool_start"
+    call_id: str
+    name: str
+    input: dict[str, Any]
+    machine: str = "local"
+
+
+@dataclass(frozen=True)
+class ToolProgress(Event):
+    """Output of a running tool as it arrives (already made inert for display)."""
+
+    kind: ClassVar[str] = "tool_progress"
+    call_id: str
+    text: str
+    stream: Literal["stdout", "stderr", "info"] = "stdout"
+
+
+@dataclass(frozen=True)
+class ToolEnd(Event):
+    kind: ClassVar[str] = "tool_end"
+    call_id: str
+    name: str
+    output: str
+    is_error: bool
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class Usage(Event):
+    """Token usage of one model response."""
+
+    kind: ClassVar[str] = "usage"
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    model: str = ""
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+@dataclass(frozen=True)
+class LoopContinued(Event):
+    """Loop mode re-prompted the model with the loop message."""
+
+    kind: ClassVar[str] = "loop"
+    loop: int
+    max_loops: int
+
+
+@dataclass(frozen=True)
+class Final(Event):
+    """The run ended with a final answer."""
+
+    kind: ClassVar[str] = "final"
+    text: str
+    turns: int = 0
+    loops: int = 0
+
+
+@dataclass(frozen=True)
+class Error(Event):
+    """The run ended without a final answer. `code` says why, `message` says it to a person."""
+
+    kind: ClassVar[str] = "error"
+    code: str
+    message: str
+
+
+@dataclass(frozen=True)
+class Cancelled(Event):
+    """The run was stopped: by the user (`ui`) or by its operation (`operation`, `deadline`)."""
+
+    kind: ClassVar[str] = "cancelled"
+    reason: Literal["ui", "operation", "deadline"] = "ui"
+    message: str = "stopped"
+
+
+TERMINAL_EVENTS = (Final, Error, Cancelled)
+
+__all__ = [
+    "Cancelled",
+    "Error",
+    "Event",
+    "Final",
+    "LoopContinued",
+    "Retrying",
+    "TERMINAL_EVENTS",
+    "Thinking",
+    "Token",
+    "ToolEnd",
+    "ToolProgress",
+    "ToolStart",
+    "TurnStarted",
+    "Usage",
+]

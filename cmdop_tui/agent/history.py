@@ -1,0 +1,190 @@
+"""The conversation as the Messages API sees it, and the pure functions that keep it valid.
+
+Messages are plain dicts in the API's own format (`{"role": ..., "content": [blocks]}`) so they go
+into a request without conversion. Stored content is always a list of blocks.
+
+Invariants the API enforces, and which `sanitize` restores:
+* the first message is from the user;
+* every `tool_use` is answered by a `tool_result` with its id in the very next (user) message, and
+  every `tool_result` answers a `tool_use` of the message just before it;
+* no message is empty; neighbours with the same role are merged (tool results first in a user turn).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+Block = dict[str, Any]
+
+CANCELLED_RESULT = "Cancelled by the user before this tool call finished."
+
+
+def text_block(text: str) -> Block:
+    return {"type": "text", "text": text}
+
+
+def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> Block:
+    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
+    if is_error:
+        block["is_error"] = True
+    return block
+
+
+def blocks_of(message: Mapping[str, Any]) -> list[Block]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [text_block(content)] if content else []
+    return list(content or [])
+
+
+def tool_use_ids(message: Mapping[str, Any]) -> list[str]:
+    if message.get("role") != "assistant":
+        return []
+    return [b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"]
+
+
+def tool_result_ids(message: Mapping[str, Any]) -> list[str]:
+    if message.get("role") != "user":
+        return []
+    return [b["tool_use_id"] for b in blocks_of(message) if b.get("type") == "tool_result"]
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The plain text of a message (text blocks only)."""
+    return "".join(b.get("text", "") for b in blocks_of(message) if b.get("type") == "text")
+
+
+# --- sanitize ------------------------------------------------------------------------------
+
+
+def _is_valid(messages: Sequence[Message]) -> bool:
+    """Fast check so that a healthy history (the common case) is not copied."""
+    previous: Message | None = None
+    for message in messages:
+        content = message.get("content")
+        if not content or (previous is not None and previous.get("role") == message.get("role")):
+            return False
+        if previous is None and message.get("role") != "user":
+            return False
+        if message.get("role") == "user":
+            asked = set(tool_use_ids(previous)) if previous is not None else set()
+            if set(tool_result_ids(message)) != asked:
+                return False
+        previous = message
+    return previous is None or not tool_use_ids(previous)
+
+
+def _drop_unpaired_tool_blocks(messages: Sequence[Message]) -> list[Message]:
+    """Drop tool_use blocks with no answer next, and tool_result blocks with no question before."""
+    kept: list[Message] = []
+    for index, message in enumerate(messages):
+        blocks = blocks_of(message)
+        if message.get("role") == "assistant":
+            following = messages[index + 1] if index + 1 < len(messages) else {}
+            answered = set(tool_result_ids(following))
+            blocks = [b for b in blocks if b.get("type") != "tool_use" or b.get("id") in answered]
+        elif message.get("role") == "user":
+            preceding = messages[index - 1] if index > 0 else {}
+            asked = set(tool_use_ids(preceding))
+            blocks = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in asked]
+        kept.append({**message, "content": blocks})
+    return kept
+
+
+def merge_adjacent(messages: Iterable[Message]) -> list[Message]:
+    """Merge neighbouring messages with the same role; drop empty ones.
+
+    In a merged user message tool results come first, as the API requires.
+    """
+    merged: list[Message] = []
+    for message in messages:
+        blocks = blocks_of(message)
+        if not blocks:
+            continue
+        if merged and merged[-1]["role"] == message["role"]:
+            blocks = merged[-1]["content"] + blocks
+            if message["role"] == "user":
+                blocks = _tool_results_first(blocks)
+            merged[-1] = {**merged[-1], "content": blocks}
+        else:
+            merged.append({**message, "content": blocks})
+    return merged
+
+
+def _tool_results_first(blocks: list[Block]) -> list[Block]:
+    results = [b for b in blocks if b.get("type") == "tool_result"]
+    return results + [b for b in blocks if b.get("type") != "tool_result"]
+
+
+def sanitize(messages: Sequence[Message]) -> list[Message]:
+    """A copy of `messages` that the API accepts: orphan tool calls and results dropped.
+
+    Returns the same message objects when nothing needs fixing, so it is cheap on every turn.
+    """
+    if _is_valid(messages):
+        return list(messages)
+    current = list(messages)
+    while True:
+        fixed = merge_adjacent(_drop_unpaired_tool_blocks(current))
+        while fixed and fixed[0]["role"] != "user":
+            fixed.pop(0)
+        if fixed == current:
+            break
+        current = fixed
+    return current
+
+
+# --- the conversation ----------------------------------------------------------------------
+
+
+@dataclass
+class Conversation:
+    """The stored history of one session. Appends only; every append keeps it valid."""
+
+    messages: list[Message] = field(default_factory=list)
+
+    def append_user(self, content: str | list[Block]) -> None:
+        blocks = [text_block(content)] if isinstance(content, str) else list(content)
+        if not blocks:
+            return
+        self._append("user", blocks)
+
+    def append_assistant(self, blocks: list[Block]) -> None:
+        if blocks:
+            self._append("assistant", blocks)
+
+    def append_tool_results(self, results: list[Block]) -> None:
+        if results:
+            self._append("user", results)
+
+    def _append(self, role: str, blocks: list[Block]) -> None:
+        if self.messages and self.messages[-1]["role"] == role:
+            merged = self.messages[-1]["content"] + blocks
+            if role == "user":
+                merged = _tool_results_first(merged)
+            self.messages[-1] = {"role": role, "content": merged}
+        else:
+            self.messages.append({"role": role, "content": blocks})
+
+    def open_tool_calls(self) -> list[str]:
+        """Ids of tool_use blocks in the last message still waiting for a result."""
+        if not self.messages:
+            return []
+        return tool_use_ids(self.messages[-1])
+
+    def close_open_tool_calls(self, done: Mapping[str, Block], note: str = CANCELLED_RESULT) -> None:
+        """Answer every open tool call: with its result if it finished, else with an error `note`.
+
+        This is the cancel repair: after it the history is valid for the next request.
+        """
+        open_ids = self.open_tool_calls()
+        if open_ids:
+            self.append_tool_results(
+                [done.get(call_id) or tool_result_block(call_id, note, is_error=True) for call_id in open_ids]
+            )
+
+    def clear(self) -> None:
+        self.messages.clear()

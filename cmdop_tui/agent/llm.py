@@ -1,0 +1,358 @@
+"""The model call: streaming with a liveness check, a non-streaming fallback, retries.
+
+Retries belong to tenacity (the SDK's own are off): exponential backoff with jitter, only for
+errors worth retrying. Never for `BaseException`: a retried cancellation would swallow Stop.
+
+Streaming liveness: the first event may take long (a big prompt is read first); after it, a gap of
+`idle_timeout_s` with no event means the stream is dead. A dead stream is retried, unless the
+operation's deadline is close, in which case one non-streaming call is made with the time left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anthropic
+import httpx2
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+
+from cmdop_tui.agent.cancel import Operation
+from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage
+from cmdop_tui.agent.history import Block
+
+EventSink = Callable[[Event], None]
+
+RETRYABLE_STREAM_ERROR_TYPES = frozenset({"overloaded_error", "api_error"})
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial_s: float = 0.5
+    max_s: float = 32.0
+    jitter_s: float = 0.25
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Backoff before the attempt after `attempt` (1-based): 0.5, 1, 2, 4, 8 ... capped."""
+        backoff = min(self.initial_s * 2 ** (attempt - 1) + random.uniform(0, self.jitter_s), self.max_s)
+        if retry_after is not None:
+            backoff = max(backoff, min(retry_after, self.max_s))
+        return backoff
+
+
+@dataclass(frozen=True)
+class StreamPolicy:
+    enabled: bool = True
+    idle_timeout_s: float = 2.0
+    first_event_timeout_s: float = 120.0
+    near_deadline_s: float = 30.0
+    request_timeout_s: float = 600.0
+
+
+class DeadStreamError(Exception):
+    """The stream went quiet for longer than the idle timeout, or ended before message_stop."""
+
+
+class InvalidReplyError(Exception):
+    """The endpoint answered something that is not a Messages API reply."""
+
+
+@dataclass
+class ModelReply:
+    content: list[Block]
+    stop_reason: str | None
+    usage: Usage
+    input_errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> list[Block]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+    @property
+    def text(self) -> str:
+        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def is_retryable(exc: BaseException) -> bool:
+    if isinstance(exc, (anthropic.RateLimitError, anthropic.InternalServerError)):
+        return True
+    if isinstance(exc, anthropic.APIStatusError):
+        # An `event: error` inside a 200 stream: the SDK raises it with status 200.
+        return exc.status_code == 200 and _error_type(exc) in RETRYABLE_STREAM_ERROR_TYPES
+    return isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError, DeadStreamError))
+
+
+def _error_type(exc: anthropic.APIStatusError) -> str | None:
+    body = exc.body
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and isinstance(error.get("type"), str):
+            return error["type"]
+    return getattr(exc, "type", None)
+
+
+def _error_message(exc: anthropic.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        return str(body["error"].get("message") or exc.message)
+    return exc.message
+
+
+def _retry_after(exc: BaseException | None) -> float | None:
+    if not isinstance(exc, anthropic.APIStatusError):
+        return None
+    value = exc.response.headers.get("retry-after")
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def describe_error(exc: BaseException) -> tuple[str, str]:
+    """(code, one-line message for a person) for a failed model call."""
+    if isinstance(exc, anthropic.AuthenticationError):
+        return "auth", f"the API key was refused (401: {_error_message(exc)}); check ANTHROPIC_API_KEY"
+    if isinstance(exc, anthropic.PermissionDeniedError):
+        return "permission", f"the API refused access (403: {_error_message(exc)})"
+    if isinstance(exc, anthropic.NotFoundError):
+        return "not_found", f"not found (404: {_error_message(exc)}); check the model name and ANTHROPIC_BASE_URL"
+    if isinstance(exc, anthropic.RateLimitError):
+        return "rate_limited", f"rate limited (429: {_error_message(exc)}), still after retries"
+    if isinstance(exc, anthropic.APIStatusError):
+        code = "overloaded" if _error_type(exc) == "overloaded_error" else "api_error"
+        if isinstance(exc, anthropic.BadRequestError):
+            code = "bad_request"
+        return code, f"API error ({exc.status_code} {_error_type(exc) or ''}: {_error_message(exc)})".replace(" :", ":")
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "timeout", "the model endpoint did not answer in time"
+    if isinstance(exc, anthropic.APIConnectionError):
+        cause = exc.__cause__ or exc
+        return "connection", f"could not reach the model endpoint ({type(cause).__name__}: {cause})"
+    if isinstance(exc, DeadStreamError):
+        return "dead_stream", f"the reply stream stalled: {exc}"
+    if isinstance(exc, httpx2.TransportError):
+        return "connection", f"the connection to the model endpoint broke ({type(exc).__name__}: {exc})"
+    return "internal", f"{type(exc).__name__}: {exc}"
+
+
+# --- reply assembly ------------------------------------------------------------------------
+
+
+@dataclass
+class _BlockBuilder:
+    block: Block
+    partial_json: str = ""
+
+
+class ReplyAssembler:
+    """Builds the assistant message from raw stream events, emitting tokens as they come."""
+
+    def __init__(self, emit: EventSink) -> None:
+        self._emit = emit
+        self._blocks: dict[int, _BlockBuilder] = {}
+        self.input_errors: dict[str, str] = {}
+        self.stop_reason: str | None = None
+        self.model = ""
+        self.usage: dict[str, int] = {}
+        self.finished = False
+
+    def feed(self, event: Any) -> None:
+        kind = getattr(event, "type", None)
+        handler = getattr(self, f"_on_{kind}", None)
+        if handler is not None:  # unknown event types are tolerated
+            handler(event)
+
+    def _on_message_start(self, event: Any) -> None:
+        self.model = event.message.model or ""
+        self._merge_usage(event.message.usage)
+
+    def _on_content_block_start(self, event: Any) -> None:
+        block = _block_to_param(event.content_block)
+        if block.get("type") == "tool_use":
+            block["input"] = {}
+        self._blocks[event.index] = _BlockBuilder(block)
+
+    def _on_content_block_delta(self, event: Any) -> None:
+        builder = self._blocks.get(event.index)
+        if builder is None:
+            return
+        delta, block = event.delta, builder.block
+        if delta.type == "text_delta":
+            block["text"] = block.get("text", "") + delta.text
+            self._emit(Token(delta.text))
+        elif delta.type == "thinking_delta":
+            block["thinking"] = block.get("thinking", "") + delta.thinking
+            self._emit(Thinking(delta.thinking))
+        elif delta.type == "signature_delta":
+            block["signature"] = delta.signature
+        elif delta.type == "input_json_delta":
+            builder.partial_json += delta.partial_json
+
+    def _on_content_block_stop(self, event: Any) -> None:
+        builder = self._blocks.get(event.index)
+        if builder is None or builder.block.get("type") != "tool_use":
+            return
+        parsed, error = parse_tool_input(builder.partial_json)
+        builder.block["input"] = parsed
+        if error:
+            self.input_errors[builder.block["id"]] = error
+
+    def _on_message_delta(self, event: Any) -> None:
+        self.stop_reason = event.delta.stop_reason or self.stop_reason
+        self._merge_usage(event.usage)
+
+    def _on_message_stop(self, event: Any) -> None:
+        self.finished = True
+
+    def _merge_usage(self, usage: Any) -> None:
+        if usage is None:
+            return
+        for name in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+            value = getattr(usage, name, None)
+            if value is not None:
+                self.usage[name] = value
+
+    def reply(self) -> ModelReply:
+        content = [self._blocks[i].block for i in sorted(self._blocks)]
+        return ModelReply(
+            content=[b for b in content if not _is_empty_text(b)],
+            stop_reason=self.stop_reason,
+            usage=Usage(model=self.model, **self.usage),
+            input_errors=self.input_errors,
+        )
+
+
+def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
+    """The tool input object, or ({}, why not) for malformed JSON from the model."""
+    if not raw.strip():
+        return {}, None
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        return {}, f"the tool input was not valid JSON ({exc.msg} at character {exc.pos})"
+    if not isinstance(value, dict):
+        return {}, f"the tool input must be a JSON object, not {type(value).__name__}"
+    return value, None
+
+
+def _is_empty_text(block: Block) -> bool:
+    return block.get("type") == "text" and not block.get("text")
+
+
+def _block_to_param(block: Any) -> Block:
+    """An SDK content block as the dict the API takes back in the next request."""
+    kind = block.type
+    if kind == "text":
+        return {"type": "text", "text": block.text or ""}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": block.thinking or "", "signature": block.signature or ""}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": block.data}
+    if kind == "tool_use":
+        return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
+    return block.model_dump(exclude_none=True)
+
+
+def reply_from_message(message: Any) -> ModelReply:
+    """A non-streamed `Message` as a ModelReply."""
+    if getattr(message, "content", None) is None:
+        raise InvalidReplyError("the endpoint's answer has no content")
+    content = [_block_to_param(b) for b in message.content]
+    usage = message.usage
+    return ModelReply(
+        content=[b for b in content if not _is_empty_text(b)],
+        stop_reason=message.stop_reason,
+        usage=Usage(
+            input_tokens=usage.input_tokens or 0,
+            output_tokens=usage.output_tokens or 0,
+            cache_read_input_tokens=usage.cache_read_input_tokens or 0,
+            cache_creation_input_tokens=usage.cache_creation_input_tokens or 0,
+            model=message.model or "",
+        ),
+    )
+
+
+# --- the client ----------------------------------------------------------------------------
+
+
+class ModelClient:
+    """Calls the model with the project's retry and streaming policies."""
+
+    def __init__(
+        self,
+        client: anthropic.AsyncAnthropic,
+        retry: RetryPolicy = RetryPolicy(),
+        stream: StreamPolicy = StreamPolicy(),
+    ) -> None:
+        self.client = client
+        self.retry = retry
+        self.stream = stream
+
+    async def complete(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+        """One model reply, retried as the policy says; raises the last error when out of attempts."""
+
+        def announce(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            delay = state.next_action.sleep if state.next_action else 0.0
+            emit(Retrying(attempt=state.attempt_number, delay_s=round(delay, 3), reason=describe_error(exc)[1]))
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.retry.attempts),
+            wait=lambda state: self.retry.delay(
+                state.attempt_number, _retry_after(state.outcome.exception() if state.outcome else None)
+            ),
+            retry=retry_if_exception(is_retryable),
+            before_sleep=announce,
+            reraise=True,
+        )
+        return await retrying(self._attempt, request, emit, operation)
+
+    async def _attempt(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+        if not self.stream.enabled:
+            return await self._call_once(request, operation)
+        try:
+            return await self._stream_once(request, emit, operation)
+        except DeadStreamError:
+            left = operation.remaining()
+            if left is not None and left < self.stream.near_deadline_s:
+                return await self._call_once(request, operation)
+            raise
+
+    async def _call_once(self, request: dict[str, Any], operation: Operation) -> ModelReply:
+        timeout = operation.bound(self.stream.request_timeout_s)
+        message = await self.client.messages.create(**request, timeout=timeout)
+        return reply_from_message(message)
+
+    async def _stream_once(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+        assembler = ReplyAssembler(emit)
+        first_wait = operation.bound(self.stream.first_event_timeout_s)
+        stream = await self.client.messages.create(**request, stream=True, timeout=first_wait)
+        async with stream:
+            events = stream.__aiter__()
+            wait = first_wait
+            while not assembler.finished:
+                try:
+                    async with asyncio.timeout(wait):
+                        event = await anext(events)
+                except TimeoutError:
+                    raise DeadStreamError(f"no event for {wait:.1f} s") from None
+                except StopAsyncIteration:
+                    break
+                assembler.feed(event)
+                wait = self.stream.idle_timeout_s
+        if not assembler.finished:
+            raise DeadStreamError("the stream ended before message_stop")
+        return assembler.reply()
+
+    async def classify(self, request: dict[str, Any], operation: Operation) -> str:
+        """A short non-streamed call for the intent router; returns the reply text."""
+        reply = await self._call_once(request, operation)
+        return reply.text

@@ -1,0 +1,93 @@
+"""Build one Messages API request.
+
+Prompt caching: the cached prefix runs tools -> system -> messages. Breakpoints go at the end of the
+static system prefix (which also covers the tool definitions before it) and at the last two user
+turns of the history, so each request reads what the previous one wrote. Never more than 4.
+
+The history is not copied: only the few messages that carry a breakpoint are replaced by shallow
+copies, which keeps the per-turn cost flat for long sessions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmdop_tui.agent.context import split_at_boundary
+from cmdop_tui.agent.history import Message
+from cmdop_tui.tools.base import Tool
+
+MAX_CACHE_BREAKPOINTS = 4
+HISTORY_BREAKPOINTS = 2
+EPHEMERAL = {"type": "ephemeral"}
+MIN_ANSWER_TOKENS = 1024  # room left for the answer when a thinking budget is set
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    model: str
+    max_tokens: int = 8192
+    temperature: float = 0.3
+    thinking_budget: int = 0  # > 0 turns extended thinking on, which forbids a temperature
+
+
+def system_blocks(system_prompt: str) -> list[dict[str, Any]]:
+    """The system prompt as text blocks, with a breakpoint closing the static prefix."""
+    static, rest = split_at_boundary(system_prompt)
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": static, "cache_control": EPHEMERAL}]
+    if rest:
+        blocks.append({"type": "text", "text": rest})
+    return blocks
+
+
+def _with_breakpoint(message: Message) -> Message:
+    content = list(message["content"])
+    content[-1] = {**content[-1], "cache_control": EPHEMERAL}
+    return {**message, "content": content}
+
+
+def with_history_breakpoints(messages: Sequence[Message], count: int = HISTORY_BREAKPOINTS) -> list[Message]:
+    """`messages` with breakpoints on the last `count` user turns."""
+    marked = list(messages)
+    placed = 0
+    for index in range(len(marked) - 1, -1, -1):
+        if placed == count:
+            break
+        if marked[index]["role"] == "user" and marked[index]["content"]:
+            marked[index] = _with_breakpoint(marked[index])
+            placed += 1
+    return marked
+
+
+def build_request(
+    options: RequestOptions, system_prompt: str, messages: Sequence[Message], tools: Sequence[Tool]
+) -> dict[str, Any]:
+    """Keyword arguments for `client.messages.create`."""
+    system = system_blocks(system_prompt)
+    history_budget = min(HISTORY_BREAKPOINTS, MAX_CACHE_BREAKPOINTS - 1)
+    request: dict[str, Any] = {
+        "model": options.model,
+        "max_tokens": options.max_tokens,
+        "system": system,
+        "messages": with_history_breakpoints(messages, history_budget),
+    }
+    if tools:
+        request["tools"] = [tool.definition() for tool in tools]
+        request["tool_choice"] = {"type": "auto"}
+    if options.thinking_budget > 0:
+        request["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
+        request["max_tokens"] = max(options.max_tokens, options.thinking_budget + MIN_ANSWER_TOKENS)
+    else:
+        # The SDK has no keyword for temperature; it goes in the body.
+        request["extra_body"] = {"temperature": options.temperature}
+    return request
+
+
+def count_cache_breakpoints(request: dict[str, Any]) -> int:
+    """How many blocks carry cache_control (the API allows at most 4)."""
+    blocks: list[Any] = [*request.get("tools", []), *request.get("system", [])]
+    for message in request.get("messages", []):
+        if isinstance(message.get("content"), list):
+            blocks.extend(message["content"])
+    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)

@@ -1,0 +1,391 @@
+"""The agent loop.
+
+    for turn in 1..max_turns:
+        tools    = resolve_tools(turn)                 # router, turn-1 allowlist, hide map
+        messages = sanitize(history)                   # no orphan tool calls
+        request  = build_request(model, system reminders, messages, tools)
+        reply    = call_model(request)                 # streamed, retried
+        history += reply
+        if reply has no tool calls: return final answer
+        history += execute(tool calls)                 # concurrently when enabled
+
+Loop mode wraps this: a final answer without a breaker phrase re-prompts with the loop message.
+Both cancel channels are checked at every boundary; the UI channel also interrupts whatever is in
+flight. Whatever happens, the history stays valid for the next request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Literal, TypeVar
+
+from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
+from cmdop_tui.agent.context import SessionFacts, build_system_prompt
+from cmdop_tui.agent.events import (
+    Cancelled,
+    Error,
+    Event,
+    Final,
+    LoopContinued,
+    ToolEnd,
+    ToolProgress,
+    ToolStart,
+    TurnStarted,
+    Usage,
+)
+from cmdop_tui.agent.history import (
+    CANCELLED_RESULT,
+    Block,
+    Conversation,
+    message_text,
+    sanitize,
+    tool_result_block,
+)
+from cmdop_tui.agent.llm import ModelClient, ModelReply, describe_error
+from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
+from cmdop_tui.agent.request import RequestOptions, build_request
+from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
+from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.registry import ToolRegistry, run_tool
+
+DepsT = TypeVar("DepsT")
+OutT = TypeVar("OutT")
+
+EventSink = Callable[[Event], None]
+Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call"]
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+    tool: Tool | None
+
+
+@dataclass(frozen=True)
+class Approval:
+    allowed: bool
+    reason: str = ""
+
+
+Approver = Callable[[ToolCall], Awaitable[Approval]]
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """How the loop behaves. Settings and agent profiles produce one of these."""
+
+    model: str
+    max_turns: int = 30
+    max_tokens: int = 8192
+    temperature: float = 0.3
+    thinking_budget: int = 0
+    parallel_tools: bool = True
+    tool_policy: ToolPolicy = ToolPolicy()
+    loop: LoopSettings = LoopSettings()
+    extra_instructions: str = ""
+    intent_router: bool = False
+    router_model: str | None = None
+    repeat_limit: int = 3
+
+
+@dataclass
+class UsageTotals:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_input_tokens += usage.cache_read_input_tokens
+        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
+
+
+@dataclass
+class RunResult(Generic[OutT]):
+    status: Status
+    text: str = ""
+    code: str = ""
+    output: OutT | None = None
+    message: str = ""
+    turns: int = 0
+    loops: int = 0
+    usage: UsageTotals = field(default_factory=UsageTotals)
+
+
+class _Stop(Exception):
+    """Raised at a boundary when the operation must end (not a model or tool failure)."""
+
+    def __init__(self, reason: CancelReason) -> None:
+        self.reason = reason
+
+
+class _Progress:
+    """Counters of one run, kept apart so the loop functions stay small."""
+
+    def __init__(self) -> None:
+        self.turns = 0
+        self.loops = 0
+        self.usage = UsageTotals()
+
+
+def _identity(text: str) -> Any:
+    return text
+
+
+class Runner(Generic[DepsT, OutT]):
+    """Runs prompts through the agent loop, keeping the conversation between runs."""
+
+    def __init__(
+        self,
+        *,
+        model: ModelClient,
+        tools: ToolRegistry,
+        config: AgentConfig,
+        facts: SessionFacts,
+        deps: DepsT = None,  # type: ignore[assignment]
+        parse_output: Callable[[str], OutT] = _identity,
+        approve: Approver | None = None,
+        ui_cancel: UICancel | None = None,
+        cwd: Path | None = None,
+        conversation: Conversation | None = None,
+    ) -> None:
+        self.model = model
+        self.tools = tools
+        self.config = config
+        self.facts = facts
+        self.deps = deps
+        self.parse_output = parse_output
+        self.approve = approve
+        self.ui_cancel = ui_cancel or UICancel()
+        self.cwd = cwd or Path.cwd()
+        self.conversation = conversation or Conversation()
+        self._finished_results: dict[str, Block] = {}
+        self._approval_lock = asyncio.Lock()
+
+    # --- the run -----------------------------------------------------------------------------
+
+    async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult[OutT]:
+        """Run one user prompt to a final answer, a limit, an error or a cancel."""
+        operation = operation or Operation()
+        progress = _Progress()
+        self._finished_results = {}
+        self.ui_cancel.reset()
+        self.conversation.append_user(prompt)
+        task = asyncio.current_task()
+        assert task is not None, "Runner.run must be awaited inside a task"
+        with self.ui_cancel.bind(task):
+            try:
+                async with asyncio.timeout(operation.remaining()):
+                    return await self._run_loops(emit, operation, progress)
+            except _Stop as stop:
+                return self._cancelled(stop.reason, emit, progress)
+            except TimeoutError:
+                return self._cancelled("deadline", emit, progress)
+            except asyncio.CancelledError:
+                result = self._cancelled("ui" if self.ui_cancel.fired else "operation", emit, progress)
+                if self.ui_cancel.fired and task.uncancel() == 0:
+                    return result
+                raise
+
+    async def _run_loops(self, emit: EventSink, operation: Operation, progress: _Progress) -> RunResult[OutT]:
+        loop = self.config.loop
+        guard = RepeatGuard(self.config.repeat_limit)
+        while True:
+            result = await self._run_turns(emit, operation, progress, guard)
+            if result.status != "final" or not loop.enabled or contains_breaker(result.text, loop.breakers):
+                return self._finish(result, emit)
+            if progress.loops >= loop.max_loops:
+                message = f"loop mode stopped after {loop.max_loops} loops without a loop-breaker phrase"
+                return self._finish(self._result("max_loops", progress, message=message), emit)
+            progress.loops += 1
+            prepare_next_loop(self.conversation, loop.message)
+            emit(LoopContinued(loop=progress.loops, max_loops=loop.max_loops))
+
+    async def _run_turns(
+        self, emit: EventSink, operation: Operation, progress: _Progress, guard: RepeatGuard
+    ) -> RunResult[OutT]:
+        route = await self._route(operation) if progress.turns == 0 else "agent"
+        for turn in range(1, self.config.max_turns + 1):
+            self._check_boundary(operation)
+            progress.turns += 1
+            tools = resolve_tools(self.tools, turn=progress.turns, policy=self.config.tool_policy, route=route)
+            request = self._build_request(tools)
+            emit(self._turn_started(turn, progress))
+            try:
+                reply = await self.model.complete(request, emit, operation)
+            except Exception as exc:  # a model failure after retries ends the run, not the app
+                code, message = describe_error(exc)
+                return self._result("error", progress, code=code, message=message)
+            progress.usage.add(reply.usage)
+            emit(reply.usage)
+            self.conversation.append_assistant(reply.content)
+            if not reply.tool_calls:
+                return self._result("final", progress, text=reply.text)
+            self._finished_results = {}
+            repeated = await self._execute_tool_calls(reply, {t.name: t for t in tools}, emit, guard, operation)
+            self.conversation.close_open_tool_calls(self._finished_results)
+            if repeated:
+                message = f"stopped: the same tool call ({repeated}) came {self.config.repeat_limit} times in a row"
+                return self._result("repeated_tool_call", progress, message=message)
+        message = f"stopped after {self.config.max_turns} turns without a final answer (the turn limit)"
+        return self._result("max_turns", progress, message=message)
+
+    # --- steps of a turn ---------------------------------------------------------------------
+
+    def _check_boundary(self, operation: Operation) -> None:
+        if self.ui_cancel.fired:
+            raise _Stop("ui")
+        reason = operation.stop_reason()
+        if reason is not None:
+            raise _Stop(reason)
+
+    async def _route(self, operation: Operation) -> Route:
+        """The intent router: one cheap classifier call. Any failure routes to AGENT."""
+        if not self.config.intent_router:
+            return "agent"
+        last = self.conversation.messages[-1] if self.conversation.messages else {}
+        request = {
+            "model": self.config.router_model or self.config.model,
+            "max_tokens": 8,
+            "system": INTENT_SYSTEM_PROMPT,
+            "messages": [{"role": "user", "content": message_text(last) or "(empty)"}],
+            "extra_body": {"temperature": 0.0},
+        }
+        try:
+            return parse_route(await self.model.classify(request, operation))
+        except Exception:
+            return "agent"
+
+    def _build_request(self, tools: list[Tool]) -> dict[str, Any]:
+        system = build_system_prompt(
+            self.facts, tools_available=bool(tools), extra_instructions=self.config.extra_instructions
+        )
+        options = RequestOptions(
+            model=self.config.model,
+            max_tokens=self.config.max_tokens,
+            temperature=self.config.temperature,
+            thinking_budget=self.config.thinking_budget,
+        )
+        return build_request(options, system, sanitize(self.conversation.messages), tools)
+
+    def _turn_started(self, turn: int, progress: _Progress) -> TurnStarted:
+        loop = self.config.loop
+        return TurnStarted(
+            turn=turn,
+            max_turns=self.config.max_turns,
+            loop=progress.loops if loop.enabled else 0,
+            max_loops=loop.max_loops if loop.enabled else 0,
+        )
+
+    # --- tool execution ----------------------------------------------------------------------
+
+    async def _execute_tool_calls(
+        self,
+        reply: ModelReply,
+        allowed: dict[str, Tool],
+        emit: EventSink,
+        guard: RepeatGuard,
+        operation: Operation,
+    ) -> str | None:
+        """Run the reply's tool calls; their results land in `self._finished_results`.
+
+        Returns the name of a tool whose call repeated too often (the run then stops), else None.
+        """
+        calls: list[ToolCall] = []
+        repeated: str | None = None
+        for block in reply.tool_calls:
+            call = ToolCall(block["id"], block["name"], block.get("input") or {}, allowed.get(block["name"]))
+            if repeated is not None or guard.observe(call.name, call.input):
+                repeated = repeated or call.name
+                self._record(call, ToolResult.error("Not run: this exact call repeated too many times in a row."))
+                continue
+            if call.id in reply.input_errors:
+                self._record(call, ToolResult.error(f"Not run: {reply.input_errors[call.id]}. Send valid JSON."))
+                continue
+            calls.append(call)
+        if self.config.parallel_tools and len(calls) > 1:
+            async with asyncio.TaskGroup() as group:
+                for call in calls:
+                    group.create_task(self._execute_one(call, emit, operation))
+        else:
+            for call in calls:
+                self._check_boundary(operation)
+                await self._execute_one(call, emit, operation)
+        return repeated
+
+    async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
+        emit(ToolStart(call_id=call.id, name=call.name, input=call.input))
+        started = time.monotonic()
+        result = ToolResult.error(CANCELLED_RESULT)
+        try:
+            result = await self._tool_result(call, emit)
+        finally:  # a cancelled tool still ends, so no display shows it running forever
+            self._record(call, result)
+            duration = round(time.monotonic() - started, 3)
+            emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
+
+    async def _tool_result(self, call: ToolCall, emit: EventSink) -> ToolResult:
+        if call.tool is None:
+            known = "is not available now" if call.name in self.tools else "does not exist"
+            return ToolResult.error(f"Tool '{call.name}' {known}. Use only the tools you were given.")
+        if self.approve is not None:
+            async with self._approval_lock:
+                try:
+                    approval = await self.approve(call)
+                except Exception as exc:  # a broken approval prompt must not run the tool
+                    approval = Approval(False, f"the approval prompt failed ({exc})")
+            if not approval.allowed:
+                why = f" Reason: {approval.reason}" if approval.reason else ""
+                return ToolResult.error(f"The user denied this tool call; it was not run.{why}")
+        context = ToolContext(
+            call_id=call.id,
+            cwd=self.cwd,
+            progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
+            deps=self.deps,
+        )
+        return await run_tool(call.tool, call.input, context)
+
+    def _record(self, call: ToolCall, result: ToolResult) -> None:
+        self._finished_results[call.id] = tool_result_block(call.id, result.content, result.is_error)
+
+    # --- endings -----------------------------------------------------------------------------
+
+    def _result(
+        self, status: Status, progress: _Progress, *, text: str = "", code: str = "", message: str = ""
+    ) -> RunResult[OutT]:
+        return RunResult(
+            status=status,
+            text=text,
+            code=code or status,
+            message=message,
+            turns=progress.turns,
+            loops=progress.loops,
+            usage=progress.usage,
+        )
+
+    def _finish(self, result: RunResult[OutT], emit: EventSink) -> RunResult[OutT]:
+        if result.status == "final":
+            result.output = self.parse_output(result.text)
+            emit(Final(text=result.text, turns=result.turns, loops=result.loops))
+        else:
+            emit(Error(code=result.code, message=result.message))
+        return result
+
+    def _cancelled(self, reason: CancelReason, emit: EventSink, progress: _Progress) -> RunResult[OutT]:
+        """Repair history (answer open tool calls) and report the cancel."""
+        self.conversation.close_open_tool_calls(self._finished_results)
+        message = {
+            "ui": "stopped by the user",
+            "operation": "the operation was cancelled",
+            "deadline": "the operation ran out of time",
+        }[reason]
+        emit(Cancelled(reason=reason, message=message))
+        return self._result("cancelled", progress, message=message)

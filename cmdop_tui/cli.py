@@ -1,0 +1,126 @@
+"""Command line: arguments -> Settings -> the TUI, or headless mode with `-p`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+
+from cmdop_tui import __version__
+from cmdop_tui.engine import MissingKeyError
+from cmdop_tui.settings import Settings, SettingsError, load_settings
+
+EXIT_USAGE = 2
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="cmdop-tui",
+        description="Chat with an LLM operator that does real work on your machines.",
+    )
+    p.add_argument("--version", action="version", version=f"cmdop-tui {__version__}")
+    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
+    p.add_argument(
+        "--output-format",
+        choices=["text", "stream-json", "json"],
+        default="text",
+        help="headless output: the final text, one JSON event per line, or one JSON summary",
+    )
+    p.add_argument("--model", help="model id or alias (@fast, @balanced, @smart)")
+    p.add_argument("--max-turns", type=_positive_int, help="turn limit per prompt")
+    p.add_argument("--loop", action="store_true", default=None, help="loop mode: keep going until a breaker phrase")
+    p.add_argument("--loop-message", help="the message that re-prompts the model in loop mode")
+    p.add_argument(
+        "--loop-breaker", action="append", dest="loop_breakers", metavar="PHRASE", help="ends loop mode (repeatable)"
+    )
+    p.add_argument("--max-loops", type=_positive_int, help="loop mode's limit (default 20)")
+    p.add_argument("--allow-tags", metavar="TAGS", help="turn-1 tool allowlist, comma-separated tags")
+    p.add_argument("--no-stream", action="store_true", help="do not stream model replies")
+    p.add_argument("--yes", action="store_true", help="run tools that need approval without asking")
+    p.add_argument("--theme", help="TUI theme name")
+    return p
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
+    """Flags win over environment and file (which `load_settings` already merged)."""
+    agent = settings.agent
+    if args.model:
+        agent = replace(agent, model=args.model)
+    if args.max_turns:
+        agent = replace(agent, max_turns=args.max_turns)
+    if args.loop:
+        agent = replace(agent, loop=True)
+    if args.loop_message:
+        agent = replace(agent, loop_message=args.loop_message)
+    if args.loop_breakers:
+        agent = replace(agent, loop_breakers=tuple(args.loop_breakers))
+    if args.max_loops:
+        agent = replace(agent, max_loops=args.max_loops)
+    if args.allow_tags:
+        agent = replace(agent, allow_tags=tuple(t.strip() for t in args.allow_tags.split(",") if t.strip()))
+    settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
+    if args.no_stream:
+        settings = replace(settings, stream=False)
+    if args.theme:
+        settings = replace(settings, theme=args.theme)
+    return settings
+
+
+def fail(message: str, code: int = 1) -> int:
+    sys.stderr.write(f"cmdop-tui: {message}\n")
+    return code
+
+
+def entry() -> None:
+    """The console script. After a stop or a failure, leave at once: interpreter teardown after
+    a cancel can take hundreds of milliseconds, and a stopped command should feel instant."""
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if code != 0:
+        os._exit(code)
+    sys.exit(code)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        settings = apply_flags(load_settings(), args)
+        settings.resolve_model(settings.agent.model)
+    except SettingsError as exc:
+        return fail(str(exc))
+    if args.prompt is None:
+        return run_tui(settings)
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        return fail("the prompt is empty", EXIT_USAGE)
+    return run_headless_cli(settings, prompt, args.output_format)
+
+
+def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
+    from cmdop_tui.headless import HeadlessOptions, run_headless
+
+    options = HeadlessOptions(prompt=prompt, output_format=output_format, auto_approve=settings.auto_approve)  # type: ignore[arg-type]
+    try:
+        code = asyncio.run(run_headless(settings, options))
+    except MissingKeyError as exc:
+        return fail(str(exc))
+    except BrokenPipeError:
+        # The reader went away (e.g. `| head`): nothing more to say to anyone.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    return code
+
+
+def run_tui(settings: Settings) -> int:
+    return fail("the full-screen app is not built yet; run a prompt with -p \"...\"")

@@ -1,0 +1,129 @@
+"""Headless mode: `cmdop-tui -p PROMPT`. One prompt, events out, an exit code.
+
+Output formats:
+* `text` — the final answer on stdout;
+* `stream-json` — one JSON object per event per line, flushed as it happens (this is also what
+  the remote end of ask_machine speaks);
+* `json` — one JSON object with the outcome at the end.
+
+Exit 0 on a final answer; otherwise non-zero with a one-line reason on stderr. SIGINT and SIGTERM
+fire the UI cancel signal, so a stop is as clean as the TUI's Stop button.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from dataclasses import asdict, dataclass
+from typing import Literal, TextIO
+
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.events import Event
+from cmdop_tui.agent.runner import Approval, RunResult, ToolCall
+from cmdop_tui.engine import approval_gate, build_runner, make_client
+from cmdop_tui.settings import Settings
+
+OutputFormat = Literal["text", "stream-json", "json"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+@dataclass(frozen=True)
+class HeadlessOptions:
+    prompt: str
+    output_format: OutputFormat = "text"
+    auto_approve: bool = False
+
+
+class JsonLinesSink:
+    """Writes each event as one JSON line and flushes it at once."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+
+    def __call__(self, event: Event) -> None:
+        write_json_line(self.out, event.to_json())
+
+
+def write_json_line(out: TextIO, obj: object) -> None:
+    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    out.flush()
+
+
+async def ask_on_terminal(call: ToolCall) -> Approval:
+    """Ask on the controlling terminal without blocking the loop (so a signal still stops us)."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[str] = loop.create_future()
+    summary = json.dumps(call.input, ensure_ascii=False)[:200]
+    sys.stderr.write(f"Allow {call.name} {summary}? [y/N] ")
+    sys.stderr.flush()
+    loop.add_reader(sys.stdin.fileno(), lambda: answer.done() or answer.set_result(sys.stdin.readline()))
+    try:
+        reply = await answer
+    finally:
+        loop.remove_reader(sys.stdin.fileno())
+    allowed = reply.strip().lower() in {"y", "yes"}
+    return Approval(allowed, "" if allowed else "the user said no")
+
+
+def _terminal_can_ask() -> bool:
+    return sys.stdin.isatty() and sys.stderr.isatty()
+
+
+def summary_json(result: RunResult[str]) -> dict[str, object]:
+    return {
+        "type": "result",
+        "status": result.status,
+        "result": result.text,
+        "code": None if result.status == "final" else result.code,
+        "message": result.message,
+        "turns": result.turns,
+        "loops": result.loops,
+        "usage": asdict(result.usage),
+    }
+
+
+async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
+    """Run the prompt; return the process exit code."""
+    client = make_client(settings)
+    ui_cancel = UICancel()
+    ask = ask_on_terminal if _terminal_can_ask() else None
+    runner = build_runner(
+        settings,
+        client=client,
+        platform="headless",
+        approve=approval_gate(settings, ask, auto_approve=options.auto_approve),
+        ui_cancel=ui_cancel,
+    )
+    received: list[signal.Signals] = []
+    loop = asyncio.get_running_loop()
+    for signum in SIGNAL_EXIT:
+        loop.add_signal_handler(signum, lambda s=signum: (received.append(s), ui_cancel.fire()))
+    sink = JsonLinesSink(sys.stdout) if options.output_format == "stream-json" else (lambda event: None)
+    try:
+        result = await runner.run(options.prompt, sink)
+    finally:
+        for signum in SIGNAL_EXIT:
+            loop.remove_signal_handler(signum)
+        await client.close()
+    return report(result, options.output_format, received[0] if received else None)
+
+
+def report(result: RunResult[str], output_format: OutputFormat, signum: signal.Signals | None) -> int:
+    if output_format == "json":
+        write_json_line(sys.stdout, summary_json(result))
+    elif output_format == "text" and result.status == "final":
+        sys.stdout.write(result.text.rstrip("\n") + "\n")
+        sys.stdout.flush()
+    if result.status == "final":
+        return EXIT_OK
+    reason = result.message or result.status
+    sys.stderr.write(f"cmdop-tui: {result.status}: {reason}\n")
+    sys.stderr.flush()
+    if result.status == "cancelled" and signum is not None:
+        return SIGNAL_EXIT[signum]
+    return EXIT_FAILED

@@ -1,0 +1,77 @@
+"""The set of tools a session offers, and the one safe way to run a tool call.
+
+`run_tool` is where model input meets our code: the input is validated first (so tools can
+trust their arguments) and an unexpected exception becomes an error result the model can read,
+instead of killing the agent loop. Cancellation always propagates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from .base import Tool, ToolContext, ToolResult
+from .files import FILE_TOOLS
+from .schema import validate
+from .shell import EXECUTE_COMMAND
+
+__all__ = ["ToolRegistry", "builtin_tools", "run_tool"]
+
+
+def builtin_tools() -> list[Tool]:
+    """The local tools every session has: execute_command and the file tools."""
+    return [EXECUTE_COMMAND, *FILE_TOOLS]
+
+
+class ToolRegistry:
+    """Tools by name, in the order they were given (the order the model sees them in)."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"duplicate tool name {tool.name!r}")
+            self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        """The tool called `name`, or None (the model may invent names)."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """All tool names, in registry order."""
+        return list(self._tools)
+
+    def definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        """API definitions of the named tools, in registry order; unknown names are ignored."""
+        wanted = set(names)
+        return [tool.definition() for tool in self._tools.values() if tool.name in wanted]
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+
+async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
+    """Validate `raw_input` against the tool's schema, run the tool, never raise an Exception.
+
+    Invalid input gives an error result listing every problem, so the model can fix them all in
+    one retry. `asyncio.CancelledError` (and other BaseExceptions) propagate: a Stop must stop.
+    """
+    problems = validate(raw_input, tool.input_schema)
+    if problems:
+        listing = "\n".join(f"- {problem}" for problem in problems)
+        return ToolResult.error(f"invalid input for tool '{tool.name}':\n{listing}")
+    try:
+        result = await tool.run(raw_input, ctx)
+    except Exception as exc:
+        return ToolResult.error(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}")
+    if not isinstance(result, ToolResult):
+        return ToolResult.error(
+            f"tool '{tool.name}' failed: returned {type(result).__name__}, not a ToolResult"
+        )
+    return result

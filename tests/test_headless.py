@@ -1,0 +1,147 @@
+"""`cmdop-tui -p` as a user runs it: a child process talking to the fake API over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from fake_anthropic import error_reply, text_reply, tool_reply
+
+CLI = [sys.executable, "-m", "cmdop_tui"]
+
+
+def run_cli(args, env, *, input=None, timeout=30):
+    return subprocess.run(CLI + args, env=env, capture_output=True, text=True, input=input, timeout=timeout)
+
+
+@pytest.fixture
+def cli_env(anthropic_env, tmp_path):
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "config.toml")}
+    env.pop("CMDOP_INTENT_ROUTER", None)
+    return env
+
+
+def json_lines(stdout):
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_stream_json_prints_every_event_as_a_line(fake_api, cli_env, tmp_path):
+    (tmp_path / "a.txt").write_text("x")
+    fake_api.enqueue(tool_reply("list_dir", {"path": str(tmp_path)}), text_reply("There is a.txt."))
+    done = run_cli(["-p", "list the files here", "--output-format", "stream-json"], cli_env)
+    assert done.returncode == 0, done.stderr
+    events = json_lines(done.stdout)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "turn_start" and kinds[-1] == "final"
+    assert {"token", "tool_start", "tool_end", "usage"} <= set(kinds)
+    assert "".join(e["text"] for e in events if e["type"] == "token") == "There is a.txt."
+    assert events[-1]["text"] == "There is a.txt."
+    assert "a.txt" in next(e for e in events if e["type"] == "tool_end")["output"]
+
+
+def test_text_output_is_the_final_answer(fake_api, cli_env):
+    fake_api.enqueue(text_reply("Just this."))
+    done = run_cli(["-p", "hi"], cli_env)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "Just this.\n", "")
+
+
+def test_json_output_is_one_summary_object(fake_api, cli_env):
+    fake_api.enqueue(text_reply("Summary."))
+    done = run_cli(["-p", "hi", "--output-format", "json"], cli_env)
+    (summary,) = json_lines(done.stdout)
+    assert summary["status"] == "final" and summary["result"] == "Summary." and summary["turns"] == 1
+    assert summary["usage"]["output_tokens"] >= 1
+
+
+def test_prompt_from_stdin(fake_api, cli_env):
+    fake_api.enqueue(text_reply("read it"))
+    done = run_cli(["-p", "-"], cli_env, input="a prompt from a pipe")
+    assert done.returncode == 0
+    assert fake_api.requests[0].body["messages"][0]["content"][0]["text"] == "a prompt from a pipe"
+
+
+def test_flags_reach_the_request(fake_api, cli_env):
+    fake_api.enqueue(text_reply("ok"))
+    done = run_cli(["-p", "hi", "--model", "@fast", "--no-stream", "--allow-tags", "none"], cli_env)
+    assert done.returncode == 0, done.stderr
+    body = fake_api.requests[0].body
+    assert body["model"] == "claude-haiku-5-5" and not body.get("stream")
+    assert {t["name"] for t in body["tools"]} == {"execute_command", "read_file", "list_dir"}
+
+
+def test_loop_flags(fake_api, cli_env):
+    fake_api.enqueue(text_reply("working"), text_reply("DONE NOW"))
+    args = ["-p", "go", "--loop", "--loop-message", "more", "--loop-breaker", "DONE NOW", "--output-format", "stream-json"]
+    done = run_cli(args, cli_env)
+    assert done.returncode == 0, done.stderr
+    assert [e["loop"] for e in json_lines(done.stdout) if e["type"] == "loop"] == [1]
+    assert fake_api.requests[1].body["messages"][-1]["content"][0]["text"] == "more"
+
+
+def test_mutating_tools_are_denied_without_yes_and_run_with_it(fake_api, cli_env, tmp_path):
+    target = tmp_path / "made"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("no"))
+    assert run_cli(["-p", "make it"], cli_env).returncode == 0
+    assert not target.exists() and "--yes" in str(fake_api.requests[1].body["messages"][-1])
+
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("yes"))
+    assert run_cli(["-p", "make it", "--yes"], cli_env).returncode == 0
+    assert target.exists()
+
+
+def test_missing_key_is_one_line_naming_the_variables(cli_env):
+    env = {k: v for k, v in cli_env.items() if k not in {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"}}
+    done = run_cli(["-p", "hi"], env)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "ANTHROPIC_API_KEY" in done.stderr and "ANTHROPIC_BASE_URL" in done.stderr
+
+
+def test_api_failure_exits_non_zero_with_a_reason(fake_api, cli_env):
+    fake_api.enqueue(error_reply(401, message="invalid x-api-key"))
+    done = run_cli(["-p", "hi", "--output-format", "stream-json"], cli_env)
+    assert done.returncode == 1
+    assert json_lines(done.stdout)[-1] == {"type": "error", "code": "auth", "message": json_lines(done.stdout)[-1]["message"]}
+    assert done.stderr.startswith("cmdop-tui: error: the API key was refused") and done.stderr.count("\n") == 1
+
+
+def test_corrupt_settings_file_is_a_clear_error(cli_env, tmp_path):
+    (tmp_path / "config.toml").write_text("[agent]\nmax_turns = = 3\n")
+    done = run_cli(["-p", "hi"], cli_env)
+    assert done.returncode == 1 and "config.toml" in done.stderr and "line 2" in done.stderr
+    assert (tmp_path / "config.toml").read_text() == "[agent]\nmax_turns = = 3\n"
+
+
+def test_turn_limit_is_a_non_zero_exit(fake_api, cli_env):
+    fake_api.enqueue(tool_reply("glob", {"pattern": "*.a"}))
+    done = run_cli(["-p", "go", "--max-turns", "1"], cli_env)
+    assert done.returncode == 1 and "max_turns" in done.stderr
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signals_cancel_cleanly_mid_stream(fake_api, cli_env, signum, code):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("a long answer " * 50, stall_after=6, gate=gate))
+    child = subprocess.Popen(
+        CLI + ["-p", "hi", "--output-format", "stream-json"], env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        first = json.loads(child.stdout.readline())
+        while first["type"] != "token":
+            first = json.loads(child.stdout.readline())
+        sent = time.monotonic()
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=10)
+        elapsed = time.monotonic() - sent
+    finally:
+        child.kill()
+        gate.set()
+    assert child.returncode == code, err
+    assert json.loads(out.splitlines()[-1]) == {"type": "cancelled", "reason": "ui", "message": "stopped by the user"}
+    assert "cancelled" in err and elapsed < 2.0
