@@ -61,20 +61,26 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 
 def _is_valid(messages: Sequence[Message]) -> bool:
-    """Fast check so that a healthy history (the common case) is not copied."""
-    previous: Message | None = None
+    """Fast check so that a healthy history (the common case) is not copied.
+
+    Runs before every request over the whole history, so it is one tight loop.
+    """
+    previous_role: str | None = None
+    asked: set[str] = set()
     for message in messages:
-        content = message.get("content")
-        if not content or (previous is not None and previous.get("role") == message.get("role")):
+        role, content = message.get("role"), message.get("content")
+        if not content or role == previous_role or (previous_role is None and role != "user"):
             return False
-        if previous is None and message.get("role") != "user":
-            return False
-        if message.get("role") == "user":
-            asked = set(tool_use_ids(previous)) if previous is not None else set()
-            if set(tool_result_ids(message)) != asked:
+        blocks = content if isinstance(content, list) else ()
+        if role == "user":
+            answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+            if answered != asked:
                 return False
-        previous = message
-    return previous is None or not tool_use_ids(previous)
+            asked = set()
+        else:
+            asked = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+        previous_role = role
+    return not asked
 
 
 def _drop_unpaired_tool_blocks(messages: Sequence[Message]) -> list[Message]:

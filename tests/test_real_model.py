@@ -1,0 +1,54 @@
+"""The whole stack against a real model: llama.cpp's Anthropic-compatible server (xllamacpp) with
+SmolLM2-135M. Asserts structure, not wording: the small model answers in text and calls no tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from cmdop_tui.local_model import LocalModelServer, default_gguf
+
+pytest.importorskip("xllamacpp")
+
+
+@pytest.fixture(scope="module")
+def local_model():
+    try:
+        default_gguf()
+    except Exception as exc:  # pragma: no cover - README's install command provides it
+        pytest.skip(str(exc))
+    with LocalModelServer() as server:
+        yield server
+
+
+def run_headless(local_model, tmp_path, *extra):
+    env = {
+        **os.environ,
+        "ANTHROPIC_API_KEY": "local-no-key-needed",
+        "ANTHROPIC_BASE_URL": local_model.url,
+        "CMDOP_TUI_CONFIG": str(tmp_path / "none.toml"),
+    }
+    command = [sys.executable, "-m", "cmdop_tui", "-p", "Say hello in one short sentence.", *extra]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_streamed_final_answer_from_a_real_model(local_model, tmp_path):
+    done = run_headless(local_model, tmp_path, "--output-format", "stream-json", "--max-turns", "2")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    tokens = [e for e in events if e["type"] == "token"]
+    assert len(tokens) > 1, "the reply should arrive as several streamed fragments"
+    assert events[-1]["type"] == "final" and events[-1]["text"].strip()
+    assert events[-1]["text"] == "".join(e["text"] for e in tokens)
+    assert any(e["type"] == "usage" and e["output_tokens"] > 0 for e in events)
+
+
+def test_non_streaming_answer_from_a_real_model(local_model, tmp_path):
+    done = run_headless(local_model, tmp_path, "--no-stream", "--output-format", "json", "--max-turns", "2")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "final" and summary["result"].strip()
