@@ -123,4 +123,7 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
 
 
 def run_tui(settings: Settings) -> int:
-    return fail("the full-screen app is not built yet; run a prompt with -p \"...\"")
+    from cmdop_tui.tui.app import CmdopApp
+
+    CmdopApp(settings).run()
+    return 0

@@ -96,12 +96,13 @@ def build_runner(
     cwd: Path | None = None,
     retry: RetryPolicy = RetryPolicy(),
     stream: StreamPolicy | None = None,
+    facts: SessionFacts | None = None,
 ) -> Runner[None, str]:
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
         tools=ToolRegistry(builtin_tools()),
         config=agent_config(settings),
-        facts=SessionFacts.gather(platform_name=platform),
+        facts=facts or SessionFacts.gather(platform_name=platform),
         approve=approve,
         ui_cancel=ui_cancel,
         cwd=cwd,

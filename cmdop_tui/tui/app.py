@@ -1,0 +1,399 @@
+"""The full-screen app: chat, tool activity, machines, prompt and a Stop that always works.
+
+The agent loop runs in an async worker. Its events arrive through `deliver`, which wraps each one
+in a Textual message (see messages.py) and posts it to the widgets it concerns. Stop fires the
+loop's UI cancel signal, which cancels the worker's task at its next await: mid-stream, in a retry
+backoff, while waiting for approval, or while a command runs (the command is killed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import replace
+from typing import ClassVar
+
+import anthropic
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Button, Footer
+from textual.worker import Worker, WorkerState
+
+from cmdop_tui.agent import events as ev
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.context import SessionFacts
+from cmdop_tui.agent.llm import RetryPolicy
+from cmdop_tui.agent.runner import Approval, Runner, ToolCall
+from cmdop_tui.engine import MissingKeyError, approval_gate, build_runner, make_client
+from cmdop_tui.settings import Settings, SettingsError
+from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
+from cmdop_tui.tui.messages import (
+    BATCHED_MESSAGE_FOR_EVENT,
+    MESSAGE_FOR_EVENT,
+    TOOL_MESSAGE_FOR_EVENT,
+    BatchedMessage,
+    TextBatch,
+)
+from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
+from cmdop_tui.tui.screens.confirm import ConfirmScreen
+from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
+from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.widgets.chat_log import ChatLog
+from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
+from cmdop_tui.tui.widgets.prompt_input import PromptInput
+from cmdop_tui.tui.widgets.status_line import StatusLine
+from cmdop_tui.tui.widgets.tool_panel import ToolPanel
+
+NARROW_WIDTH = 100  # below this the side panels fold away
+PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
+
+NO_KEY_HELP = (
+    "No API key. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment and start "
+    "cmdop-tui again; for another Anthropic-compatible endpoint also set ANTHROPIC_BASE_URL."
+)
+
+
+class CmdopApp(App[None]):
+    TITLE = "cmdop-tui"
+    CSS_PATH: ClassVar = [
+        "app.tcss",
+        "widgets/chat_log.tcss",
+        "widgets/side_panels.tcss",
+        "screens/dialogs.tcss",
+    ]
+    COMMANDS = App.COMMANDS | {CmdopCommands}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "stop", "Stop"),
+        Binding("f2", "toggle_tools", "Tools"),
+        Binding("f3", "toggle_machines", "Machines"),
+        Binding("ctrl+q", "request_quit", "Quit", priority=True),
+    ]
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        client: anthropic.AsyncAnthropic | None = None,
+        retry: RetryPolicy | None = None,
+        facts: SessionFacts | None = None,
+        machine: MachineInfo | None = None,
+    ) -> None:
+        """`client`, `retry`, `facts` and `machine` replace what the app would find itself
+        (tests pin them so that screenshots are the same on every machine)."""
+        super().__init__()
+        self.settings = settings
+        self._retry = retry or RetryPolicy()
+        self._facts = facts
+        self._machine = machine
+        self.ui_cancel = UICancel()
+        self.tool_records: dict[str, ToolRecord] = {}
+        self.session_allowed: set[str] = set()
+        self.setup_error: str | None = None
+        self.runner: Runner[None, str] | None = None
+        self._client = client
+        self._owns_client = client is None
+        self._batch: tuple[type, TextBatch] | None = None
+        self._progress_posted: dict[str, float] = {}
+        self._progress_scheduled: set[str] = set()
+        self._panels_user_set = False
+        self.theme_problems: list[str] = []
+
+    # --- set-up --------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(id="body"):
+            yield ChatLog(id="chat")
+            with Vertical(id="side"):
+                yield MachinesPanel(id="machines", machine=self._machine)
+                yield ToolPanel(id="tools")
+        yield StatusLine(id="status")
+        with Horizontal(id="input-bar"):
+            yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
+            yield Button("Stop", id="stop", variant="error", disabled=True, compact=True)
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        themes, self.theme_problems = load_themes()
+        register_themes(self, themes)
+        names = {theme.name for theme in themes} | set(self.available_themes)
+        self.theme = self.settings.theme if self.settings.theme in names else DEFAULT_THEME
+        self._fold_panels_for(self.size.width)
+        self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
+        self.query_one(PromptInput).focus()
+        await self._build_runner()
+        for problem in self.theme_problems:
+            await self.chat.add_notice(problem, "warning")
+
+    async def _build_runner(self) -> None:
+        try:
+            if self._client is None:
+                self._client = make_client(self.settings)
+            self.runner = build_runner(
+                self.settings,
+                client=self._client,
+                platform="tui",
+                approve=approval_gate(self.settings, self.ask_approval, auto_approve=self.settings.auto_approve),
+                ui_cancel=self.ui_cancel,
+                retry=self._retry,
+                facts=self._facts,
+            )
+        except MissingKeyError:
+            self.setup_error = NO_KEY_HELP
+        except SettingsError as exc:
+            self.setup_error = str(exc)
+        if self.setup_error:
+            await self.chat.add_notice(self.setup_error, "error")
+        self._show_status()
+
+    async def on_unmount(self) -> None:
+        if self._client is not None and self._owns_client:
+            await self._client.close()
+
+    @property
+    def chat(self) -> ChatLog:
+        return self.query_one(ChatLog)
+
+    @property
+    def status(self) -> StatusLine:
+        return self.query_one(StatusLine)
+
+    @property
+    def running(self) -> bool:
+        return any(w.group == "agent" and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers)
+
+    def _show_status(self) -> None:
+        config = self.runner.config if self.runner else None
+        self.status.update_facts(
+            model=config.model if config else "(no model)",
+            loop_enabled=bool(config and config.loop.enabled),
+            max_loops=config.loop.max_loops if config else 0,
+            running=self.running,
+        )
+        self.query_one("#stop", Button).disabled = not self.running
+
+    # --- layout --------------------------------------------------------------------------------
+
+    def on_resize(self) -> None:
+        if not self._panels_user_set:
+            self._fold_panels_for(self.size.width)
+
+    def _fold_panels_for(self, width: int) -> None:
+        wide = width >= NARROW_WIDTH
+        self._set_panels(tools=wide, machines=wide)
+
+    def _set_panels(self, *, tools: bool, machines: bool) -> None:
+        self.query_one("#tools").display = tools
+        self.query_one("#machines").display = machines
+        self.query_one("#side").display = tools or machines
+
+    def action_toggle_tools(self) -> None:
+        self._panels_user_set = True
+        tools = not self.query_one("#tools").display
+        self._set_panels(tools=tools, machines=self.query_one("#machines").display)
+        if tools:
+            self.query_one("#tool-table").focus()
+
+    def action_toggle_machines(self) -> None:
+        self._panels_user_set = True
+        self._set_panels(tools=self.query_one("#tools").display, machines=not self.query_one("#machines").display)
+
+    # --- input ---------------------------------------------------------------------------------
+
+    async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
+        if parse_slash(message.text) is not None:
+            await self.run_slash(message.text)
+        else:
+            await self.send(message.text)
+
+    async def send(self, text: str) -> None:
+        if self.running:
+            await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
+            return
+        await self.chat.add_user_message(text)
+        if self.runner is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
+        self.run_agent(text)
+
+    async def run_slash(self, text: str) -> None:
+        command = parse_slash(text)
+        if command is None:
+            return
+        handler = getattr(self, f"_slash_{command.name}", None)
+        if command.name not in SLASH_COMMANDS or handler is None:
+            await self.chat.add_notice(unknown_command_hint(command.name), "warning")
+            return
+        await handler(command.argument)
+
+    async def _slash_help(self, argument: str) -> None:
+        keys = [("Enter", "send"), ("ctrl+j", "new line"), ("Up/Down", "earlier prompts"), ("ctrl+p", "command palette")]
+        keys += [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
+        await self.chat.add_notice(help_text(keys))
+
+    async def _slash_clear(self, argument: str) -> None:
+        if self.running:
+            await self.chat.add_notice("Stop the running turn before clearing.", "warning")
+            return
+        if self.runner is not None:
+            self.runner.conversation.clear()
+        self.tool_records.clear()
+        self.query_one(ToolPanel).clear()
+        await self.chat.clear()
+        self.status.update_facts(turn=0, loop=0)
+
+    async def _slash_model(self, argument: str) -> None:
+        if not argument or self.runner is None:
+            current = self.runner.config.model if self.runner else "(none)"
+            await self.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(self.settings.aliases)})")
+            return
+        try:
+            model = self.settings.resolve_model(argument)
+        except SettingsError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        self.runner.config = replace(self.runner.config, model=model)
+        await self.chat.add_notice(f"Model: {model}")
+        self._show_status()
+
+    async def _slash_loop(self, argument: str) -> None:
+        if argument not in ("on", "off") or self.runner is None:
+            await self.chat.add_notice("Usage: /loop on|off", "warning")
+            return
+        config = self.runner.config
+        self.runner.config = replace(config, loop=replace(config.loop, enabled=argument == "on"))
+        await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
+        self._show_status()
+
+    async def _slash_stop(self, argument: str) -> None:
+        self.action_stop()
+
+    async def _slash_exit(self, argument: str) -> None:
+        await self.action_request_quit()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "stop":
+            self.action_stop()
+
+    def on_tool_panel_output_requested(self, message: ToolPanel.OutputRequested) -> None:
+        self.push_screen(OutputScreen(message.record))
+
+    # --- the agent -----------------------------------------------------------------------------
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def run_agent(self, prompt: str) -> None:
+        assert self.runner is not None
+        self.call_after_refresh(self._show_status)
+        await self.runner.run(prompt, self.deliver)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group != "agent":
+            return
+        self._show_status()
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.call_later(self.chat.add_notice, f"Internal error: {type(error).__name__}: {error}", "error")
+
+    def action_stop(self) -> None:
+        if self.running:
+            self.ui_cancel.fire()
+
+    async def action_request_quit(self) -> None:
+        if not self.running:
+            self.exit()
+            return
+
+        def answered(quit_now: bool | None) -> None:
+            if quit_now:
+                self.ui_cancel.fire()
+                self.exit()
+
+        self.push_screen(ConfirmScreen("A turn is running. Stop it and quit?", yes="Quit", no="Stay"), answered)
+
+    async def ask_approval(self, call: ToolCall) -> Approval:
+        """The approval modal, awaited by the loop. Stop dismisses it."""
+        if call.name in self.session_allowed:
+            return Approval(True)
+        answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
+        screen = ApprovalScreen(call.name, "local", call.input)
+        self.push_screen(screen, lambda choice: answer.done() or answer.set_result(choice))
+        try:
+            choice = await answer
+        finally:
+            if screen.is_attached and screen is self.screen:
+                screen.dismiss(ApprovalChoice.DENY)
+        if choice is ApprovalChoice.SESSION:
+            self.session_allowed.add(call.name)
+        if choice is ApprovalChoice.STOP:
+            self.action_stop()
+        if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION):
+            return Approval(True)
+        return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+
+    # --- events from the loop ------------------------------------------------------------------
+
+    def deliver(self, event: ev.Event) -> None:
+        """The loop's event sink: wrap each event in a message for the widgets it concerns."""
+        if isinstance(event, (ev.Token, ev.Thinking)):
+            self._deliver_text(event)
+            return
+        self._batch = None
+        if isinstance(event, (ev.ToolStart, ev.ToolProgress, ev.ToolEnd)):
+            self._deliver_tool_event(event)
+            return
+        message_type = MESSAGE_FOR_EVENT[type(event)]
+        for target in (self.chat, self.status):
+            target.post_message(message_type(event))
+
+    def _deliver_text(self, event: ev.Token | ev.Thinking) -> None:
+        kind = type(event)
+        if self._batch is not None and self._batch[0] is kind and not self._batch[1].taken:
+            self._batch[1].parts.append(event.text)
+            return
+        batch = TextBatch(event.text)
+        self._batch = (kind, batch)
+        message_type: type[BatchedMessage] = BATCHED_MESSAGE_FOR_EVENT[kind]
+        self.chat.post_message(message_type(event, batch))
+
+    def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd) -> None:
+        if isinstance(event, ev.ToolStart):
+            record = ToolRecord(event.call_id, event.name, event.input, event.machine)
+            self.tool_records[event.call_id] = record
+        else:
+            record = self.tool_records.get(event.call_id)
+            if record is None:
+                return
+        if isinstance(event, ev.ToolProgress):
+            record.add_progress(event.text)
+            self._post_progress(event, record)
+            return
+        if isinstance(event, ev.ToolEnd):
+            record.finish(event.output, event.is_error, event.duration_s)
+        self._post_tool_message(event, record)
+
+    def _post_tool_message(self, event: ev.Event, record: ToolRecord) -> None:
+        message_type = TOOL_MESSAGE_FOR_EVENT[type(event)]
+        for target in (self.chat, self.query_one(ToolPanel)):
+            target.post_message(message_type(event, record))
+
+    def _post_progress(self, event: ev.ToolProgress, record: ToolRecord) -> None:
+        """Redraw live output at most every PROGRESS_REFRESH_S per call, and always the last."""
+        call_id = event.call_id
+        if call_id in self._progress_scheduled:
+            return
+        wait = self._progress_posted.get(call_id, 0.0) + PROGRESS_REFRESH_S - time.monotonic()
+        if wait <= 0:
+            self._progress_posted[call_id] = time.monotonic()
+            self._post_tool_message(event, record)
+            return
+        self._progress_scheduled.add(call_id)
+
+        def post_later() -> None:
+            self._progress_scheduled.discard(call_id)
+            self._progress_posted[call_id] = time.monotonic()
+            if record.status == "running":
+                self._post_tool_message(event, record)
+
+        self.set_timer(wait, post_later)

@@ -1,0 +1,81 @@
+"""Asks whether a tool call may run: allow once, allow for this session, or deny.
+
+No answer within the timeout means deny. Stop (s) stops the whole turn from here too.
+"""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label, Static
+
+from cmdop_tui.text import strip_terminal_sequences
+
+APPROVAL_TIMEOUT_S = 60.0
+
+
+class ApprovalChoice(Enum):
+    ONCE = "once"
+    SESSION = "session"
+    DENY = "deny"
+    STOP = "stop"
+
+
+def describe_arguments(arguments: dict[str, object]) -> str:
+    command = arguments.get("command")
+    if isinstance(command, str) and len(arguments) <= 2:
+        rest = {k: v for k, v in arguments.items() if k != "command"}
+        return command + (f"\n{json.dumps(rest, ensure_ascii=False)}" if rest else "")
+    return json.dumps(arguments, indent=2, ensure_ascii=False)
+
+
+class ApprovalScreen(ModalScreen[ApprovalChoice]):
+    BINDINGS = [
+        Binding("y", "choose('once')", "Allow once"),
+        Binding("a", "choose('session')", "Allow for session"),
+        Binding("n,escape", "choose('deny')", "Deny"),
+        Binding("s", "choose('stop')", "Stop turn"),
+    ]
+
+    def __init__(self, tool: str, machine: str, arguments: dict[str, object], timeout_s: float = APPROVAL_TIMEOUT_S):
+        super().__init__()
+        self.tool = tool
+        self.machine = machine
+        self.arguments = arguments
+        self.remaining = int(timeout_s)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="approval-dialog"):
+            yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
+            with VerticalScroll(id="approval-arguments"):
+                yield Static(Content(strip_terminal_sequences(describe_arguments(self.arguments))), markup=False)
+            yield Static(id="approval-countdown", markup=False)
+            with Horizontal(id="approval-buttons"):
+                yield Button("Allow once [y]", id="once", variant="primary")
+                yield Button("This session [a]", id="session")
+                yield Button("Deny [n]", id="deny", variant="error")
+
+    def on_mount(self) -> None:
+        self._tick()
+        self.set_interval(1.0, self._tick)
+        self.query_one("#once", Button).focus()
+
+    def _tick(self) -> None:
+        if self.remaining <= 0:
+            self.dismiss(ApprovalChoice.DENY)
+            return
+        self.query_one("#approval-countdown", Static).update(f"Denied automatically in {self.remaining}s")
+        self.remaining -= 1
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.action_choose(event.button.id or "deny")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(ApprovalChoice(choice))

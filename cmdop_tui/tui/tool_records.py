@@ -1,0 +1,73 @@
+"""What the UI remembers about each tool call: shared by the chat's tool cards and the
+tool-activity panel, so both show the same state."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cmdop_tui.text import inert_line
+
+Status = Literal["running", "ok", "error"]
+
+LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
+
+
+def short_arguments(name: str, arguments: dict[str, Any], width: int = 60) -> str:
+    """One line that says what the call does: the command, the path, the pattern."""
+    for key in ("command", "path", "pattern", "prompt"):
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            text = value
+            break
+    else:
+        text = json.dumps(arguments, ensure_ascii=False) if arguments else ""
+    text = inert_line(text)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+@dataclass
+class ToolRecord:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    machine: str = "local"
+    status: Status = "running"
+    started: float = field(default_factory=time.monotonic)
+    duration_s: float | None = None
+    live_output: str = ""
+    output: str = ""
+
+    def add_progress(self, text: str) -> None:
+        self.live_output += text
+        if len(self.live_output) > LIVE_OUTPUT_LIMIT:
+            self.live_output = self.live_output[-LIVE_OUTPUT_LIMIT // 2 :]
+
+    def finish(self, output: str, is_error: bool, duration_s: float) -> None:
+        self.output = output
+        self.status = "error" if is_error else "ok"
+        self.duration_s = duration_s
+
+    @property
+    def summary(self) -> str:
+        return short_arguments(self.name, self.arguments)
+
+    @property
+    def shown_output(self) -> str:
+        """The result once finished, the live output while running."""
+        return self.output if self.status != "running" else self.live_output
+
+    def preview(self, lines: int = 4) -> str:
+        tail = self.shown_output.rstrip("\n").splitlines()[-lines:]
+        return "\n".join(tail)
+
+    @property
+    def elapsed(self) -> str:
+        seconds = self.duration_s if self.duration_s is not None else time.monotonic() - self.started
+        return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+
+    @property
+    def glyph(self) -> str:
+        return {"running": "…", "ok": "✓", "error": "✗"}[self.status]

@@ -1,0 +1,132 @@
+"""The conversation: prompts, streamed Markdown replies, thinking, tool cards and notices.
+
+Anchored to the bottom while the user has not scrolled up (Textual's `anchor`), so a streaming
+reply stays in view without fighting a user who is reading back.
+"""
+
+from __future__ import annotations
+
+from textual.containers import VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Markdown
+from textual.widgets.markdown import MarkdownStream
+
+from cmdop_tui.tui.messages import Agent
+from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
+from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
+from cmdop_tui.tui.widgets.tool_card import ToolCard
+from cmdop_tui.tui.widgets.user_message import UserMessage
+
+
+class ChatLog(VerticalScroll, can_focus=True):
+    BINDINGS = [("end", "scroll_end", "Latest"), ("home", "scroll_home", "First")]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self._reply: AssistantReply | None = None
+        self._stream: MarkdownStream | None = None
+        self._thinking: ThinkingBlock | None = None
+        self._cards: dict[str, ToolCard] = {}
+
+    def on_mount(self) -> None:
+        self.anchor()
+
+    # --- entries -------------------------------------------------------------------------------
+
+    async def add(self, widget: Widget) -> None:
+        if self.is_attached:  # events may still arrive while the app shuts down
+            await self.mount(widget)
+
+    async def add_user_message(self, text: str) -> None:
+        await self._end_reply()
+        await self.add(UserMessage(text))
+        self.anchor()  # sending a prompt brings the view back to the newest text
+
+    async def add_notice(self, text: str, kind: NoticeKind = "info") -> None:
+        await self.add(Notice(text, kind))
+
+    async def add_tool_card(self, record: ToolRecord) -> None:
+        await self._end_reply()
+        card = ToolCard(record)
+        self._cards[record.call_id] = card
+        await self.add(card)
+
+    async def clear(self) -> None:
+        await self._end_reply()
+        self._cards.clear()
+        await self.remove_children()
+
+    @property
+    def reply_text(self) -> str:
+        """The Markdown source of the reply being streamed (or the last one)."""
+        return self._reply.source if self._reply is not None else ""
+
+    # --- streaming -----------------------------------------------------------------------------
+
+    async def _append_reply(self, text: str) -> None:
+        if self._stream is None:
+            self._thinking = None
+            self._reply = AssistantReply()
+            await self.add(self._reply)
+            self._stream = Markdown.get_stream(self._reply)
+        await self._stream.write(text)
+
+    async def _end_reply(self, *, discard: bool = False) -> None:
+        stream, self._stream = self._stream, None
+        self._thinking = None
+        if stream is not None:
+            await stream.stop()
+        if discard and self._reply is not None:
+            await self._reply.remove()
+            self._reply = None
+
+    # --- agent events --------------------------------------------------------------------------
+
+    async def on_agent_token_received(self, message: Agent.TokenReceived) -> None:
+        await self._append_reply(message.batch.take())
+
+    async def on_agent_thinking_received(self, message: Agent.ThinkingReceived) -> None:
+        if self._thinking is None:
+            await self._end_reply()
+            self._thinking = ThinkingBlock()
+            await self.add(self._thinking)
+        self._thinking.append(message.batch.take())
+
+    async def on_agent_retrying(self, message: Agent.Retrying) -> None:
+        await self._end_reply(discard=True)
+        event = message.event
+        await self.add_notice(f"Retrying in {event.delay_s:.1f}s (attempt {event.attempt + 1}): {event.reason}", "warning")
+
+    async def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
+        await self.add_tool_card(message.record)
+
+    def on_agent_tool_progressed(self, message: Agent.ToolProgressed) -> None:
+        self._refresh_card(message.event.call_id)
+
+    def on_agent_tool_ended(self, message: Agent.ToolEnded) -> None:
+        self._refresh_card(message.event.call_id)
+
+    async def on_agent_finished(self, message: Agent.Finished) -> None:
+        await self._end_reply()
+
+    async def on_agent_failed(self, message: Agent.Failed) -> None:
+        await self._end_reply()
+        await self.add_notice(f"Error: {message.event.message}", "error")
+
+    async def on_agent_cancelled(self, message: Agent.Cancelled) -> None:
+        await self._end_reply()
+        event = message.event
+        text = "■ Stopped." if event.reason == "ui" else f"■ Stopped: {event.message}."
+        await self.add_notice(text, "stopped")
+
+    async def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
+        await self._end_reply()
+        event = message.event
+        await self.add_notice(f"Loop {event.loop}/{event.max_loops}: continuing", "info")
+
+    def _refresh_card(self, call_id: str) -> None:
+        card = self._cards.get(call_id)
+        if card is not None:
+            card.refresh(layout=True)

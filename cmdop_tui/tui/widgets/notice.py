@@ -1,0 +1,16 @@
+"""A one-line note in the chat: stopped, an error, a retry, help output."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from textual.content import Content
+from textual.widgets import Static
+
+NoticeKind = Literal["info", "warning", "error", "stopped"]
+
+
+class Notice(Static):
+    def __init__(self, text: str, kind: NoticeKind = "info") -> None:
+        super().__init__(Content(text), classes=f"notice -{kind}")
+        self.kind = kind

@@ -1,0 +1,86 @@
+"""The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall."""
+
+from __future__ import annotations
+
+from textual import events
+from textual.message import Message
+from textual.widgets import TextArea
+
+NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
+
+
+class PromptInput(TextArea):
+    """A TextArea that submits on Enter and remembers what was sent."""
+
+    class Submitted(Message):
+        def __init__(self, prompt_input: PromptInput, text: str) -> None:
+            super().__init__()
+            self.prompt_input = prompt_input
+            self.text = text
+
+        @property
+        def control(self) -> PromptInput:
+            return self.prompt_input
+
+    def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
+        super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
+        self.placeholder = placeholder
+        self.sent: list[str] = []
+        self._recall_index: int | None = None
+        self._draft = ""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.key == "enter":
+            self._stop(event)
+            self.submit()
+        elif event.key in NEWLINE_KEYS:
+            self._stop(event)
+            self.insert("\n")
+        elif event.key == "up" and self.cursor_location[0] == 0 and self.sent:
+            self._stop(event)
+            self.recall(-1)
+        elif event.key == "down" and self._recall_index is not None and self._on_last_line():
+            self._stop(event)
+            self.recall(+1)
+        else:
+            await super()._on_key(event)
+
+    @staticmethod
+    def _stop(event: events.Key) -> None:
+        event.stop()
+        event.prevent_default()
+
+    def _on_last_line(self) -> bool:
+        return self.cursor_location[0] == self.document.line_count - 1
+
+    def submit(self) -> None:
+        text = self.text.strip()
+        if not text:
+            return
+        if not self.sent or self.sent[-1] != text:
+            self.sent.append(text)
+        self._recall_index = None
+        self.clear()
+        self.post_message(self.Submitted(self, text))
+
+    def recall(self, step: int) -> None:
+        """Step through earlier prompts; stepping past the newest restores the draft."""
+        if self._recall_index is None:
+            if step > 0:
+                return
+            self._draft = self.text
+            index = len(self.sent) - 1
+        else:
+            index = self._recall_index + step
+        if index < 0:
+            return
+        if index >= len(self.sent):
+            self._recall_index = None
+            self._show(self._draft)
+            return
+        self._recall_index = index
+        self._show(self.sent[index])
+
+    def _show(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)

@@ -1,0 +1,72 @@
+"""One line of facts: model, target machine, turn, loop, tokens, cache share, estimated cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from cmdop_tui.agent.runner import UsageTotals
+from cmdop_tui.pricing import cache_read_share, estimate_cost
+from cmdop_tui.tui.messages import Agent
+
+
+@dataclass(frozen=True)
+class StatusFacts:
+    model: str = ""
+    machine: str = "local"
+    turn: int = 0
+    max_turns: int = 0
+    loop_enabled: bool = False
+    loop: int = 0
+    max_loops: int = 0
+    running: bool = False
+    usage: UsageTotals = field(default_factory=UsageTotals)
+
+
+def compact_count(tokens: int) -> str:
+    if tokens < 1000:
+        return str(tokens)
+    if tokens < 1_000_000:
+        return f"{tokens / 1000:.1f}k"
+    return f"{tokens / 1_000_000:.1f}M"
+
+
+class StatusLine(Widget):
+    facts: reactive[StatusFacts] = reactive(StatusFacts, always_update=True)
+
+    def render(self) -> Content:
+        facts = self.facts
+        usage = facts.usage
+        total_in = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        parts: list[tuple[str, str] | str] = [(facts.model, "bold"), f" · {facts.machine}"]
+        if facts.turn:
+            parts.append(f" · turn {facts.turn}/{facts.max_turns}")
+        if facts.loop_enabled:
+            parts.append((f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
+        parts.append(f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}")
+        if total_in:
+            parts.append(f" · cache {cache_read_share(usage):.0%}")
+        cost = estimate_cost(facts.model, usage)
+        if cost is not None:
+            parts.append(f" · ${cost:.4f}")
+        if facts.running:
+            parts.append((" · working", "$warning"))
+        return Content.assemble(*parts)
+
+    def update_facts(self, **changes: object) -> None:
+        self.facts = replace(self.facts, **changes)  # type: ignore[arg-type]
+
+    def on_agent_turn_started(self, message: Agent.TurnStarted) -> None:
+        event = message.event
+        self.update_facts(turn=event.turn, max_turns=event.max_turns, loop=event.loop)
+
+    def on_agent_usage_reported(self, message: Agent.UsageReported) -> None:
+        usage = replace(self.facts.usage)
+        usage.add(message.event)
+        self.update_facts(usage=usage)
+
+    def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
+        self.update_facts(loop=message.event.loop, max_loops=message.event.max_loops)

@@ -1,0 +1,21 @@
+"""The model's thinking: dimmed and folded away unless the user opens it."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Collapsible, Static
+
+
+class ThinkingBlock(Collapsible):
+    def __init__(self) -> None:
+        self._text = ""
+        self._body = Static("", classes="thinking-text")
+        super().__init__(self._body, title="Thinking", collapsed=True, classes="thinking")
+
+    def append(self, text: str) -> None:
+        self._text += text
+        self._body.update(Content(self._text))
+
+    @property
+    def text(self) -> str:
+        return self._text

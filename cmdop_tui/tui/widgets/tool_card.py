@@ -1,0 +1,34 @@
+"""A tool call in the chat: what runs, where, its state, and the tail of its output."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widget import Widget
+
+from cmdop_tui.tui.tool_records import ToolRecord
+
+PREVIEW_LINES = 4
+STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
+
+
+class ToolCard(Widget):
+    """Renders from its ToolRecord; `refresh()` after the record changes."""
+
+    def __init__(self, record: ToolRecord) -> None:
+        super().__init__(classes="tool-card")
+        self.record = record
+
+    def render(self) -> Content:
+        record = self.record
+        status = "running" if record.status == "running" else record.status
+        header = Content.assemble(
+            (f"{record.glyph} ", STATUS_STYLE[record.status]),
+            (record.name, "bold"),
+            (f" @{record.machine} ", "$text-muted"),
+            record.summary,
+            (f"  {status} {record.elapsed}", "$text-muted"),
+        )
+        preview = record.preview(PREVIEW_LINES)
+        if not preview:
+            return header
+        return Content("\n").join([header, Content.styled(preview, "$text-muted")])

@@ -1,0 +1,91 @@
+"""The tool-activity panel: every tool call of the session, newest last.
+
+Arrow keys move between calls; the highlighted call's output tail shows below the table; Enter
+opens the whole output.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.content import Content
+from textual.message import Message
+from textual.widgets import DataTable, Static
+
+from cmdop_tui.tui.messages import Agent
+from cmdop_tui.tui.tool_records import ToolRecord
+
+PREVIEW_LINES = 6
+
+
+class ToolPanel(Vertical):
+    class OutputRequested(Message):
+        """The user asked for the whole output of a tool call."""
+
+        def __init__(self, record: ToolRecord) -> None:
+            super().__init__()
+            self.record = record
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.records: dict[str, ToolRecord] = {}
+        self.border_title = "Tools"
+
+    def compose(self) -> ComposeResult:
+        table: DataTable[str | Content] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
+        table.add_columns("", "tool", "args", "time")
+        yield table
+        yield Static("", id="tool-preview", markup=False)
+
+    @property
+    def table(self) -> DataTable[str | Content]:
+        return self.query_one("#tool-table", DataTable)
+
+    def _cells(self, record: ToolRecord) -> tuple[Content, str, str, str]:
+        style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
+        return Content.styled(record.glyph, style), record.name, record.summary, record.elapsed
+
+    def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
+        record = message.record
+        self.records[record.call_id] = record
+        self.table.add_row(*self._cells(record), key=record.call_id)
+        self.table.move_cursor(row=self.table.row_count - 1)
+        self._show_preview()
+
+    def on_agent_tool_progressed(self, message: Agent.ToolProgressed) -> None:
+        self._update(message.record)
+
+    def on_agent_tool_ended(self, message: Agent.ToolEnded) -> None:
+        self._update(message.record)
+
+    def _update(self, record: ToolRecord) -> None:
+        if record.call_id not in self.records:
+            return
+        for column, value in zip(self.table.columns, self._cells(record)):
+            self.table.update_cell(record.call_id, column, value)
+        self._show_preview()
+
+    def highlighted(self) -> ToolRecord | None:
+        table = self.table
+        if table.row_count == 0:
+            return None
+        row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
+        return self.records.get(str(row_key.value))
+
+    def _show_preview(self) -> None:
+        record = self.highlighted()
+        preview = self.query_one("#tool-preview", Static)
+        preview.update(Content(record.preview(PREVIEW_LINES)) if record else "")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._show_preview()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        record = self.records.get(str(event.row_key.value))
+        if record is not None:
+            self.post_message(self.OutputRequested(record))
+
+    def clear(self) -> None:
+        self.records.clear()
+        self.table.clear()
+        self._show_preview()

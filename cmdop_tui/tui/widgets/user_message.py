@@ -1,0 +1,11 @@
+"""A prompt the user sent, shown in the chat."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+
+class UserMessage(Static):
+    def __init__(self, text: str) -> None:
+        super().__init__(Content(text), classes="user-message")

@@ -1,0 +1,316 @@
+"""The app driven as a user drives it: Pilot keys against the fake Messages API."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from cmdop_tui.settings import Settings
+from cmdop_tui.tui.screens.approval import ApprovalScreen
+from cmdop_tui.tui.screens.confirm import ConfirmScreen
+from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+from cmdop_tui.tui.widgets.status_line import StatusLine
+from cmdop_tui.tui.widgets.tool_card import ToolCard
+from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use
+from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+
+SIZE = (100, 30)
+
+
+def status_text(app) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+async def test_a_prompt_streams_a_markdown_reply(fake_api):
+    fake_api.enqueue(text_reply("# Result\n\nAll **good** here.", chunk_size=4))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "how are things?")
+        await finish_turn(pilot)
+        assert replies(app) == ["# Result\n\nAll **good** here."]
+        assert fake_api.requests[0].body["messages"][0]["content"][0]["text"] == "how are things?"
+        assert "↓" in status_text(app) and "turn 1/30" in status_text(app)
+        assert app.query_one("#prompt").text == ""
+
+
+async def test_thinking_is_shown_folded(fake_api):
+    fake_api.enqueue(reply(thinking("Considering the options."), tool_use("glob", {"pattern": "*.q"})), text_reply("Done."))
+    app = make_app(fake_api, thinking_budget=2048)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "think first")
+        await finish_turn(pilot)
+        block = app.query_one(".thinking")
+        assert block.collapsed and block.text == "Considering the options."
+
+
+async def test_tool_call_with_approval_allowed(fake_api, tmp_path):
+    target = tmp_path / "made-by-tool"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target} && echo created"}), text_reply("Made it."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "make the file")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        assert "touch" in str(app.screen.query_one("#approval-arguments Static").content)
+        await pilot.press("y")
+        await finish_turn(pilot)
+        assert target.exists()
+        card = app.query_one(ToolCard)
+        assert card.record.status == "ok" and "created" in card.record.output
+        assert replies(app)[-1] == "Made it."
+        assert app.query_one("#tool-table").row_count == 1
+
+
+async def test_tool_call_denied_tells_the_model(fake_api, tmp_path):
+    target = tmp_path / "never"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("Understood."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "make it")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("n")
+        await finish_turn(pilot)
+        assert not target.exists()
+        result = fake_api.requests[1].body["messages"][-1]["content"][0]
+        assert result["is_error"] and "denied" in result["content"]
+        assert app.query_one(ToolCard).record.status == "error"
+
+
+async def test_allow_for_session_asks_only_once(fake_api, tmp_path):
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo one"}),
+        tool_reply("execute_command", {"command": "echo two"}),
+        text_reply("both"),
+    )
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "run two")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("a")
+        await finish_turn(pilot)
+        assert [c.record.status for c in app.query(ToolCard)] == ["ok", "ok"]
+
+
+async def test_stop_mid_stream_then_continue(fake_api):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("Partial words that go on " * 20, stall_after=8, gate=gate), text_reply("Fresh answer."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "long answer please")
+        await wait_until(pilot, lambda: any(replies(app)), what="streamed text")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: notices(app, "stopped"), what="the stopped notice")
+        assert notices(app, "stopped") == ["■ Stopped."]
+        assert not app.running and app.query_one("#stop").disabled
+        gate.set()
+        await submit(pilot, "again")
+        await finish_turn(pilot)
+        assert replies(app)[-1] == "Fresh answer."
+        assert [m["role"] for m in fake_api.requests[1].body["messages"]] == ["user"]
+
+
+async def test_stop_button_mid_command_kills_it(fake_api, tmp_path):
+    pid_file = tmp_path / "pid"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"echo $$ > {pid_file}; echo started; sleep 30"}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "run it")
+        await wait_until(pilot, lambda: app.query(ToolCard) and "started" in app.query_one(ToolCard).record.live_output)
+        await pilot.click("#stop")
+        await wait_until(pilot, lambda: notices(app, "stopped"))
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(pid_file.read_text()), 0)
+        assert app.query_one(ToolCard).record.status == "error"
+        await submit(pilot, "next")
+        await finish_turn(pilot)
+        assert replies(app)[-1] == "ok"
+
+
+async def test_stop_while_the_approval_modal_is_open(fake_api):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "true"}), text_reply("after"))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await pilot.press("s")
+        await wait_until(pilot, lambda: notices(app, "stopped"))
+        assert not isinstance(app.screen, ApprovalScreen)
+        await submit(pilot, "again")
+        await finish_turn(pilot)
+        assert replies(app)[-1] == "after"
+
+
+async def test_stop_during_retry_backoff(fake_api):
+    from cmdop_tui.agent.llm import RetryPolicy
+
+    fake_api.enqueue(error_reply(529), text_reply("later"))
+    app = make_app(fake_api, retry=RetryPolicy(initial_s=30, jitter_s=0))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "hi")
+        await wait_until(pilot, lambda: notices(app, "warning"), what="the retry notice")
+        assert "Retrying in 30.0s" in notices(app, "warning")[0]
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: notices(app, "stopped"))
+
+
+async def test_loop_mode_toggle_and_indicator(fake_api):
+    fake_api.enqueue(text_reply("Working on it."), text_reply("The task is done."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "/loop on")
+        await pilot.pause()
+        assert "loop 0/20" in status_text(app)
+        await submit(pilot, "do the task")
+        await finish_turn(pilot)
+        assert "loop 1/20" in status_text(app)
+        assert any("Loop 1/20" in n for n in notices(app))
+        assert replies(app) == ["Working on it.", "The task is done."]
+        await submit(pilot, "/loop off")
+        await pilot.pause()
+        assert "loop" not in status_text(app)
+
+
+async def test_api_error_is_readable_and_the_app_stays_up(fake_api):
+    fake_api.enqueue(error_reply(401, message="invalid x-api-key"), text_reply("recovered"))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "hi")
+        await finish_turn(pilot)
+        (error,) = notices(app, "error")
+        assert "API key was refused" in error and "invalid x-api-key" in error
+        await submit(pilot, "again")
+        await finish_turn(pilot)
+        assert replies(app) == ["recovered"]
+
+
+async def test_without_an_api_key_the_app_opens_and_says_how_to_set_one(monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert "ANTHROPIC_API_KEY" in notices(app, "error")[0]
+        await submit(pilot, "hello?")
+        await pilot.pause()
+        assert len(notices(app, "error")) == 2 and app.is_running
+
+
+async def test_slash_commands(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "/help")
+        await pilot.pause()
+        assert "/model NAME" in notices(app)[-1] and "ctrl+q" in notices(app)[-1]
+        await submit(pilot, "/model @fast")
+        await pilot.pause()
+        assert app.runner.config.model == "claude-haiku-5-5" and "claude-haiku-5-5" in status_text(app)
+        await submit(pilot, "/model @nope")
+        await pilot.pause()
+        assert "unknown model alias" in notices(app, "error")[-1]
+        await submit(pilot, "/frobnicate")
+        await pilot.pause()
+        assert "Unknown command /frobnicate" in notices(app, "warning")[-1]
+        await submit(pilot, "/clear")
+        await pilot.pause()
+        assert not notices(app)
+        assert fake_api.requests == []
+
+
+async def test_palette_runs_the_same_actions(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+p")
+        await pilot.press(*"loop mode on")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.runner.config.loop.enabled, what="loop mode on from the palette")
+
+
+async def test_prompt_keys_newline_and_history(fake_api):
+    fake_api.enqueue(text_reply("a"), text_reply("b"))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one("#prompt")
+        prompt.focus()
+        await pilot.press(*"first", "ctrl+j", *"line")
+        assert prompt.text == "first\nline"
+        await pilot.press("enter")
+        await finish_turn(pilot)
+        await submit(pilot, "second")
+        await finish_turn(pilot)
+        prompt.focus()
+        await pilot.press("up")
+        assert prompt.text == "second"
+        await pilot.press("up")
+        assert prompt.text == "first\nline"
+        await pilot.press("down", "down")
+        assert prompt.text == ""
+
+
+async def test_ctrl_c_never_quits_and_ctrl_q_asks_while_running(fake_api):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("slow " * 30, stall_after=6, gate=gate))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.is_running
+        await submit(pilot, "go")
+        await wait_until(pilot, lambda: app.running and any(replies(app)))
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("n")
+        await pilot.pause()
+        assert app.is_running and app.running
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
+    gate.set()
+
+
+async def test_ctrl_q_quits_at_once_when_idle():
+    app = make_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("ctrl+q")
+        await wait_until(pilot, lambda: not app.is_running)
+
+
+async def test_tool_panel_enter_opens_the_whole_output(fake_api):
+    fake_api.enqueue(tool_reply("glob", {"pattern": "**/*.nothing"}), text_reply("none"))
+    app = make_app(fake_api)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "find")
+        await finish_turn(pilot)
+        app.query_one("#tool-table").focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, OutputScreen))
+        assert app.screen.query_one("#output-text").text == app.query_one(ToolCard).record.output
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not isinstance(app.screen, OutputScreen))
+
+
+async def test_panels_fold_at_80x24_and_toggle_by_key():
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert not app.query_one("#side").display
+        await pilot.press("f2")
+        assert app.query_one("#tools").display and not app.query_one("#machines").display
+        await pilot.press("f3")
+        assert app.query_one("#machines").display
+        await pilot.press("f2", "f3")
+        assert not app.query_one("#side").display
+
+
+async def test_tool_output_with_escape_sequences_is_shown_inert(fake_api):
+    command = r"printf 'safe\033]52;c;aGk=\a\033[2J\033[31mred\033[0m\n'"
+    fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "print")
+        await finish_turn(pilot)
+        output = app.query_one(ToolCard).record.output
+        assert "\x1b" not in output and "\x07" not in output and "safered" in output
