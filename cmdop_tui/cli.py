@@ -122,7 +122,13 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     return code
 
 
+# A lone Esc is told from the start of a key sequence by waiting; 100 ms (Textual's default)
+# would make Stop feel slow. Sequences from a terminal arrive in one read, even over SSH.
+ESCAPE_DELAY_MS = "25"
+
+
 def run_tui(settings: Settings) -> int:
+    os.environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)
     from cmdop_tui.tui.app import CmdopApp
 
     CmdopApp(settings).run()

@@ -35,6 +35,7 @@ from cmdop_tui.tui.messages import (
     TOOL_MESSAGE_FOR_EVENT,
     BatchedMessage,
     TextBatch,
+    ToolOutputRequested,
 )
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -50,6 +51,10 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 NARROW_WIDTH = 100  # below this the side panels fold away
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 
+WELCOME = (
+    "cmdop-tui, an operator on {host}. Ask for something and press Enter; "
+    "Esc stops a turn; /help lists commands and keys."
+)
 NO_KEY_HELP = (
     "No API key. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment and start "
     "cmdop-tui again; for another Anthropic-compatible endpoint also set ANTHROPIC_BASE_URL."
@@ -123,6 +128,7 @@ class CmdopApp(App[None]):
         self._fold_panels_for(self.size.width)
         self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
         self.query_one(PromptInput).focus()
+        await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
         await self._build_runner()
         for problem in self.theme_problems:
             await self.chat.add_notice(problem, "warning")
@@ -277,7 +283,7 @@ class CmdopApp(App[None]):
         if event.button.id == "stop":
             self.action_stop()
 
-    def on_tool_panel_output_requested(self, message: ToolPanel.OutputRequested) -> None:
+    def on_tool_output_requested(self, message: ToolOutputRequested) -> None:
         self.push_screen(OutputScreen(message.record))
 
     # --- the agent -----------------------------------------------------------------------------

@@ -56,6 +56,14 @@ class BatchedMessage(AgentMessage[EventT]):
         self.batch = batch
 
 
+class ToolOutputRequested(Message):
+    """The user asked to see the whole output of a tool call (from its card or its panel row)."""
+
+    def __init__(self, record: ToolRecord) -> None:
+        super().__init__()
+        self.record = record
+
+
 class Agent:
     """Namespace for the messages, so handlers read `on_agent_<what happened>`."""
 

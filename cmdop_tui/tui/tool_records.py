@@ -65,7 +65,10 @@ class ToolRecord:
 
     @property
     def elapsed(self) -> str:
-        seconds = self.duration_s if self.duration_s is not None else time.monotonic() - self.started
+        """How long the call took; empty while it runs (a static figure would be stale)."""
+        seconds = self.duration_s
+        if seconds is None:
+            return ""
         return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
 
     @property

@@ -57,9 +57,9 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
                 yield Static(Content(strip_terminal_sequences(describe_arguments(self.arguments))), markup=False)
             yield Static(id="approval-countdown", markup=False)
             with Horizontal(id="approval-buttons"):
-                yield Button("Allow once [y]", id="once", variant="primary")
-                yield Button("This session [a]", id="session")
-                yield Button("Deny [n]", id="deny", variant="error")
+                yield Button("Allow once (y)", id="once", variant="primary")
+                yield Button("This session (a)", id="session")
+                yield Button("Deny (n)", id="deny", variant="error")
 
     def on_mount(self) -> None:
         self._tick()

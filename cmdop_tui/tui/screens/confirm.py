@@ -22,8 +22,8 @@ class ConfirmScreen(ModalScreen[bool]):
         with Vertical(id="confirm-dialog"):
             yield Label(self.question, markup=False)
             with Horizontal(id="confirm-buttons"):
-                yield Button(f"{self.yes} [y]", id="yes", variant="error")
-                yield Button(f"{self.no} [n]", id="no", variant="primary")
+                yield Button(f"{self.yes} (y)", id="yes", variant="error")
+                yield Button(f"{self.no} (n)", id="no", variant="primary")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
-from textual.widgets import Markdown
-from textual.widgets.markdown import MarkdownStream
 
 from cmdop_tui.tui.messages import Agent
 from cmdop_tui.tui.tool_records import ToolRecord
@@ -26,9 +24,9 @@ class ChatLog(VerticalScroll, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self._reply: AssistantReply | None = None
-        self._stream: MarkdownStream | None = None
         self._thinking: ThinkingBlock | None = None
         self._cards: dict[str, ToolCard] = {}
+        self.last_reply = ""
 
     def on_mount(self) -> None:
         self.anchor()
@@ -58,29 +56,26 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._cards.clear()
         await self.remove_children()
 
-    @property
-    def reply_text(self) -> str:
-        """The Markdown source of the reply being streamed (or the last one)."""
-        return self._reply.source if self._reply is not None else ""
 
     # --- streaming -----------------------------------------------------------------------------
 
     async def _append_reply(self, text: str) -> None:
-        if self._stream is None:
+        if self._reply is None:
             self._thinking = None
             self._reply = AssistantReply()
             await self.add(self._reply)
-            self._stream = Markdown.get_stream(self._reply)
-        await self._stream.write(text)
+        self._reply.append(text)
 
     async def _end_reply(self, *, discard: bool = False) -> None:
-        stream, self._stream = self._stream, None
+        reply, self._reply = self._reply, None
         self._thinking = None
-        if stream is not None:
-            await stream.stop()
-        if discard and self._reply is not None:
-            await self._reply.remove()
-            self._reply = None
+        if reply is None:
+            return
+        if discard:
+            await reply.remove()
+        else:
+            reply.finish()
+            self.last_reply = reply.source
 
     # --- agent events --------------------------------------------------------------------------
 

@@ -5,28 +5,33 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
+from cmdop_tui.tui.messages import ToolOutputRequested
 from cmdop_tui.tui.tool_records import ToolRecord
 
 PREVIEW_LINES = 4
 STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
 
 
-class ToolCard(Widget):
-    """Renders from its ToolRecord; `refresh()` after the record changes."""
+class ToolCard(Widget, can_focus=True):
+    """Renders from its ToolRecord; `refresh()` after the record changes. Enter shows all output."""
+
+    BINDINGS = [("enter", "show_output", "Output")]
 
     def __init__(self, record: ToolRecord) -> None:
         super().__init__(classes="tool-card")
         self.record = record
 
+    def action_show_output(self) -> None:
+        self.post_message(ToolOutputRequested(self.record))
+
     def render(self) -> Content:
         record = self.record
-        status = "running" if record.status == "running" else record.status
         header = Content.assemble(
             (f"{record.glyph} ", STATUS_STYLE[record.status]),
             (record.name, "bold"),
             (f" @{record.machine} ", "$text-muted"),
             record.summary,
-            (f"  {status} {record.elapsed}", "$text-muted"),
+            (f"  {record.status} {record.elapsed}".rstrip(), "$text-muted"),
         )
         preview = record.preview(PREVIEW_LINES)
         if not preview:

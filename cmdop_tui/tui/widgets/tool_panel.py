@@ -9,23 +9,15 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import DataTable, Static
 
-from cmdop_tui.tui.messages import Agent
+from cmdop_tui.tui.messages import Agent, ToolOutputRequested
 from cmdop_tui.tui.tool_records import ToolRecord
 
 PREVIEW_LINES = 6
 
 
 class ToolPanel(Vertical):
-    class OutputRequested(Message):
-        """The user asked for the whole output of a tool call."""
-
-        def __init__(self, record: ToolRecord) -> None:
-            super().__init__()
-            self.record = record
-
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.records: dict[str, ToolRecord] = {}
@@ -33,7 +25,7 @@ class ToolPanel(Vertical):
 
     def compose(self) -> ComposeResult:
         table: DataTable[str | Content] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
-        table.add_columns("", "tool", "args", "time")
+        table.add_columns("", "tool", "on", "time", "args")
         yield table
         yield Static("", id="tool-preview", markup=False)
 
@@ -41,9 +33,9 @@ class ToolPanel(Vertical):
     def table(self) -> DataTable[str | Content]:
         return self.query_one("#tool-table", DataTable)
 
-    def _cells(self, record: ToolRecord) -> tuple[Content, str, str, str]:
+    def _cells(self, record: ToolRecord) -> tuple[Content, str, str, str, str]:
         style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
-        return Content.styled(record.glyph, style), record.name, record.summary, record.elapsed
+        return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, record.summary
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
@@ -83,7 +75,7 @@ class ToolPanel(Vertical):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         record = self.records.get(str(event.row_key.value))
         if record is not None:
-            self.post_message(self.OutputRequested(record))
+            self.post_message(ToolOutputRequested(record))
 
     def clear(self) -> None:
         self.records.clear()

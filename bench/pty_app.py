@@ -1,0 +1,98 @@
+"""Run the real app in a pseudo-terminal and watch what it writes, as a terminal would.
+
+Used by the TUI benchmarks: bytes written, time until text appears on screen, key latency.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pty
+import signal
+import struct
+import sys
+import termios
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class PtyApp:
+    """`cmdop-tui` in a pty of the given size; output is read continuously with timestamps."""
+
+    def __init__(self, env: dict[str, str], size: tuple[int, int] = (100, 30), args: tuple[str, ...] = ()) -> None:
+        self.columns, self.rows = size
+        self.output = bytearray()
+        self.changed = threading.Condition()
+        self.started = time.perf_counter()
+        pid, fd = pty.fork()
+        if pid == 0:  # the child: become the app
+            os.chdir(ROOT)
+            os.execvpe(sys.executable, [sys.executable, "-m", "cmdop_tui", *args], env)
+        self.pid, self.fd = pid, fd
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.columns, 0, 0))
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                data = b""
+            with self.changed:
+                if not data:
+                    self.closed = True
+                    self.changed.notify_all()
+                    return
+                self.output += data
+                self.changed.notify_all()
+
+    closed = False
+
+    def mark(self) -> int:
+        """The current output length, to search only what comes after it."""
+        with self.changed:
+            return len(self.output)
+
+    def wait_for(self, needle: bytes, start: int = 0, timeout: float = 30.0) -> float:
+        """Block until `needle` appears in the output after offset `start`; return the time then."""
+        deadline = time.perf_counter() + timeout
+        with self.changed:
+            while needle not in self.output[start:]:
+                left = deadline - time.perf_counter()
+                if left <= 0 or self.closed:
+                    tail = bytes(self.output[-400:])
+                    raise TimeoutError(f"{needle!r} did not appear; last output: {tail!r}")
+                self.changed.wait(left)
+            return time.perf_counter()
+
+    def wait_quiet(self, seconds: float) -> None:
+        """Block until nothing has been written for `seconds`."""
+        with self.changed:
+            while True:
+                size = len(self.output)
+                self.changed.wait(seconds)
+                if len(self.output) == size:
+                    return
+
+    def write(self, data: bytes) -> float:
+        now = time.perf_counter()
+        os.write(self.fd, data)
+        return now
+
+    def close(self) -> None:
+        try:
+            os.write(self.fd, b"\x11")  # ctrl+q
+            deadline = time.perf_counter() + 3
+            while time.perf_counter() < deadline:
+                done, _ = os.waitpid(self.pid, os.WNOHANG)
+                if done:
+                    return
+                time.sleep(0.02)
+            os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+        except (OSError, ChildProcessError):
+            pass

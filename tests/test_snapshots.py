@@ -1,0 +1,84 @@
+"""SVG snapshots of the main states at 80x24 and 120x40 (pytest-textual-snapshot).
+
+Everything that differs between machines is pinned: host facts, load, tool durations. Update the
+pictures with `pytest tests/test_snapshots.py --snapshot-update` after checking them by eye.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from cmdop_tui.settings import Settings
+from cmdop_tui.tui.screens.approval import ApprovalScreen
+from cmdop_tui.tui.widgets.tool_card import ToolCard
+from fake_anthropic import text_reply, tool_reply
+from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+
+SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+
+REPLY = """Disk usage on **testhost**:
+
+- `/` is 41% full
+- `/srv` is 73% full
+
+```sh
+df -h /srv
+```
+"""
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_idle(snap_compare, size):
+    assert snap_compare(make_app(), terminal_size=size)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_reply_after_a_tool_call(snap_compare, fake_api, size):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo '/srv 73%'"}, text="Checking."), text_reply(REPLY))
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+
+    async def run_before(pilot):
+        await submit(pilot, "how full are the disks?")
+        await finish_turn(pilot)
+        for card in app.query(ToolCard):
+            card.record.duration_s = 0.1  # pinned: real durations differ run to run
+            card.refresh()
+        for table in app.query("#tool-table"):
+            table.update_cell_at((0, 3), "0.1s")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_approval_modal(snap_compare, fake_api, size):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "systemctl restart nginx"}), text_reply("Restarted."))
+    app = make_app(fake_api)
+
+    async def run_before(pilot):
+        await submit(pilot, "restart nginx")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        app.screen.remaining = 60
+        app.screen._tick()
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_stopped_mid_stream(snap_compare, fake_api, size):
+    gate = threading.Event()
+    # message_start, ping, content_block_start and 4 deltas of 10 characters, then the stall
+    fake_api.enqueue(text_reply("Looking at the logs now, the first thing I see is", chunk_size=10, stall_after=7, gate=gate))
+    app = make_app(fake_api)
+
+    async def run_before(pilot):
+        await submit(pilot, "what is wrong with the web server?")
+        await wait_until(pilot, lambda: replies(app) == ["Looking at the logs now, the first thing"])
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: notices(app, "stopped"))
+        gate.set()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
