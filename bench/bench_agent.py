@@ -24,7 +24,8 @@ import anthropic  # noqa: E402
 
 from agent_helpers import FACTS, Recorder  # noqa: E402
 from cmdop_tui.agent.events import Token, ToolProgress, Usage  # noqa: E402
-from cmdop_tui.agent.llm import ModelClient, ModelReply, StreamPolicy  # noqa: E402
+from cmdop_tui.agent.llm import ModelClient, ModelReply  # noqa: E402
+from cmdop_tui.agent.policies import StreamPolicy  # noqa: E402
 from cmdop_tui.agent.runner import AgentConfig, Runner  # noqa: E402
 from cmdop_tui.tools.base import Tool, ToolResult  # noqa: E402
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools  # noqa: E402

@@ -140,7 +140,8 @@ def stop_latency(app: PtyApp, server: FakeAnthropic, reply: str) -> float:
 
 def describe(samples: list[float], unit: str = "ms", scale: float = 1000) -> str:
     ordered = sorted(s * scale for s in samples)
-    return f"median {statistics.median(ordered):.1f} {unit}, max {ordered[-1]:.1f} {unit} (n={len(ordered)})"
+    precision = 2 if unit == "s" else 1
+    return f"median {statistics.median(ordered):.{precision}f} {unit}, max {ordered[-1]:.{precision}f} {unit} (n={len(ordered)})"
 
 
 def main() -> None:

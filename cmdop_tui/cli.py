@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from cmdop_tui import __version__
-from cmdop_tui.engine import MissingKeyError
 from cmdop_tui.settings import Settings, SettingsError, load_settings
 
 EXIT_USAGE = 2
@@ -108,6 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
+    from cmdop_tui.engine import MissingKeyError
     from cmdop_tui.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(prompt=prompt, output_format=output_format, auto_approve=settings.auto_approve)  # type: ignore[arg-type]

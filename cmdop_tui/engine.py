@@ -13,10 +13,12 @@ import anthropic
 
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import Platform, SessionFacts
-from cmdop_tui.agent.llm import ModelClient, RetryPolicy, StreamPolicy
+from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.agent.llm import ModelClient
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
-from cmdop_tui.agent.runner import AgentConfig, Approval, Approver, Runner, ToolCall
+from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.settings import Settings
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 

@@ -21,7 +21,8 @@ from typing import Literal, TextIO
 
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import Event
-from cmdop_tui.agent.runner import Approval, RunResult, ToolCall
+from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.engine import approval_gate, build_runner, make_client
 from cmdop_tui.settings import Settings
 

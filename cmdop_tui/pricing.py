@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from cmdop_tui.agent.runner import UsageTotals
+from cmdop_tui.agent.events import UsageTotals
 
 PRICES_PER_MTOK: dict[str, tuple[float, float]] = {
     "claude-haiku-5-5": (1.0, 5.0),

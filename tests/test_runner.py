@@ -31,10 +31,10 @@ from cmdop_tui.agent.events import (
     Usage,
 )
 from cmdop_tui.agent.history import CANCELLED_RESULT, sanitize
-from cmdop_tui.agent.llm import RetryPolicy, StreamPolicy
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.routing import ToolPolicy
-from cmdop_tui.agent.runner import Approval
+from cmdop_tui.agent.approval import Approval
 from fake_anthropic import (
     error_reply,
     raw_tool_use,

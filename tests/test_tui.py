@@ -143,7 +143,7 @@ async def test_stop_while_the_approval_modal_is_open(fake_api):
 
 
 async def test_stop_during_retry_backoff(fake_api):
-    from cmdop_tui.agent.llm import RetryPolicy
+    from cmdop_tui.agent.policies import RetryPolicy
 
     fake_api.enqueue(error_reply(529), text_reply("later"))
     app = make_app(fake_api, retry=RetryPolicy(initial_s=30, jitter_s=0))
@@ -268,6 +268,26 @@ async def test_ctrl_c_never_quits_and_ctrl_q_asks_while_running(fake_api):
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
+    gate.set()
+
+
+async def test_ctrl_c_stops_a_running_turn_but_copies_a_selection(fake_api):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("streaming " * 30, stall_after=6, gate=gate))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "go")
+        await wait_until(pilot, lambda: any(replies(app)))
+        prompt = app.query_one("#prompt")
+        prompt.load_text("keep this")
+        prompt.select_all()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.running and app.clipboard == "keep this"
+        prompt.move_cursor(prompt.document.end)
+        await pilot.press("ctrl+c")
+        await wait_until(pilot, lambda: notices(app, "stopped"))
+        assert not app.running
     gate.set()
 
 

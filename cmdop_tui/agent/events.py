@@ -104,6 +104,26 @@ class Usage(Event):
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
 
 
+@dataclass
+class UsageTotals:
+    """The running sum of Usage events (a run's, a session's)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def add(self, usage: Usage) -> None:
+        self.input_tokens += usage.input_tokens
+        self.output_tokens += usage.output_tokens
+        self.cache_read_input_tokens += usage.cache_read_input_tokens
+        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
 @dataclass(frozen=True)
 class LoopContinued(Event):
     """Loop mode re-prompted the model with the loop message."""
@@ -158,4 +178,5 @@ __all__ = [
     "ToolStart",
     "TurnStarted",
     "Usage",
+    "UsageTotals",
 ]

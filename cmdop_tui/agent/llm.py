@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,34 +23,11 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage
 from cmdop_tui.agent.history import Block
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 
 EventSink = Callable[[Event], None]
 
 RETRYABLE_STREAM_ERROR_TYPES = frozenset({"overloaded_error", "api_error"})
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    attempts: int = 6
-    initial_s: float = 0.5
-    max_s: float = 32.0
-    jitter_s: float = 0.25
-
-    def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        """Backoff before the attempt after `attempt` (1-based): 0.5, 1, 2, 4, 8 ... capped."""
-        backoff = min(self.initial_s * 2 ** (attempt - 1) + random.uniform(0, self.jitter_s), self.max_s)
-        if retry_after is not None:
-            backoff = max(backoff, min(retry_after, self.max_s))
-        return backoff
-
-
-@dataclass(frozen=True)
-class StreamPolicy:
-    enabled: bool = True
-    idle_timeout_s: float = 2.0
-    first_event_timeout_s: float = 120.0
-    near_deadline_s: float = 30.0
-    request_timeout_s: float = 600.0
 
 
 class DeadStreamError(Exception):

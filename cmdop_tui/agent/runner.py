@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
+from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.events import (
@@ -35,7 +36,7 @@ from cmdop_tui.agent.events import (
     ToolProgress,
     ToolStart,
     TurnStarted,
-    Usage,
+    UsageTotals,
 )
 from cmdop_tui.agent.history import (
     CANCELLED_RESULT,
@@ -60,23 +61,6 @@ Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repea
 
 
 @dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    input: dict[str, Any]
-    tool: Tool | None
-
-
-@dataclass(frozen=True)
-class Approval:
-    allowed: bool
-    reason: str = ""
-
-
-Approver = Callable[[ToolCall], Awaitable[Approval]]
-
-
-@dataclass(frozen=True)
 class AgentConfig:
     """How the loop behaves. Settings and agent profiles produce one of these."""
 
@@ -92,20 +76,6 @@ class AgentConfig:
     intent_router: bool = False
     router_model: str | None = None
     repeat_limit: int = 3
-
-
-@dataclass
-class UsageTotals:
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-    def add(self, usage: Usage) -> None:
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.cache_read_input_tokens += usage.cache_read_input_tokens
-        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
 
 
 @dataclass

@@ -9,11 +9,13 @@ backoff, while waiting for approval, or while a command runs (the command is kil
 from __future__ import annotations
 
 import asyncio
+import gc
+import importlib
+import sys
 import time
 from dataclasses import replace
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import anthropic
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -22,13 +24,13 @@ from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent import events as ev
+from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
-from cmdop_tui.agent.llm import RetryPolicy
-from cmdop_tui.agent.runner import Approval, Runner, ToolCall
-from cmdop_tui.engine import MissingKeyError, approval_gate, build_runner, make_client
+from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.settings import Settings, SettingsError
 from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
+from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.messages import (
     BATCHED_MESSAGE_FOR_EVENT,
     MESSAGE_FOR_EVENT,
@@ -47,6 +49,11 @@ from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
+
+if TYPE_CHECKING:
+    import anthropic
+
+    from cmdop_tui.agent.runner import Runner
 
 NARROW_WIDTH = 100  # below this the side panels fold away
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
@@ -72,6 +79,7 @@ class CmdopApp(App[None]):
     COMMANDS = App.COMMANDS | {CmdopCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
+        Binding("ctrl+c", "interrupt", "Stop", show=False),
         Binding("f2", "toggle_tools", "Tools"),
         Binding("f3", "toggle_machines", "Machines"),
         Binding("ctrl+q", "request_quit", "Quit", priority=True),
@@ -88,7 +96,7 @@ class CmdopApp(App[None]):
     ) -> None:
         """`client`, `retry`, `facts` and `machine` replace what the app would find itself
         (tests pin them so that screenshots are the same on every machine)."""
-        super().__init__()
+        super().__init__(driver_class=None if sys.platform == "win32" else PromptEscapeDriver)
         self.settings = settings
         self._retry = retry or RetryPolicy()
         self._facts = facts
@@ -100,6 +108,7 @@ class CmdopApp(App[None]):
         self.runner: Runner[None, str] | None = None
         self._client = client
         self._owns_client = client is None
+        self._engine_ready = asyncio.Event()
         self._batch: tuple[type, TextBatch] | None = None
         self._progress_posted: dict[str, float] = {}
         self._progress_scheduled: set[str] = set()
@@ -129,30 +138,46 @@ class CmdopApp(App[None]):
         self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
         self.query_one(PromptInput).focus()
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
-        await self._build_runner()
         for problem in self.theme_problems:
             await self.chat.add_notice(problem, "warning")
+        self.prepare_engine()
 
-    async def _build_runner(self) -> None:
+    @work(group="setup", exit_on_error=False)
+    async def prepare_engine(self) -> None:
+        """Load the model SDK and build the runner after the first paint.
+
+        Importing the SDK takes about a second; the prompt is usable meanwhile, and a prompt sent
+        early waits for this.
+        """
+        try:
+            engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.engine")
+            self._build_runner(engine)
+        finally:
+            self._engine_ready.set()
+        # The SDK and Textual leave a large heap of long-lived objects; a full collection that
+        # walks them all stalls the UI for ~100 ms mid-stream. Frozen objects are never walked.
+        gc.freeze()
+        if self.setup_error:
+            await self.chat.add_notice(self.setup_error, "error")
+        self._show_status()
+
+    def _build_runner(self, engine) -> None:  # type: ignore[no-untyped-def]
         try:
             if self._client is None:
-                self._client = make_client(self.settings)
-            self.runner = build_runner(
+                self._client = engine.make_client(self.settings)
+            self.runner = engine.build_runner(
                 self.settings,
                 client=self._client,
                 platform="tui",
-                approve=approval_gate(self.settings, self.ask_approval, auto_approve=self.settings.auto_approve),
+                approve=engine.approval_gate(self.settings, self.ask_approval, auto_approve=self.settings.auto_approve),
                 ui_cancel=self.ui_cancel,
                 retry=self._retry,
                 facts=self._facts,
             )
-        except MissingKeyError:
+        except engine.MissingKeyError:
             self.setup_error = NO_KEY_HELP
         except SettingsError as exc:
             self.setup_error = str(exc)
-        if self.setup_error:
-            await self.chat.add_notice(self.setup_error, "error")
-        self._show_status()
 
     async def on_unmount(self) -> None:
         if self._client is not None and self._owns_client:
@@ -219,7 +244,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
             return
         await self.chat.add_user_message(text)
-        if self.runner is None:
+        if self._engine_ready.is_set() and self.runner is None:
             await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
             return
         self.run_agent(text)
@@ -290,8 +315,11 @@ class CmdopApp(App[None]):
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_agent(self, prompt: str) -> None:
-        assert self.runner is not None
         self.call_after_refresh(self._show_status)
+        await self._engine_ready.wait()
+        if self.runner is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
         await self.runner.run(prompt, self.deliver)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -303,8 +331,20 @@ class CmdopApp(App[None]):
             self.call_later(self.chat.add_notice, f"Internal error: {type(error).__name__}: {error}", "error")
 
     def action_stop(self) -> None:
-        if self.running:
+        if not self.running:
+            return
+        if self._engine_ready.is_set():
             self.ui_cancel.fire()
+        else:  # still waiting for the SDK to load: nothing has started yet
+            self.workers.cancel_group(self, "agent")
+            self.call_later(self.chat.add_notice, "■ Stopped.", "stopped")
+
+    def action_interrupt(self) -> None:
+        """ctrl+c: stops a running turn (as terminal users expect), else says how to quit."""
+        if self.running:
+            self.action_stop()
+        else:
+            self.action_help_quit()
 
     async def action_request_quit(self) -> None:
         if not self.running:

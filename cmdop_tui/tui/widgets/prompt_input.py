@@ -29,6 +29,12 @@ class PromptInput(TextArea):
         self._recall_index: int | None = None
         self._draft = ""
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # ctrl+c copies a selection; with none it goes on to the app, where it stops a turn.
+        if action == "copy" and not self.selected_text:
+            return False
+        return super().check_action(action, parameters)
+
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "enter":
             self._stop(event)

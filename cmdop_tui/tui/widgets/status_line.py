@@ -8,7 +8,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cmdop_tui.agent.runner import UsageTotals
+from cmdop_tui.agent.events import UsageTotals
 from cmdop_tui.pricing import cache_read_share, estimate_cost
 from cmdop_tui.tui.messages import Agent
 

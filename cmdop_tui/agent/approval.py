@@ -1,0 +1,29 @@
+"""A tool call as the approval gate sees it, and the gate's answer.
+
+Kept apart from the runner so that a UI can import these without loading the model SDK.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from cmdop_tui.tools.base import Tool
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+    tool: Tool | None
+
+
+@dataclass(frozen=True)
+class Approval:
+    allowed: bool
+    reason: str = ""
+
+
+Approver = Callable[[ToolCall], Awaitable[Approval]]

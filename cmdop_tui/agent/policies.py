@@ -1,0 +1,33 @@
+"""How hard to try: the retry and streaming policies of the model call.
+
+Plain settings, importable without loading the model SDK (the TUI starts before it loads).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 6
+    initial_s: float = 0.5
+    max_s: float = 32.0
+    jitter_s: float = 0.25
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Backoff before the attempt after `attempt` (1-based): 0.5, 1, 2, 4, 8 ... capped."""
+        backoff = min(self.initial_s * 2 ** (attempt - 1) + random.uniform(0, self.jitter_s), self.max_s)
+        if retry_after is not None:
+            backoff = max(backoff, min(retry_after, self.max_s))
+        return backoff
+
+
+@dataclass(frozen=True)
+class StreamPolicy:
+    enabled: bool = True
+    idle_timeout_s: float = 2.0  # after the first event, this long without one is a dead stream
+    first_event_timeout_s: float = 120.0
+    near_deadline_s: float = 30.0  # a dead stream with less time left falls back to one plain call
+    request_timeout_s: float = 600.0

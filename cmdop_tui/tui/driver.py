@@ -1,0 +1,61 @@
+"""Textual's Linux driver, with a lone Esc delivered promptly.
+
+A terminal sends Esc as the single byte that also starts every key sequence, so the parser waits
+ESCDELAY to tell them apart. Textual's input thread only lets the parser check that wait when its
+`select` returns, every 100 ms, so Esc (our Stop key) could take over 100 ms to arrive. This input
+loop is Textual's, except that while an escape is pending it wakes after ESCDELAY instead.
+(Terminals with the kitty keyboard protocol send an unambiguous Esc and never wait.)
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+from codecs import getincrementaldecoder
+
+from textual import constants
+from textual._parser import ParseError
+from textual._xterm_parser import XTermParser
+from textual.drivers.linux_driver import LinuxDriver
+
+IDLE_WAKE_S = 0.1  # Textual's own select timeout
+ESC = "\x1b"
+
+
+class PromptEscapeDriver(LinuxDriver):
+    def run_input_thread(self) -> None:
+        selector = selectors.SelectSelector()
+        selector.register(self.fileno, selectors.EVENT_READ)
+        parser = XTermParser(self._debug)
+        decode = getincrementaldecoder("utf-8")().decode
+        escape_wake = constants.ESCAPE_DELAY + 0.002
+        wake = IDLE_WAKE_S
+
+        def process(selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> float:
+            """Feed what arrived to the parser; return how long the next select may wait."""
+            next_wake = IDLE_WAKE_S
+            for index, (_key, mask) in enumerate(selector_events):
+                if mask & selectors.EVENT_READ:
+                    data = decode(os.read(self.fileno, 1024 * 4), final=final and index == len(selector_events) - 1)
+                    if not data:
+                        break
+                    for event in parser.feed(data):
+                        self.process_message(event)
+                    if ESC in data[-8:]:  # maybe a lone Esc, or a sequence still arriving
+                        next_wake = escape_wake
+            for event in parser.tick():
+                self.process_message(event)
+            return next_wake
+
+        try:
+            while not self.exit_event.is_set():
+                wake = process(selector.select(wake))
+            selector.unregister(self.fileno)
+            process(selector.select(IDLE_WAKE_S), final=True)
+        finally:
+            selector.close()
+            try:
+                for _event in parser.feed(""):
+                    pass
+            except (EOFError, ParseError):
+                pass
