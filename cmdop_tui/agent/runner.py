@@ -296,25 +296,36 @@ class Runner(Generic[DepsT, OutT]):
         started = time.monotonic()
         result = ToolResult.error(CANCELLED_RESULT)
         try:
-            result = await self._tool_result(call, emit)
+            refusal = await self._refusal(call)
+            if refusal is not None:
+                result = refusal
+            else:
+                started = time.monotonic()  # the duration is the tool's, not the approval wait
+                result = await self._run(call, emit)
         finally:  # a cancelled tool still ends, so no display shows it running forever
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
 
-    async def _tool_result(self, call: ToolCall, emit: EventSink) -> ToolResult:
+    async def _refusal(self, call: ToolCall) -> ToolResult | None:
+        """Why this call must not run (unknown, hidden, denied), or None to run it."""
         if call.tool is None:
             known = "is not available now" if call.name in self.tools else "does not exist"
             return ToolResult.error(f"Tool '{call.name}' {known}. Use only the tools you were given.")
-        if self.approve is not None:
-            async with self._approval_lock:
-                try:
-                    approval = await self.approve(call)
-                except Exception as exc:  # a broken approval prompt must not run the tool
-                    approval = Approval(False, f"the approval prompt failed ({exc})")
-            if not approval.allowed:
-                why = f" Reason: {approval.reason}" if approval.reason else ""
-                return ToolResult.error(f"The user denied this tool call; it was not run.{why}")
+        if self.approve is None:
+            return None
+        async with self._approval_lock:
+            try:
+                approval = await self.approve(call)
+            except Exception as exc:  # a broken approval prompt must not run the tool
+                approval = Approval(False, f"the approval prompt failed ({exc})")
+        if approval.allowed:
+            return None
+        why = f" Reason: {approval.reason}" if approval.reason else ""
+        return ToolResult.error(f"The user denied this tool call; it was not run.{why}")
+
+    async def _run(self, call: ToolCall, emit: EventSink) -> ToolResult:
+        assert call.tool is not None
         context = ToolContext(
             call_id=call.id,
             cwd=self.cwd,

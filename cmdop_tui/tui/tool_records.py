@@ -13,6 +13,7 @@ from cmdop_tui.text import inert_line
 Status = Literal["running", "ok", "error"]
 
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
+PREVIEW_SOURCE_CHARS = 8192
 
 
 def short_arguments(name: str, arguments: dict[str, Any], width: int = 60) -> str:
@@ -59,8 +60,11 @@ class ToolRecord:
         """The result once finished, the live output while running."""
         return self.output if self.status != "running" else self.live_output
 
-    def preview(self, lines: int = 4) -> str:
-        tail = self.shown_output.rstrip("\n").splitlines()[-lines:]
+    def preview(self, lines: int = 4, width: int | None = None) -> str:
+        """The last `lines` lines of output, each cut to `width` (only the tail is looked at)."""
+        tail = self.shown_output[-PREVIEW_SOURCE_CHARS:].rstrip("\n").splitlines()[-lines:]
+        if width is not None:
+            tail = [line if len(line) <= width else line[: width - 1] + "…" for line in tail]
         return "\n".join(tail)
 
     @property

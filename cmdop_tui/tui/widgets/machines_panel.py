@@ -62,7 +62,7 @@ class MachinesPanel(Vertical):
         line = Content.assemble(
             ("● ", "$success"),
             (machine.name, "bold"),
-            (f" {machine.status}\n", "$text-muted"),
-            (f"  {machine.os_name} · {machine.user} · load {machine.load or load_average()}", "$text-muted"),
+            (f" {machine.status} · load {machine.load or load_average()}\n", "$text-muted"),
+            (f"  {machine.os_name} · {machine.user}", "$text-muted"),
         )
         self.query_one("#machine-local", Static).update(line)

@@ -41,7 +41,8 @@ class StatusLine(Widget):
         facts = self.facts
         usage = facts.usage
         total_in = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
-        parts: list[tuple[str, str] | str] = [(facts.model, "bold"), f" · {facts.machine}"]
+        parts: list[tuple[str, str] | str] = [("● working ", "$warning")] if facts.running else []
+        parts += [(facts.model, "bold"), f" · {facts.machine}"]
         if facts.turn:
             parts.append(f" · turn {facts.turn}/{facts.max_turns}")
         if facts.loop_enabled:
@@ -52,8 +53,6 @@ class StatusLine(Widget):
         cost = estimate_cost(facts.model, usage)
         if cost is not None:
             parts.append(f" · ${cost:.4f}")
-        if facts.running:
-            parts.append((" · working", "$warning"))
         return Content.assemble(*parts)
 
     def update_facts(self, **changes: object) -> None:

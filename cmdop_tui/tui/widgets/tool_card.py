@@ -26,14 +26,18 @@ class ToolCard(Widget, can_focus=True):
 
     def render(self) -> Content:
         record = self.record
-        header = Content.assemble(
+        lead = Content.assemble(
             (f"{record.glyph} ", STATUS_STYLE[record.status]),
             (record.name, "bold"),
             (f" @{record.machine} ", "$text-muted"),
-            record.summary,
-            (f"  {record.status} {record.elapsed}".rstrip(), "$text-muted"),
         )
-        preview = record.preview(PREVIEW_LINES)
+        tail = Content.styled(f"  {record.status} {record.elapsed}".rstrip(), "$text-muted")
+        room = max(8, self.size.width - lead.cell_length - tail.cell_length)
+        summary = record.summary
+        if len(summary) > room:
+            summary = summary[: room - 1] + "…"
+        header = Content.assemble(lead, summary, tail)
+        preview = record.preview(PREVIEW_LINES, width=max(8, self.size.width))
         if not preview:
             return header
         return Content("\n").join([header, Content.styled(preview, "$text-muted")])
