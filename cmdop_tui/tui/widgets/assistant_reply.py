@@ -1,13 +1,22 @@
 """A reply from the model, rendered as Markdown while it streams.
 
 Textual's `Markdown` widget mounts a widget per block and every update re-lays-out the whole chat:
-a 50,000-character reply took over 6 s to show at full stream speed. This widget instead renders
-Markdown with Rich into cached lines (the Line API): finished blocks are rendered once, only the
-open block is re-rendered on the next frame, and only visible lines are painted. Rendering is lazy,
-so however many fragments arrive between two frames, the open block is rendered once.
+a 50,000-character reply took over 6 s to show at full stream speed. This widget renders Markdown
+with Rich into lines instead (the Line API):
+
+* the reply is cut into blocks at blank lines outside code fences; a finished block never changes,
+  so it is rendered once; the open block is re-rendered at most once per frame;
+* a finished block that is off screen is not rendered until it is needed: its height is estimated
+  from its text, and it is rendered when a line of it is painted or when the app is idle;
+* only visible lines are painted.
 """
 
 from __future__ import annotations
+
+import bisect
+import math
+import time
+from dataclasses import dataclass
 
 from rich.console import Console
 from rich.markdown import Markdown
@@ -18,10 +27,11 @@ from textual.color import Color
 from textual.geometry import Size
 from textual.strip import Strip
 from textual.theme import Theme as TextualTheme
+from textual.timer import Timer
 from textual.widget import Widget
 
 from cmdop_tui.text import strip_terminal_sequences
-from cmdop_tui.tui.markdown_blocks import split_finished
+from cmdop_tui.tui.markdown_blocks import FENCE, split_finished
 
 
 def markdown_theme(theme: TextualTheme) -> Theme:
@@ -67,6 +77,34 @@ def trim_blank_edges(lines: list[list[Segment]]) -> list[list[Segment]]:
     return lines[start:end]
 
 
+IDLE_RENDER_DELAY_S = 0.3  # render off-screen blocks once the stream has paused this long
+IDLE_RENDER_SLICE_S = 0.015  # in slices short enough for keys to stay responsive; each slice that
+# corrects an estimated height costs one repaint, so the slices are not too short either
+RENDER_AT_FINISH = 30  # a reply with at most this many blocks left unrendered is finished at once
+
+
+def estimate_height(text: str, width: int) -> int:
+    """Lines a block will take, guessed from its text (exact for plain paragraphs).
+
+    A code block keeps its line count: its fence lines become padding and long lines are cut.
+    """
+    lines = text.split("\n")
+    if FENCE.match(text):
+        return len(lines)
+    return sum(max(1, math.ceil(len(line) / max(width - 4, 1))) for line in lines)
+
+
+@dataclass
+class _Block:
+    text: str
+    lines: list[list[Segment]] | None = None
+    estimate: int = 1
+
+    @property
+    def height(self) -> int:
+        return len(self.lines) if self.lines is not None else self.estimate
+
+
 class AssistantReply(Widget):
     DEFAULT_CSS = """
     AssistantReply { height: auto; }
@@ -75,15 +113,16 @@ class AssistantReply(Widget):
     def __init__(self, source: str = "") -> None:
         super().__init__()
         self.source = ""
-        self._finished: list[str] = []
-        self._open = ""
+        self._blocks: list[_Block] = []  # finished
+        self._open = _Block("")
+        self._open_dirty = False
         self._width = 0
-        self._finished_lines: list[list[Segment]] = []
-        self._rendered_blocks = 0
-        self._open_lines: list[list[Segment]] | None = None
+        self._offsets: list[int] | None = None  # first line of each block, open block last
+        self._total = 0
         self._strips: dict[int, Strip] = {}
         self._markdown_console: Console | None = None
         self._code_theme = "monokai"
+        self._idle_timer: Timer | None = None
         if source:
             self.append(source)
 
@@ -97,18 +136,35 @@ class AssistantReply(Widget):
         # Model text is shown, never interpreted: no escape sequence reaches the terminal.
         text = strip_terminal_sequences(text)
         self.source += text
-        finished, self._open = split_finished(self._open + text)
-        self._finished.extend(finished)
-        self._open_lines = None
-        self._strips.clear()
-        self.refresh(layout=True)
+        finished, rest = split_finished(self._open.text + text)
+        for block_text in finished:
+            self._finish_block(block_text)
+        self._open = _Block(rest, self._open.lines if not finished else None)
+        self._changed(open_block=True)
 
     def finish(self) -> None:
-        """The reply is complete: the open block becomes a finished one."""
-        if self._open.strip():
-            self._finished.append(self._open.strip("\n"))
-        self._open = ""
-        self._open_lines = None
+        """The reply is complete: the open block becomes a finished one.
+
+        A short reply is rendered completely now, so its final layout needs no estimates.
+        """
+        if self._open.text.strip():
+            self._finish_block(self._open.text.strip("\n"))
+        self._open = _Block("")
+        pending = [block for block in self._blocks if block.lines is None]
+        if self._width and len(pending) <= RENDER_AT_FINISH:
+            for block in pending:
+                self._render_block(block)
+        self._changed(open_block=True)
+
+    def _finish_block(self, text: str) -> None:
+        # The block most likely was the open block at the last frame: reuse that rendering.
+        reuse = self._open.lines if self._open.text.strip("\n") == text and not self._open_dirty else None
+        self._blocks.append(_Block(text, reuse, estimate_height(text, self._width or 80)))
+        self._arm_idle_render()
+
+    def _changed(self, *, open_block: bool = False) -> None:
+        self._open_dirty = self._open_dirty or open_block
+        self._offsets = None
         self._strips.clear()
         self.refresh(layout=True)
 
@@ -116,62 +172,100 @@ class AssistantReply(Widget):
 
     def _restyle(self) -> None:
         self._markdown_console = None
-        self._reset_cache()
-        self.refresh(layout=True)
+        self._forget_renderings()
 
-    def _reset_cache(self) -> None:
-        self._finished_lines = []
-        self._rendered_blocks = 0
-        self._open_lines = None
-        self._strips.clear()
+    def _forget_renderings(self) -> None:
+        for block in self._blocks:
+            block.lines = None
+            block.estimate = estimate_height(block.text, self._width or 80)
+        self._open.lines = None
+        self._changed(open_block=True)
+        self._arm_idle_render()
 
-    def _render_block(self, block: str, width: int) -> list[list[Segment]]:
+    def _render_text(self, text: str) -> list[list[Segment]]:
         if self._markdown_console is None:
             theme = self.app.current_theme
             self._markdown_console = Console(
                 color_system="truecolor", force_terminal=True, legacy_windows=False, theme=markdown_theme(theme)
             )
             self._code_theme = "monokai" if theme.dark else "default"
-        options = self._markdown_console.options.update(width=width)
-        lines = self._markdown_console.render_lines(Markdown(block, code_theme=self._code_theme), options, pad=False)
+        options = self._markdown_console.options.update(width=self._width)
+        lines = self._markdown_console.render_lines(Markdown(text, code_theme=self._code_theme), options, pad=False)
         return trim_blank_edges(lines)
 
-    def _ensure_rendered(self, width: int) -> None:
+    def _render_block(self, block: _Block) -> bool:
+        """Render a finished block; True when its height differs from the estimate."""
+        block.lines = self._render_text(block.text)
+        return len(block.lines) != block.estimate
+
+    def _prepare(self, width: int) -> list[int]:
+        """Render what must be current for `width` and return the block offsets."""
         width = max(width, 10)
         if width != self._width:
             self._width = width
-            self._reset_cache()
-        while self._rendered_blocks < len(self._finished):
-            if self._finished_lines:
-                self._finished_lines.append([])  # a blank line between blocks
-            self._finished_lines.extend(self._render_block(self._finished[self._rendered_blocks], width))
-            self._rendered_blocks += 1
-        if self._open_lines is None:
-            self._open_lines = self._render_block(self._open, width) if self._open.strip() else []
-            if self._open_lines and self._finished_lines:
-                self._open_lines.insert(0, [])
-
-    def _line_count(self) -> int:
-        return len(self._finished_lines) + len(self._open_lines or [])
+            self._forget_renderings()
+        if self._open_dirty:
+            self._open_dirty = False
+            self._open.lines = self._render_text(self._open.text) if self._open.text.strip() else []
+            self._offsets = None
+        if self._offsets is None:
+            offsets, y = [], 0
+            for block in [*self._blocks, self._open]:
+                offsets.append(y)
+                if block.height:
+                    y += block.height + 1  # a blank line between blocks
+            self._offsets, self._total = offsets, max(0, y - 1)
+        return self._offsets
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
-        self._ensure_rendered(width)
-        return self._line_count()
+        self._prepare(width)
+        return self._total
 
     def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        self._ensure_rendered(width)
         strip = self._strips.get(y)
         if strip is None:
-            finished = self._finished_lines
-            open_lines = self._open_lines or []
-            if y < len(finished):
-                segments = finished[y]
-            elif y - len(finished) < len(open_lines):
-                segments = open_lines[y - len(finished)]
-            else:
-                segments = []
-            base: Style = self.rich_style
-            strip = Strip(Segment.apply_style(segments, base)).extend_cell_length(width, base).crop(0, width)
+            strip = self._strip(self._segments_at(y))
             self._strips[y] = strip
         return strip
+
+    def _segments_at(self, y: int) -> list[Segment]:
+        offsets = self._prepare(self.size.width)
+        index = bisect.bisect_right(offsets, y) - 1
+        if index < 0:
+            return []
+        block = self._open if index == len(self._blocks) else self._blocks[index]
+        if block.lines is None and self._render_block(block):  # it is on screen now
+            self._changed()
+        row = y - offsets[index]
+        return block.lines[row] if block.lines is not None and row < len(block.lines) else []
+
+    def _strip(self, segments: list[Segment]) -> Strip:
+        width = self.size.width
+        base: Style = self.rich_style
+        return Strip(Segment.apply_style(segments, base)).extend_cell_length(width, base).crop(0, width)
+
+    # --- idle rendering ------------------------------------------------------------------------
+
+    def _arm_idle_render(self) -> None:
+        """(Re)start the idle timer: each new block pushes idle rendering further back."""
+        if not self.is_attached:
+            return
+        if self._idle_timer is not None:
+            self._idle_timer.stop()
+        self._idle_timer = self.set_timer(IDLE_RENDER_DELAY_S, self._render_some)
+
+    def _render_some(self) -> None:
+        """Render off-screen blocks, newest first, for a short slice; re-arm if any are left."""
+        self._idle_timer = None
+        if not self._width:
+            return
+        deadline = time.monotonic() + IDLE_RENDER_SLICE_S
+        resized = False
+        for block in reversed(self._blocks):
+            if block.lines is None:
+                if time.monotonic() > deadline:
+                    self.call_later(self._render_some)  # after whatever else is waiting
+                    break
+                resized = self._render_block(block) or resized
+        if resized:
+            self._changed()
