@@ -334,3 +334,27 @@ async def test_tool_output_with_escape_sequences_is_shown_inert(fake_api):
         await finish_turn(pilot)
         output = app.query_one(ToolCard).record.output
         assert "\x1b" not in output and "\x07" not in output and "safered" in output
+
+
+async def test_theme_flag_and_palette_switch():
+    app = make_app(settings=Settings(theme="cmdop-light"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "cmdop-light" and not app.current_theme.dark
+        await pilot.press("ctrl+p")
+        await pilot.press(*"theme")
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.press(*"cmdop-amber")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.theme == "cmdop-amber", what="the theme picked in the palette")
+
+
+async def test_unknown_theme_falls_back_with_a_warning():
+    app = make_app(settings=Settings(theme="no-such-theme"))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.theme == "cmdop-dark"
+        assert any("Unknown theme 'no-such-theme'" in n for n in notices(app, "warning"))

@@ -132,8 +132,12 @@ class CmdopApp(App[None]):
     async def on_mount(self) -> None:
         themes, self.theme_problems = load_themes()
         register_themes(self, themes)
-        names = {theme.name for theme in themes} | set(self.available_themes)
-        self.theme = self.settings.theme if self.settings.theme in names else DEFAULT_THEME
+        if self.settings.theme in self.available_themes:
+            self.theme = self.settings.theme
+        else:
+            self.theme = DEFAULT_THEME
+            known = ", ".join(sorted(self.available_themes))
+            self.theme_problems.append(f"Unknown theme {self.settings.theme!r}; using {DEFAULT_THEME}. Themes: {known}")
         self._fold_panels_for(self.size.width)
         self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
         self.query_one(PromptInput).focus()
