@@ -26,7 +26,7 @@ def test_valid_history_is_returned_unchanged_and_not_copied():
     history = [user(text_block("hi")), assistant(call("a")), user(tool_result_block("a", "ok")), assistant(text_block("done"))]
     cleaned = sanitize(history)
     assert cleaned == history
-    assert all(x is y for x, y in zip(cleaned, history))
+    assert all(x is y for x, y in zip(cleaned, history, strict=True))
 
 
 def test_orphan_tool_use_is_dropped_with_its_empty_message():

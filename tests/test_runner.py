@@ -8,6 +8,7 @@ request, so "the next turn is valid" is checked simply by making one.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import threading
 import time
@@ -40,7 +41,6 @@ from fake_anthropic import (
     raw_tool_use,
     reply,
     stream_error,
-    text,
     text_reply,
     thinking,
     tool_reply,
@@ -489,6 +489,6 @@ async def test_runner_config_is_frozen():
     from cmdop_tui.agent.runner import AgentConfig
 
     config = AgentConfig(model="m")
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
     assert replace(config, max_turns=3).max_turns == 3

@@ -237,7 +237,7 @@ async def test_register_and_switch_to_every_theme(tmp_path):
             # Textual round-trips colours through HSL, so allow a step of rounding per channel.
             applied = TextualColor.parse(app.get_css_variables()["primary"]).rgb
             wanted = TextualColor.parse(theme.primary).rgb
-            assert max(abs(a - b) for a, b in zip(applied, wanted)) <= 2, (theme.name, applied, wanted)
+            assert max(abs(a - b) for a, b in zip(applied, wanted, strict=True)) <= 2, (theme.name, applied, wanted)
         app.theme = DEFAULT_THEME
         await pilot.pause()
         assert app.current_theme.name == DEFAULT_THEME

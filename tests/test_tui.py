@@ -11,7 +11,6 @@ from cmdop_tui.settings import Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
-from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use

@@ -53,7 +53,7 @@ class ToolPanel(Vertical):
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:
             return
-        for column, value in zip(self.table.columns, self._cells(record)):
+        for column, value in zip(self.table.columns, self._cells(record), strict=True):
             self.table.update_cell(record.call_id, column, value)
         self._show_preview()
 
