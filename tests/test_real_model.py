@@ -26,11 +26,14 @@ def local_model():
 
 
 def run_headless(local_model, tmp_path, *extra):
+    # A small model may ramble; a short budget keeps the test quick whatever it says.
+    config = tmp_path / "config.toml"
+    config.write_text("[agent]\nmax_tokens = 48\n")
     env = {
         **os.environ,
         "ANTHROPIC_API_KEY": "local-no-key-needed",
         "ANTHROPIC_BASE_URL": local_model.url,
-        "CMDOP_TUI_CONFIG": str(tmp_path / "none.toml"),
+        "CMDOP_TUI_CONFIG": str(config),
     }
     command = [sys.executable, "-m", "cmdop_tui", "-p", "Say hello in one short sentence.", *extra]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
