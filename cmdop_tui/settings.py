@@ -58,6 +58,7 @@ class Settings:
     base_url: str | None = None
     approve_tools: tuple[str, ...] = ("execute_command", "write_file")
     auto_approve: bool = False
+    approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
     source: Path | None = None
 

@@ -127,6 +127,19 @@ async def test_stop_button_mid_command_kills_it(fake_api, tmp_path):
         assert replies(app)[-1] == "ok"
 
 
+async def test_no_answer_in_time_means_deny(fake_api, tmp_path):
+    target = tmp_path / "never"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings(approval_timeout_s=0.3))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "go")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await finish_turn(pilot)
+        assert not target.exists() and not isinstance(app.screen, ApprovalScreen)
+        result = fake_api.requests[1].body["messages"][-1]["content"][0]
+        assert result["is_error"] and "denied" in result["content"]
+
+
 async def test_stop_while_the_approval_modal_is_open(fake_api):
     fake_api.enqueue(tool_reply("execute_command", {"command": "true"}), text_reply("after"))
     app = make_app(fake_api)

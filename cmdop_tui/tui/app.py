@@ -367,7 +367,7 @@ class CmdopApp(App[None]):
         if call.name in self.session_allowed:
             return Approval(True)
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
-        screen = ApprovalScreen(call.name, "local", call.input)
+        screen = ApprovalScreen(call.name, "local", call.input, timeout_s=self.settings.approval_timeout_s)
         self.push_screen(screen, lambda choice: answer.done() or answer.set_result(choice))
         try:
             choice = await answer

@@ -48,7 +48,8 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
         self.tool = tool
         self.machine = machine
         self.arguments = arguments
-        self.remaining = int(timeout_s)
+        self.remaining = max(1, round(timeout_s))
+        self.timeout_s = timeout_s
 
     def compose(self) -> ComposeResult:
         with Vertical(id="approval-dialog"):
@@ -62,8 +63,8 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
                 yield Button("Deny (n)", id="deny", variant="error")
 
     def on_mount(self) -> None:
+        self.set_interval(self.timeout_s / self.remaining, self._tick)  # one tick a second shown
         self._tick()
-        self.set_interval(1.0, self._tick)
         self.query_one("#once", Button).focus()
 
     def _tick(self) -> None:
