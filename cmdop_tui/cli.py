@@ -40,6 +40,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-stream", action="store_true", help="do not stream model replies")
     p.add_argument("--yes", action="store_true", help="run tools that need approval without asking")
     p.add_argument("--theme", help="TUI theme name")
+    p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
     return p
 
 
@@ -72,6 +73,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         settings = replace(settings, stream=False)
     if args.theme:
         settings = replace(settings, theme=args.theme)
+    if args.machine:
+        settings = replace(settings, target_machine=args.machine)
     return settings
 
 
@@ -108,12 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
     from cmdop_tui.engine import MissingKeyError
+    from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(prompt=prompt, output_format=output_format, auto_approve=settings.auto_approve)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except MissingKeyError as exc:
+    except (MissingKeyError, MachineError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.

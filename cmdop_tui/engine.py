@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import anthropic
@@ -20,6 +21,10 @@ from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.settings import Settings
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -99,13 +104,32 @@ def build_runner(
     retry: RetryPolicy = RetryPolicy(),
     stream: StreamPolicy | None = None,
     facts: SessionFacts | None = None,
+    fleet: Fleet | None = None,
 ) -> Runner[None, str]:
+    """A runner for the session. `fleet` defaults to the machines the settings name."""
+    fleet = fleet or build_fleet(settings)
+    remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
+    facts = facts or SessionFacts.gather(platform_name=platform)
+    facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
+    tools = builtin_tools() + (list(ASK_TOOLS) if remote_names else [])
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
-        tools=ToolRegistry(builtin_tools()),
+        tools=ToolRegistry(tools),
         config=agent_config(settings),
-        facts=facts or SessionFacts.gather(platform_name=platform),
+        facts=facts,
         approve=approve,
         ui_cancel=ui_cancel,
         cwd=cwd,
+        machines=fleet,
     )
+
+
+def build_fleet(settings: Settings) -> Fleet:
+    """The session's machines: local, settings, ~/.ssh/config (or the configured ssh_config).
+
+    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous.
+    """
+    user_config = Path.home() / ".ssh" / "config"
+    ssh_config = settings.ssh_config or (user_config if user_config.exists() else None)
+    inventory = Inventory.load(settings.machines, ssh_config)
+    return Fleet(inventory, SshOptions(config_file=settings.ssh_config), target=settings.target_machine)

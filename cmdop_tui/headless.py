@@ -111,6 +111,8 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         for signum in SIGNAL_EXIT:
             loop.remove_signal_handler(signum)
         await client.close()
+        if runner.machines is not None:
+            await runner.machines.close()
     return report(result, options.output_format, received[0] if received else None)
 
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import platformdirs
 
+from cmdop_tui.machines.spec import MachineSpec
+
 APP_NAME = "cmdop-tui"
 CONFIG_ENV = "CMDOP_TUI_CONFIG"
 
@@ -60,6 +62,9 @@ class Settings:
     auto_approve: bool = False
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
+    machines: tuple[MachineSpec, ...] = ()
+    ssh_config: Path | None = None  # None: the user's ~/.ssh/config (read for Host entries too)
+    target_machine: str | None = None  # scope the session to this machine
     source: Path | None = None
 
     def resolve_model(self, name: str) -> str:
@@ -142,9 +147,38 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
             settings = replace(settings, **{key: str(data[key])})
     if "stream" in data:
         settings = replace(settings, stream=bool(data["stream"]))
+    machines = data.get("machines", {})
+    if not isinstance(machines, dict):
+        raise SettingsError(f"{where}: [machines] must be a table of [machines.NAME] tables")
+    settings = replace(settings, machines=tuple(_machine_from(n, t, where) for n, t in machines.items()))
+    if "ssh_config" in data:
+        settings = replace(settings, ssh_config=Path(str(data["ssh_config"])).expanduser())
     if "approve_tools" in data:
         settings = replace(settings, approve_tools=tuple(str(t) for t in data["approve_tools"]))
     return settings
+
+
+_MACHINE_TYPES: dict[str, type] = {"host": str, "user": str, "port": int, "tags": list, "cmdop": str}
+
+
+def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
+    place = f"{where}: [machines.{name}]"
+    if not isinstance(table, dict):
+        raise SettingsError(f"{place} must be a table")
+    for key, value in table.items():
+        expected = _MACHINE_TYPES.get(key)
+        if expected is None:
+            raise SettingsError(f"{place}: unknown key {key!r} (known: {', '.join(_MACHINE_TYPES)})")
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise SettingsError(f"{place}: {key!r} must be {expected.__name__}")
+    return MachineSpec(
+        name=name,
+        host=table.get("host", name),
+        user=table.get("user"),
+        port=table.get("port"),
+        tags=tuple(str(t) for t in table.get("tags", [])),
+        cmdop=table.get("cmdop", "cmdop-tui"),
+    )
 
 
 def load_settings(path: Path | None = None, environ: Mapping[str, str] = os.environ) -> Settings:

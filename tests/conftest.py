@@ -1,12 +1,29 @@
-"""Shared fixtures: a fake Anthropic Messages API server (see ``tests/fake_anthropic.py``)."""
+"""Shared fixtures: a fake Anthropic Messages API server (see ``tests/fake_anthropic.py``) and
+real OpenSSH servers on 127.0.0.1 (see ``tests/sshd.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
 
 import pytest
 
 from fake_anthropic import FakeAnthropic
+from sshd import SshLab, StrPath, sshd_unavailable_reason
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets an empty home and a clean environment: no user config, themes, sessions,
+    ~/.ssh/config or API key leak in, and nothing the app writes lands in the real home."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "CMDOP_TUI_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    # Only tests that ask for the fake API (anthropic_env) see credentials or an endpoint.
+    for name in ("CMDOP_INTENT_ROUTER", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return home
 
 
 @pytest.fixture
@@ -43,3 +60,41 @@ def anthropic_env(fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> d
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return env
+
+
+# --- Real OpenSSH servers on 127.0.0.1 (see ``tests/sshd.py``) ---------------------------------
+
+
+@pytest.fixture
+def ssh_hosts() -> Iterator[Callable[..., SshLab]]:
+    """Factory of real sshd labs: ``ssh_hosts(count=1, env=None, path=None) -> SshLab``.
+
+    Each call starts ``count`` real ``sshd`` servers on 127.0.0.1 concurrently (aliases
+    ``alpha``, ``bravo``, ... in ``lab.config``, plus ``lab.offline_alias`` where nothing
+    listens); ``env`` is set on the server side for every remote command (sshd ``SetEnv``)
+    and ``path`` goes first on the remote PATH (e.g. the venv's ``bin/``); keyword
+    ``shell_rc=True`` lets bash read the user's rc files remotely. Every server (and every
+    process it started) is gone at teardown. Skips when sshd or ssh is not installed; CI
+    installs them, so there the tests always run.
+    """
+    reason = sshd_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"real SSH servers unavailable: {reason}")
+    labs: list[SshLab] = []
+
+    def start(
+        count: int = 1,
+        env: Mapping[str, str] | None = None,
+        path: StrPath | Sequence[StrPath] | None = None,
+        *,
+        shell_rc: bool = False,
+    ) -> SshLab:
+        lab = SshLab(count, env=env, path=path, shell_rc=shell_rc)
+        labs.append(lab)
+        return lab
+
+    try:
+        yield start
+    finally:
+        for lab in reversed(labs):
+            lab.close()

@@ -370,3 +370,15 @@ async def test_unknown_theme_falls_back_with_a_warning():
         await pilot.pause()
         assert app.theme == "cmdop-dark"
         assert any("Unknown theme 'no-such-theme'" in n for n in notices(app, "warning"))
+
+
+def test_a_remote_agents_steps_show_under_its_call():
+    from cmdop_tui.tui.tool_records import ToolRecord
+
+    record = ToolRecord("toolu_1", "ask_machine", {"hostname": "alpha", "prompt": "uptime?"}, "alpha")
+    record.add_nested({"type": "tool_start", "name": "execute_command", "input": {"command": "uptime"}, "hostname": "alpha"})
+    record.add_nested({"type": "tool_end", "name": "execute_command", "duration_s": 0.21, "is_error": False, "hostname": "alpha"})
+    record.add_nested({"type": "token", "text": "up 3 days\x1b[2J", "hostname": "alpha"})
+    shown = record.shown_output
+    assert "[alpha] ▶ execute_command uptime" in shown and "[alpha] ✓ execute_command 0.2s" in shown
+    assert "[alpha] …up 3 days" in shown and "\x1b" not in shown

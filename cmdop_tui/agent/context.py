@@ -66,9 +66,12 @@ class SessionFacts:
     cwd: str
     platform: Platform = "tui"
     target_machine: str | None = None
+    machines: tuple[str, ...] = ()  # other machines the session can reach
 
     @classmethod
-    def gather(cls, *, platform_name: Platform = "tui", target_machine: str | None = None) -> SessionFacts:
+    def gather(
+        cls, *, platform_name: Platform = "tui", target_machine: str | None = None, machines: tuple[str, ...] = ()
+    ) -> SessionFacts:
         return cls(
             hostname=socket.gethostname(),
             os_name=f"{platform.system()} {platform.release()} ({platform.machine()})",
@@ -77,6 +80,7 @@ class SessionFacts:
             cwd=os.getcwd(),
             platform=platform_name,
             target_machine=target_machine,
+            machines=machines,
         )
 
 
@@ -98,13 +102,20 @@ def session_reminders(facts: SessionFacts, *, tools_available: bool) -> str:
     lines = [f"I'm CMDOP Operator on {facts.hostname}."]
     if facts.target_machine:
         lines.append(
-            f"Target machine: the user is working on {facts.target_machine}. Run work there "
-            f"(tools with machine={facts.target_machine!r}, or ask_machine), not on {facts.hostname}."
+            f"Target machine: the user is working on {facts.target_machine}. Your tools act there "
+            f"by default (for multi-step work you may also use ask_machine); {facts.hostname}, "
+            "where you run, is not the subject."
         )
     else:
         lines.append(
             f"Environment: {facts.os_name}; timezone {facts.timezone}; user {facts.user}; "
             f"working directory {facts.cwd}."
+        )
+    if facts.machines:
+        others = ", ".join(facts.machines)
+        lines.append(
+            f"Machines you can work on besides this one: {others}. Give a tool `machine=NAME` for "
+            "single steps there; use ask_machine (or ask_machines for several) for multi-step work."
         )
     lines.append(PLATFORM_HINTS[facts.platform])
     text = "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"

@@ -79,6 +79,16 @@ class ToolProgress(Event):
 
 
 @dataclass(frozen=True)
+class ToolNested(Event):
+    """An event of an agent working on another machine for this call (ask_machine)."""
+
+    kind: ClassVar[str] = "ask_machine_stream"
+    call_id: str
+    machine: str
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ToolEnd(Event):
     kind: ClassVar[str] = "tool_end"
     call_id: str
@@ -174,6 +184,7 @@ __all__ = [
     "Thinking",
     "Token",
     "ToolEnd",
+    "ToolNested",
     "ToolProgress",
     "ToolStart",
     "TurnStarted",

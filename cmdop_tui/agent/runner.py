@@ -33,6 +33,7 @@ from cmdop_tui.agent.events import (
     Final,
     LoopContinued,
     ToolEnd,
+    ToolNested,
     ToolProgress,
     ToolStart,
     TurnStarted,
@@ -50,6 +51,7 @@ from cmdop_tui.agent.llm import ModelClient, ModelReply, describe_error
 from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
+from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, run_tool
 
@@ -126,6 +128,7 @@ class Runner(Generic[DepsT, OutT]):
         ui_cancel: UICancel | None = None,
         cwd: Path | None = None,
         conversation: Conversation | None = None,
+        machines: Fleet | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -137,6 +140,7 @@ class Runner(Generic[DepsT, OutT]):
         self.ui_cancel = ui_cancel or UICancel()
         self.cwd = cwd or Path.cwd()
         self.conversation = conversation or Conversation()
+        self.machines = machines
         self._finished_results: dict[str, Block] = {}
         self._approval_lock = asyncio.Lock()
 
@@ -291,8 +295,19 @@ class Runner(Generic[DepsT, OutT]):
                 await self._execute_one(call, emit, operation)
         return repeated
 
+    def machine_label(self, call: ToolCall) -> str:
+        """Where a call runs, for display: its machine argument, else the session's target."""
+        named = call.input.get("machine") or call.input.get("hostname")
+        if isinstance(named, str) and named:
+            return named
+        hostnames = call.input.get("hostnames")
+        if isinstance(hostnames, list) and hostnames:
+            return f"{len(hostnames)} machines"
+        target = self.machines.target_name if self.machines is not None else None
+        return target or "local"
+
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
-        emit(ToolStart(call_id=call.id, name=call.name, input=call.input))
+        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=self.machine_label(call)))
         started = time.monotonic()
         result = ToolResult.error(CANCELLED_RESULT)
         try:
@@ -331,6 +346,8 @@ class Runner(Generic[DepsT, OutT]):
             cwd=self.cwd,
             progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
             deps=self.deps,
+            machines=self.machines,
+            nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
         )
         return await run_tool(call.tool, call.input, context)
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from cmdop_tui.machines.fleet import Fleet
+    from cmdop_tui.machines.remote import RemoteMachine
 
 ProgressSink = Callable[[str, Literal["stdout", "stderr", "info"]], None]
+NestedSink = Callable[[dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -24,12 +29,31 @@ class ToolResult:
 
 @dataclass
 class ToolContext:
-    """Everything a running tool may use besides its arguments."""
+    """Everything a running tool may use besides its arguments.
+
+    `machines` is the session's fleet (None: the local machine only). `nested` receives the
+    events of an agent working for this call on another machine (ask_machine).
+    """
 
     call_id: str
     cwd: Path
     progress: ProgressSink = lambda text, stream: None
     deps: Any = None
+    machines: Fleet | None = None
+    nested: NestedSink = lambda event: None
+
+    def remote(self, args: dict[str, Any]) -> RemoteMachine | None:
+        """The remote machine this call is for, or None to run here.
+
+        Raises MachineError for an unknown, ambiguous, offline or hidden machine.
+        """
+        if self.machines is None:
+            if args.get("machine") not in (None, "", "local"):
+                from cmdop_tui.machines.spec import MachineError
+
+                raise MachineError(f"unknown machine {args['machine']!r}: this session has only the local machine")
+            return None
+        return self.machines.remote_for(args.get("machine"))
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]

@@ -22,7 +22,7 @@ from typing import IO, Any
 from cmdop_tui.text import decode_output, inert_line
 
 from .base import Tool, ToolContext, ToolFn, ToolResult
-from .schema import object_schema, prop
+from .schema import MACHINE_PROPERTY, object_schema, prop
 
 __all__ = [
     "FILE_TOOLS",
@@ -65,10 +65,15 @@ def _show(path: Path | str) -> str:
 def _threaded(work: _Work) -> ToolFn:
     """Turn a blocking `work(args, cwd)` into a tool function that runs it in a thread.
 
-    OS errors the tool does not handle itself become error results naming the path.
+    OS errors the tool does not handle itself become error results naming the path. A call for
+    another machine goes to that machine's implementation of the same tool (named like `work`).
     """
+    remote_name = work.__name__.lstrip("_")
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        remote = ctx.remote(args)
+        if remote is not None:
+            return await getattr(remote, remote_name)(args)
         return await asyncio.to_thread(_guarded, work, args, ctx.cwd)
 
     return run
@@ -202,7 +207,7 @@ def _read_on_note(first: int, last: int, consumed: int, stream: IO[bytes], size:
 READ_FILE = Tool(
     name="read_file",
     description=(
-        "Read a text file on the local machine. Lines come numbered like `cat -n`. Use start and "
+        "Read a text file on a machine (this one unless `machine` says otherwise). Lines come numbered like `cat -n`. Use start and "
         "end (1-based, inclusive) to read part of a large file; at most "
         f"{READ_MAX_LINES:,} lines or about {READ_MAX_CHARS:,} characters come back per call."
     ),
@@ -211,6 +216,7 @@ READ_FILE = Tool(
             "path": prop("string", _FILE_PATH),
             "start": prop("integer", "First line (default 1).", minimum=1),
             "end": prop("integer", "Last line (default: the end of the file).", minimum=1),
+            "machine": MACHINE_PROPERTY,
         },
         required=["path"],
     ),
@@ -279,10 +285,12 @@ def _special_kind(mode: int) -> str:
 LIST_DIR = Tool(
     name="list_dir",
     description=(
-        "List a directory on the local machine, sorted by name: directories end with `/`, files "
+        "List a directory on a machine (this one unless `machine` says otherwise), sorted by name: directories end with `/`, files "
         f"show their size, symlinks their target. At most {LIST_MAX_ENTRIES:,} entries."
     ),
-    input_schema=object_schema({"path": prop("string", f"Directory; {_DEFAULT_CWD}.")}),
+    input_schema=object_schema(
+        {"path": prop("string", f"Directory; {_DEFAULT_CWD}."), "machine": MACHINE_PROPERTY}
+    ),
     run=_threaded(_list_dir),
     tags=_TAGS,
     core=True,
@@ -338,13 +346,14 @@ def _umask() -> int:
 WRITE_FILE = Tool(
     name="write_file",
     description=(
-        "Write a text file on the local machine (UTF-8), replacing it if it exists and creating "
+        "Write a text file on a machine (this one unless `machine` says otherwise) (UTF-8), replacing it if it exists and creating "
         "missing parent directories. The write is atomic and keeps the file's permissions."
     ),
     input_schema=object_schema(
         {
             "path": prop("string", _FILE_PATH),
             "content": prop("string", "The complete new content."),
+            "machine": MACHINE_PROPERTY,
         },
         required=["path", "content"],
     ),
@@ -459,16 +468,17 @@ def _collect_hits(regex: re.Pattern[str], stream: IO[bytes], name: str, stats: _
 GREP = Tool(
     name="grep",
     description=(
-        "Search file contents on the local machine with a Python regular expression. `path` is "
+        "Search file contents on a machine (this one unless `machine` says otherwise) with a Python regular expression. `path` is "
         "a file or a directory searched recursively (skipping .git, binary files and files over "
         f"{GREP_MAX_FILE_BYTES // (1024 * 1024)} MB); `glob` filters file names, e.g. `*.py`. "
         f"Prints `path:line:text`, at most {GREP_MAX_MATCHES} matches."
     ),
     input_schema=object_schema(
         {
-            "pattern": prop("string", "Python `re` pattern."),
+            "pattern": prop("string", "Python `re` pattern (extended grep -E syntax on remote machines)."),
             "path": prop("string", f"File or directory; {_DEFAULT_CWD}."),
             "glob": prop("string", "Only files whose name matches, e.g. `*.py`."),
+            "machine": MACHINE_PROPERTY,
         },
         required=["pattern"],
     ),
@@ -516,7 +526,7 @@ def _scan_glob(base: Path, pattern: str) -> list[str]:
 GLOB = Tool(
     name="glob",
     description=(
-        "Find paths on the local machine matching a glob pattern such as `**/*.py` (`**` spans "
+        "Find paths on a machine (this one unless `machine` says otherwise) matching a glob pattern such as `**/*.py` (`**` spans "
         "directories). Results are sorted and relative to `cwd`; directories end with `/`. "
         f"At most {GLOB_MAX_RESULTS:,} results."
     ),
@@ -524,6 +534,7 @@ GLOB = Tool(
         {
             "pattern": prop("string", "Glob pattern relative to cwd."),
             "cwd": prop("string", f"Directory to search; {_DEFAULT_CWD}."),
+            "machine": MACHINE_PROPERTY,
         },
         required=["pattern"],
     ),

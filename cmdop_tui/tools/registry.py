@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from cmdop_tui.machines.spec import MachineError
+
 from .base import Tool, ToolContext, ToolResult
 from .files import FILE_TOOLS
 from .schema import validate
@@ -68,6 +70,8 @@ async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"invalid input for tool '{tool.name}':\n{listing}")
     try:
         result = await tool.run(raw_input, ctx)
+    except MachineError as exc:  # unknown, ambiguous, offline or hidden machine: say just that
+        return ToolResult.error(str(exc))
     except Exception as exc:
         return ToolResult.error(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}")
     if not isinstance(result, ToolResult):

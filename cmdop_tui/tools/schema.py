@@ -130,3 +130,9 @@ def object_schema(
         "required": list(required),
         "additionalProperties": False,
     }
+
+
+MACHINE_PROPERTY = prop(
+    "string",
+    "The machine to work on: a name from the machines list. Default: the session's machine.",
+)

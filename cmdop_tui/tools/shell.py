@@ -17,15 +17,16 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from cmdop_tui.text import BoundedBuffer, StreamSanitizer, inert_line
 
 from .base import ProgressSink, Tool, ToolContext, ToolResult
 from .files import resolve_path
-from .schema import object_schema, prop
+from .schema import MACHINE_PROPERTY, object_schema, prop
 
-__all__ = ["DEFAULT_OUTPUT_LIMIT", "DEFAULT_TIMEOUT_MS", "EXECUTE_COMMAND", "make_execute_command"]
+__all__ = ["DEFAULT_OUTPUT_LIMIT", "DEFAULT_TIMEOUT_MS", "EXECUTE_COMMAND", "make_execute_command", "run_process"]
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -37,6 +38,7 @@ PIPE_GRACE_S = 0.5
 REAP_TIMEOUT_S = 2.0
 
 _log = logging.getLogger(__name__)
+AbortHook = Callable[[], Awaitable[None]]
 StreamName = Literal["stdout", "stderr"]
 
 
@@ -70,14 +72,12 @@ class _Shell:
         return self.transport.get_returncode()
 
 
-async def _spawn(command: str, cwd: Path, output_limit: int) -> _Shell:
-    """Start `/bin/bash -c command` in a new session with stdin from /dev/null."""
+async def _spawn(argv: list[str], cwd: Path | None, output_limit: int) -> _Shell:
+    """Start `argv` in a new session with stdin from /dev/null."""
     loop = asyncio.get_running_loop()
     transport, protocol = await loop.subprocess_exec(
         lambda: _ShellProtocol(limit=READ_CHUNK, loop=loop),
-        "/bin/bash",
-        "-c",
-        command,
+        *argv,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -155,11 +155,14 @@ async def _reap(shell: _Shell) -> None:
         _log.warning("shell %d did not exit after SIGKILL", shell.pid)
 
 
-async def _supervise(shell: _Shell, timeout_s: float, progress: ProgressSink) -> tuple[bool, bool]:
+async def _supervise(
+    shell: _Shell, timeout_s: float, progress: ProgressSink, on_abort: AbortHook | None = None
+) -> tuple[bool, bool]:
     """Run the shell to completion or timeout; returns (timed_out, output_complete).
 
     Any way out other than a normal return (cancellation, an error) kills the process group
-    and reaps the shell before propagating.
+    and reaps the shell before propagating. `on_abort` then also runs: for a command on another
+    machine it kills what runs there, which killing the local ssh client does not.
     """
     readers: dict[StreamName, Any] = {
         "stdout": shell.protocol.stdout,
@@ -171,17 +174,26 @@ async def _supervise(shell: _Shell, timeout_s: float, progress: ProgressSink) ->
     try:
         timed_out = not await _wait_for_exit(shell, timeout_s)
         if timed_out:
-            _kill_group(shell.pid)
-            await _reap(shell)
+            await _abort(shell, on_abort)
         return timed_out, await _drain(pumps)
     except BaseException:
-        _kill_group(shell.pid)
-        await asyncio.shield(_reap(shell))
+        await asyncio.shield(_abort(shell, on_abort))
         raise
     finally:
         pumps.cancel()
         pumps.add_done_callback(_retrieve)
         shell.transport.close()
+
+
+async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
+    """Kill the process group here (and, through the hook, whatever it started elsewhere)."""
+    if on_abort is not None:
+        try:
+            await on_abort()
+        except Exception:
+            _log.exception("could not stop the command's remote side")
+    _kill_group(shell.pid)
+    await _reap(shell)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
@@ -231,29 +243,59 @@ def _report_text(shell: _Shell, header: str, output_limit: int, complete: bool) 
     return "\n\n".join(parts)
 
 
+async def run_process(
+    argv: list[str],
+    *,
+    cwd: Path | None,
+    timeout_ms: int,
+    progress: ProgressSink,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    on_abort: AbortHook | None = None,
+    exit_line: Callable[[int | None, str], str | None] | None = None,
+) -> ToolResult:
+    """Run `argv` as execute_command runs a command: streamed, bounded, killed on stop.
+
+    `exit_line(returncode, stderr_tail)` may replace the `exit code: N` header with an error
+    (the ssh client's own failures, for instance); returning None keeps the default.
+    """
+    try:
+        shell = await _spawn(argv, cwd, output_limit)
+    except (OSError, ValueError) as exc:  # bad cwd, missing program, NUL byte in the command
+        reason = getattr(exc, "strerror", None) or exc
+        where = inert_line(str(cwd))
+        return ToolResult.error(f"could not start the command in {where}: {reason}")
+    timed_out, complete = await _supervise(shell, timeout_ms / 1000, progress, on_abort)
+    if timed_out:
+        header = f"error: the command timed out after {timeout_ms} ms and was killed"
+        return ToolResult.error(_report_text(shell, header, output_limit, complete))
+    failure = exit_line(shell.returncode, shell.buffers["stderr"].render(400)) if exit_line else None
+    if failure is not None:
+        return ToolResult.error(failure)
+    header = _exit_line(shell.returncode)
+    return ToolResult(_report_text(shell, header, output_limit, complete))
+
+
 def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
     """The execute_command tool, showing the model at most about `output_limit` bytes of output."""
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        remote = ctx.remote(args)
+        if remote is not None:
+            return await remote.execute(args, ctx, output_limit)
         cwd = resolve_path(args.get("cwd", "."), ctx.cwd)
-        timeout_ms: int = args.get("timeout_ms", DEFAULT_TIMEOUT_MS)
-        try:
-            shell = await _spawn(args["command"], cwd, output_limit)
-        except (OSError, ValueError) as exc:  # bad cwd, missing bash, NUL byte in the command
-            reason = getattr(exc, "strerror", None) or exc
-            where = inert_line(str(cwd))
-            return ToolResult.error(f"could not start the command in {where}: {reason}")
-        timed_out, complete = await _supervise(shell, timeout_ms / 1000, ctx.progress)
-        if timed_out:
-            header = f"error: the command timed out after {timeout_ms} ms and was killed"
-            return ToolResult.error(_report_text(shell, header, output_limit, complete))
-        header = _exit_line(shell.returncode)
-        return ToolResult(_report_text(shell, header, output_limit, complete))
+        return await run_process(
+            ["/bin/bash", "-c", args["command"]],
+            cwd=cwd,
+            timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+            progress=ctx.progress,
+            output_limit=output_limit,
+        )
 
     return Tool(
         name="execute_command",
         description=(
-            "Run a shell command on the local machine with `/bin/bash -c` and return its exit "
+            "Run a shell command with `/bin/bash -c` on a machine (this one unless `machine` says "
+            "otherwise) and return its exit "
             "code, stdout and stderr (long output is cut in the middle). There is no stdin and "
             "no terminal, so interactive prompts fail. Default timeout "
             f"{DEFAULT_TIMEOUT_MS:,} ms, at most {MAX_TIMEOUT_MS:,}. Redirect the output of "
@@ -269,6 +311,7 @@ def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
                     minimum=1,
                     maximum=MAX_TIMEOUT_MS,
                 ),
+                "machine": MACHINE_PROPERTY,
             },
             required=["command"],
         ),

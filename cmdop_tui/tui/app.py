@@ -28,6 +28,7 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
+from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.settings import Settings, SettingsError
 from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
 from cmdop_tui.tui.driver import PromptEscapeDriver
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from cmdop_tui.agent.runner import Runner
 
 NARROW_WIDTH = 100  # below this the side panels fold away
+HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 
 WELCOME = (
@@ -164,6 +166,40 @@ class CmdopApp(App[None]):
         if self.setup_error:
             await self.chat.add_notice(self.setup_error, "error")
         self._show_status()
+        self._watch_machines()
+
+    def _watch_machines(self) -> None:
+        fleet = self.runner.machines if self.runner else None
+        if fleet is None:
+            return
+        panel = self.query_one(MachinesPanel)
+        panel.set_machines([spec.name for spec in fleet.inventory if not spec.is_local])
+        panel.set_target(fleet.target_name or LOCAL)
+        fleet.listeners.append(lambda spec, health: panel.set_health(spec.name, health))
+        if len(fleet.inventory) > 1:
+            self.probe_machines()
+            self.set_interval(HEALTH_REFRESH_S, self.probe_machines)
+
+    @work(group="health", exclusive=True, exit_on_error=False)
+    async def probe_machines(self) -> None:
+        """Probe every machine in the background; the panel updates as answers come."""
+        if self.runner is not None and self.runner.machines is not None:
+            await self.runner.machines.probe_all()
+
+    async def on_machines_panel_target_chosen(self, message: MachinesPanel.TargetChosen) -> None:
+        if self.runner is None or self.runner.machines is None:
+            return
+        fleet = self.runner.machines
+        try:
+            target = fleet.set_target(message.name)
+        except MachineError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        self.runner.facts = replace(self.runner.facts, target_machine=fleet.target_name)
+        self.query_one(MachinesPanel).set_target(fleet.target_name or LOCAL)
+        where = target.name if target else "this machine"
+        await self.chat.add_notice(f"Working on {where} now (from the next turn).")
+        self._show_status()
 
     def _build_runner(self, engine) -> None:  # type: ignore[no-untyped-def]
         try:
@@ -186,6 +222,8 @@ class CmdopApp(App[None]):
     async def on_unmount(self) -> None:
         if self._client is not None and self._owns_client:
             await self._client.close()
+        if self.runner is not None and self.runner.machines is not None:
+            await self.runner.machines.close()
 
     @property
     def chat(self) -> ChatLog:
@@ -201,8 +239,10 @@ class CmdopApp(App[None]):
 
     def _show_status(self) -> None:
         config = self.runner.config if self.runner else None
+        fleet = self.runner.machines if self.runner else None
         self.status.update_facts(
             model=config.model if config else "(no model)",
+            machine=(fleet.target_name if fleet else None) or "local",
             loop_enabled=bool(config and config.loop.enabled),
             max_loops=config.loop.max_loops if config else 0,
             running=self.running,
@@ -233,7 +273,10 @@ class CmdopApp(App[None]):
 
     def action_toggle_machines(self) -> None:
         self._panels_user_set = True
-        self._set_panels(tools=self.query_one("#tools").display, machines=not self.query_one("#machines").display)
+        machines = not self.query_one("#machines").display
+        self._set_panels(tools=self.query_one("#tools").display, machines=machines)
+        if machines:
+            self.query_one("#machine-list").focus()
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -367,7 +410,8 @@ class CmdopApp(App[None]):
         if call.name in self.session_allowed:
             return Approval(True)
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
-        screen = ApprovalScreen(call.name, "local", call.input, timeout_s=self.settings.approval_timeout_s)
+        machine = self.runner.machine_label(call) if self.runner else "local"
+        screen = ApprovalScreen(call.name, machine, call.input, timeout_s=self.settings.approval_timeout_s)
         self.push_screen(screen, lambda choice: answer.done() or answer.set_result(choice))
         try:
             choice = await answer
@@ -390,7 +434,7 @@ class CmdopApp(App[None]):
             self._deliver_text(event)
             return
         self._batch = None
-        if isinstance(event, (ev.ToolStart, ev.ToolProgress, ev.ToolEnd)):
+        if isinstance(event, (ev.ToolStart, ev.ToolProgress, ev.ToolEnd, ev.ToolNested)):
             self._deliver_tool_event(event)
             return
         message_type = MESSAGE_FOR_EVENT[type(event)]
@@ -407,7 +451,7 @@ class CmdopApp(App[None]):
         message_type: type[BatchedMessage] = BATCHED_MESSAGE_FOR_EVENT[kind]
         self.chat.post_message(message_type(event, batch))
 
-    def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd) -> None:
+    def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested) -> None:
         if isinstance(event, ev.ToolStart):
             record = ToolRecord(event.call_id, event.name, event.input, event.machine)
             self.tool_records[event.call_id] = record
@@ -415,8 +459,11 @@ class CmdopApp(App[None]):
             record = self.tool_records.get(event.call_id)
             if record is None:
                 return
-        if isinstance(event, ev.ToolProgress):
-            record.add_progress(event.text)
+        if isinstance(event, (ev.ToolProgress, ev.ToolNested)):
+            if isinstance(event, ev.ToolProgress):
+                record.add_progress(event.text)
+            else:
+                record.add_nested(event.event)
             self._post_progress(event, record)
             return
         if isinstance(event, ev.ToolEnd):
@@ -428,7 +475,7 @@ class CmdopApp(App[None]):
         for target in (self.chat, self.query_one(ToolPanel)):
             target.post_message(message_type(event, record))
 
-    def _post_progress(self, event: ev.ToolProgress, record: ToolRecord) -> None:
+    def _post_progress(self, event: ev.ToolProgress | ev.ToolNested, record: ToolRecord) -> None:
         """Redraw live output at most every PROGRESS_REFRESH_S per call, and always the last."""
         call_id = event.call_id
         if call_id in self._progress_scheduled:

@@ -81,6 +81,8 @@ class Agent:
 
     class ToolEnded(ToolMessage[ev.ToolEnd]): ...
 
+    class ToolNested(ToolMessage[ev.ToolNested]): ...
+
     class UsageReported(AgentMessage[ev.Usage]): ...
 
     class LoopContinued(AgentMessage[ev.LoopContinued]): ...
@@ -105,6 +107,7 @@ TOOL_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[ToolMessage]] = {
     ev.ToolStart: Agent.ToolStarted,
     ev.ToolProgress: Agent.ToolProgressed,
     ev.ToolEnd: Agent.ToolEnded,
+    ev.ToolNested: Agent.ToolNested,
 }
 BATCHED_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[BatchedMessage]] = {
     ev.Token: Agent.TokenReceived,

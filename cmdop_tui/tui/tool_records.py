@@ -13,6 +13,7 @@ from cmdop_tui.text import inert_line
 Status = Literal["running", "ok", "error"]
 
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
+REMOTE_TEXT_CHARS = 2000
 PREVIEW_SOURCE_CHARS = 8192
 
 
@@ -29,6 +30,22 @@ def short_arguments(name: str, arguments: dict[str, Any], width: int = 60) -> st
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def describe_nested(kind: object, event: dict[str, Any]) -> str:
+    """One line for a remote agent's event; '' for events not worth a line."""
+    if kind == "tool_start":
+        name = str(event.get("name", "?"))
+        arguments = event.get("input") if isinstance(event.get("input"), dict) else {}
+        return f"▶ {name} {short_arguments(name, arguments, 50)}"
+    if kind == "tool_end":
+        mark = "✗" if event.get("is_error") else "✓"
+        return f"{mark} {event.get('name', '?')} {event.get('duration_s', 0):.1f}s"
+    if kind == "final":
+        return "✓ answered"
+    if kind in ("error", "cancelled"):
+        return f"✗ {inert_line(str(event.get('message', kind)))}"
+    return ""
+
+
 @dataclass
 class ToolRecord:
     call_id: str
@@ -40,6 +57,18 @@ class ToolRecord:
     duration_s: float | None = None
     live_output: str = ""
     output: str = ""
+    remote_text: dict[str, str] = field(default_factory=dict)  # what remote agents are writing
+
+    def add_nested(self, event: dict[str, Any]) -> None:
+        """An event of the agent working for this call on another machine (ask_machine)."""
+        host = inert_line(str(event.get("hostname") or "?"))
+        kind = event.get("type")
+        if kind == "token":
+            self.remote_text[host] = (self.remote_text.get(host, "") + str(event.get("text", "")))[-REMOTE_TEXT_CHARS:]
+            return
+        line = describe_nested(kind, event)
+        if line:
+            self.add_progress(f"[{host}] {line}\n")
 
     def add_progress(self, text: str) -> None:
         self.live_output += text
@@ -58,7 +87,10 @@ class ToolRecord:
     @property
     def shown_output(self) -> str:
         """The result once finished, the live output while running."""
-        return self.output if self.status != "running" else self.live_output
+        if self.status != "running":
+            return self.output
+        remote = "".join(f"[{host}] …{inert_line(text[-200:])}\n" for host, text in self.remote_text.items())
+        return self.live_output + remote
 
     def preview(self, lines: int = 4, width: int | None = None) -> str:
         """The last `lines` lines of output, each cut to `width` (only the tail is looked at)."""

@@ -103,6 +103,9 @@ class ChatLog(VerticalScroll, can_focus=True):
     def on_agent_tool_ended(self, message: Agent.ToolEnded) -> None:
         self._refresh_card(message.event.call_id)
 
+    def on_agent_tool_nested(self, message: Agent.ToolNested) -> None:
+        self._refresh_card(message.event.call_id)
+
     async def on_agent_finished(self, message: Agent.Finished) -> None:
         await self._end_reply()
 

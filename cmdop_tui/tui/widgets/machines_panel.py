@@ -1,7 +1,5 @@
-"""The machines panel: the machines this session can work on, and their health.
-
-For now the local machine only; remote machines over SSH join it later.
-"""
+"""The machines panel: every machine of the session with its health; pick the target with the
+arrow keys and Enter."""
 
 from __future__ import annotations
 
@@ -14,13 +12,20 @@ from dataclasses import dataclass
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import Static
+from textual.message import Message
+from textual.widgets import OptionList
+from textual.widgets.option_list import Option
+
+from cmdop_tui.machines.spec import LOCAL, Health
 
 LOAD_REFRESH_S = 5.0
+STATE_STYLE = {"unknown": "$text-muted", "online": "$success", "degraded": "$warning", "offline": "$error"}
 
 
 @dataclass(frozen=True)
 class MachineInfo:
+    """The local machine as shown (tests pin it so screenshots match on every machine)."""
+
     name: str
     os_name: str
     user: str
@@ -45,24 +50,87 @@ def load_average() -> str:
 
 
 class MachinesPanel(Vertical):
+    class TargetChosen(Message):
+        """The user picked the machine the session works on (`local` for none)."""
+
+        def __init__(self, name: str) -> None:
+            super().__init__()
+            self.name = name
+
     def __init__(self, *, id: str | None = None, machine: MachineInfo | None = None) -> None:
         super().__init__(id=id)
         self.border_title = "Machines"
         self.machine = machine or local_machine()
+        self.remotes: list[str] = []
+        self.health: dict[str, Health] = {}
+        self.target = LOCAL
 
     def compose(self) -> ComposeResult:
-        yield Static(id="machine-local", markup=False)
+        yield OptionList(id="machine-list")
+
+    @property
+    def options(self) -> OptionList:
+        return self.query_one("#machine-list", OptionList)
 
     def on_mount(self) -> None:
-        self.refresh_load()
-        self.set_interval(LOAD_REFRESH_S, self.refresh_load)
+        self.redraw()
+        self.set_interval(LOAD_REFRESH_S, self.redraw)
 
-    def refresh_load(self) -> None:
+    def set_machines(self, remotes: list[str]) -> None:
+        self.remotes = remotes
+        self.redraw()
+
+    def set_health(self, name: str, health: Health) -> None:
+        self.health[name] = health
+        self.redraw()
+
+    def set_target(self, name: str) -> None:
+        self.target = name
+        self.redraw()
+
+    def redraw(self) -> None:
+        options = self.options
+        highlighted = options.highlighted
+        options.clear_options()
+        options.add_options([self._local_option(), *(self._remote_option(name) for name in self.remotes)])
+        if highlighted is None or highlighted >= options.option_count:
+            highlighted = [LOCAL, *self.remotes].index(self.target) if self.target in self.remotes else 0
+        options.highlighted = highlighted
+
+    def _marker(self, name: str) -> str:
+        return "▶ " if name == self.target else "  "
+
+    def _local_option(self) -> Option:
         machine = self.machine
-        line = Content.assemble(
+        prompt = Content.assemble(
+            self._marker(LOCAL),
             ("● ", "$success"),
             (machine.name, "bold"),
             (f" {machine.status} · load {machine.load or load_average()}\n", "$text-muted"),
-            (f"  {machine.os_name} · {machine.user}", "$text-muted"),
+            (f"    {machine.os_name} · {machine.user}", "$text-muted"),
         )
-        self.query_one("#machine-local", Static).update(line)
+        return Option(prompt, id=LOCAL)
+
+    def _remote_option(self, name: str) -> Option:
+        health = self.health.get(name, Health())
+        facts = [health.state]
+        if health.latency_ms is not None and health.state != "offline":
+            facts.append(f"{health.latency_ms:.0f} ms")
+        if health.load:
+            facts.append(f"load {' '.join(health.load.split()[:2])}")
+        detail = health.os_name or health.error or "not checked yet"
+        if health.uptime:
+            detail += f" · up {health.uptime}"
+        prompt = Content.assemble(
+            self._marker(name),
+            (f"{health.glyph} ", STATE_STYLE[health.state]),
+            (name, "bold"),
+            (f" {' · '.join(facts)}\n", "$text-muted"),
+            (f"    {detail[:60]}", "$text-muted"),
+        )
+        return Option(prompt, id=name)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None:
+            self.post_message(self.TargetChosen(event.option.id))

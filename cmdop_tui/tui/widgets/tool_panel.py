@@ -50,6 +50,9 @@ class ToolPanel(Vertical):
     def on_agent_tool_ended(self, message: Agent.ToolEnded) -> None:
         self._update(message.record)
 
+    def on_agent_tool_nested(self, message: Agent.ToolNested) -> None:
+        self._update(message.record)
+
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:
             return

@@ -1,0 +1,1 @@
+"""Machines: the local one and remote ones reached with the OpenSSH client."""

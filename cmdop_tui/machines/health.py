@@ -1,0 +1,78 @@
+"""Health probes: is a machine reachable, how fast, what runs there and how busy it is.
+
+A probe is one short ssh command (over the control master when warm). A machine is online when it
+answers, degraded when it answers slowly or is heavily loaded, offline when it does not answer.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+from cmdop_tui.machines.spec import Health, MachineError, MachineSpec
+from cmdop_tui.machines.ssh import SshTransport
+
+PROBE_SCRIPT = "uname -sr; cat /proc/loadavg 2>/dev/null || uptime; cat /proc/uptime 2>/dev/null; nproc 2>/dev/null"
+SLOW_MS = 1_000.0  # an answer slower than this marks the machine degraded
+BUSY_LOAD_PER_CPU = 2.0  # so does a 1-minute load above this many runnable tasks per CPU
+
+
+def format_uptime(seconds: float) -> str:
+    days, rest = divmod(int(seconds), 86_400)
+    hours, rest = divmod(rest, 3_600)
+    return f"{days}d{hours}h" if days else f"{hours}h{rest // 60:02d}m"
+
+
+def judge(latency_ms: float, load1: float | None, cpus: int | None) -> str:
+    if latency_ms > SLOW_MS:
+        return "degraded"
+    if load1 is not None and cpus and load1 > BUSY_LOAD_PER_CPU * cpus:
+        return "degraded"
+    return "online"
+
+
+def parse_probe(output: str, latency_ms: float) -> Health:
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    os_name = lines[0] if lines else ""
+    load_words = lines[1].split() if len(lines) > 1 else []
+    load1 = _float(load_words[0]) if load_words else None
+    uptime = _float(lines[2].split()[0]) if len(lines) > 2 and lines[2].split() else None
+    cpus = int(lines[3]) if len(lines) > 3 and lines[3].isdigit() else None
+    return Health(
+        state=judge(latency_ms, load1, cpus),  # type: ignore[arg-type]
+        latency_ms=round(latency_ms, 1),
+        os_name=os_name,
+        load=" ".join(load_words[:3]),
+        uptime=format_uptime(uptime) if uptime is not None else "",
+    )
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text.rstrip(","))
+    except ValueError:
+        return None
+
+
+async def probe(transport: SshTransport, timeout_s: float = 8.0) -> Health:
+    started = time.perf_counter()
+    try:
+        result = await transport.run(PROBE_SCRIPT, timeout_s=timeout_s)
+    except MachineError as exc:
+        return Health(state="offline", error=str(exc))
+    return parse_probe(result.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000)
+
+
+def local_health(spec: MachineSpec) -> Health:
+    try:
+        one, five, fifteen = os.getloadavg()
+        load = f"{one:.2f} {five:.2f} {fifteen:.2f}"
+    except OSError:
+        one, load = 0.0, ""
+    return Health(
+        state=judge(0.0, one, os.cpu_count()),  # type: ignore[arg-type]
+        latency_ms=0.0,
+        os_name=f"{platform.system()} {platform.release()}",
+        load=load,
+    )

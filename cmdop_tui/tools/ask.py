@@ -1,0 +1,211 @@
+"""ask_machine and ask_machines: hand a task to this project's headless agent on other machines.
+
+The remote side is `cmdop-tui -p PROMPT --output-format stream-json --yes` run over ssh; each JSON
+line it prints comes back as a nested event of the call (`ask_machine_stream`), so the UI can show
+the remote agent's tokens and tool calls under it. Approving ask_machine approves what the remote
+agent does for it, hence `--yes` there; the remote permission floor still applies.
+Stop kills the remote agent's process group (TERM first, so it can end its turn cleanly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.machines.ssh import SSH_FAILED, ssh_failure
+from cmdop_tui.tools.base import NestedSink, Tool, ToolContext, ToolResult
+from cmdop_tui.tools.schema import object_schema, prop
+from cmdop_tui.tools.shell import run_process
+
+ASK_TIMEOUT_MS = 120_000
+ASK_MAX_TIMEOUT_MS = 300_000
+TOTAL_TIMEOUT_MS = 240_000
+TOTAL_MAX_TIMEOUT_MS = 600_000
+MAX_PARALLEL = 16  # hosts asked at once; more wait for a free slot
+COMMAND_NOT_FOUND = 127
+STOP_GRACE_S = 0.3
+_TAGS = frozenset({"remote"})
+
+
+@dataclass
+class _Answer:
+    """What the remote agent said, assembled from its JSON lines."""
+
+    final: str | None = None
+    error: str | None = None
+    partial: str = ""
+
+    def result(self, machine: str) -> ToolResult:
+        if self.final is not None:
+            return ToolResult(self.final or "(the remote agent gave an empty answer)")
+        if self.error is not None:
+            return ToolResult.error(f"the agent on {machine} stopped: {self.error}")
+        return ToolResult.error(f"the agent on {machine} ended without an answer")
+
+
+class _JsonLines:
+    """Splits streamed stdout into JSON events, forwarding each one as it completes."""
+
+    def __init__(self, machine: str, forward: NestedSink, answer: _Answer) -> None:
+        self.machine = machine
+        self.forward = forward
+        self.answer = answer
+        self._pending = ""
+
+    def __call__(self, text: str, stream: str) -> None:
+        if stream != "stdout":
+            return
+        self._pending += text
+        *lines, self._pending = self._pending.split("\n")
+        for line in lines:
+            self._take(line)
+
+    def _take(self, line: str) -> None:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            return  # not ours (a login banner, say): ignore
+        if not isinstance(event, dict):
+            return
+        kind = event.get("type")
+        if kind == "token":
+            self.answer.partial += str(event.get("text", ""))
+        elif kind == "final":
+            self.answer.final = str(event.get("text", ""))
+        elif kind in ("error", "cancelled"):
+            self.answer.error = str(event.get("message") or kind)
+        self.forward({**event, "hostname": self.machine})
+
+
+def _remote_spec(fleet: Fleet | None, hostname: str) -> MachineSpec:
+    if fleet is None:
+        raise MachineError("this session has no remote machines")
+    spec = fleet.inventory.resolve(hostname)
+    if spec.is_local:
+        raise MachineError("ask_machine is for other machines; work on this one with the other tools")
+    fleet.check_reachable(spec)
+    return spec
+
+
+async def ask(fleet: Fleet | None, hostname: str, prompt: str, timeout_ms: int, ctx: ToolContext) -> ToolResult:
+    """Run the headless agent on `hostname` and return its final answer."""
+    try:
+        spec = _remote_spec(fleet, hostname)
+    except MachineError as exc:
+        return ToolResult.error(str(exc))
+    assert fleet is not None
+    transport = fleet.transport(spec)
+    command = f"{spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
+    remote_command, run_id = transport.stoppable(command, None)
+    answer = _Answer()
+
+    async def stop_remote() -> None:
+        await transport.kill(run_id, grace_s=STOP_GRACE_S)
+
+    def failure(status: int | None, stderr: str) -> str | None:
+        if status == SSH_FAILED:
+            fleet.mark(spec, "offline", stderr.strip())
+            return str(ssh_failure(spec, stderr))
+        if status == COMMAND_NOT_FOUND:
+            return (
+                f"cmdop-tui is not installed on {spec.name} (or not on the PATH of a non-interactive "
+                f"ssh session there): `{spec.cmdop}` was not found. Install it there, or set "
+                f"[machines.{spec.name}] cmdop = \"/path/to/cmdop-tui\"."
+            )
+        return None
+
+    outcome = await run_process(
+        transport.argv(remote_command),
+        cwd=None,
+        timeout_ms=timeout_ms,
+        progress=_JsonLines(spec.name, ctx.nested, answer),
+        on_abort=stop_remote,
+        exit_line=failure,
+    )
+    if outcome.is_error and answer.final is None:
+        return outcome if answer.error is None else answer.result(spec.name)
+    return answer.result(spec.name)
+
+
+async def _ask_machine(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    return await ask(ctx.machines, args["hostname"], args["prompt"], args.get("timeout_ms", ASK_TIMEOUT_MS), ctx)
+
+
+async def _ask_machines(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    hostnames = list(dict.fromkeys(args["hostnames"]))  # duplicates removed, order kept
+    per_host = args.get("timeout_ms", ASK_TIMEOUT_MS)
+    total = args.get("total_timeout_ms", TOTAL_TIMEOUT_MS) / 1000
+    slots = asyncio.Semaphore(MAX_PARALLEL)
+
+    async def one(hostname: str) -> ToolResult:
+        async with slots:
+            return await ask(ctx.machines, hostname, args["prompt"], per_host, ctx)
+
+    tasks = {hostname: asyncio.create_task(one(hostname)) for hostname in hostnames}
+    try:
+        _, late = await asyncio.wait(tasks.values(), timeout=total)
+    finally:
+        for task in tasks.values():
+            task.cancel()  # no-op for finished ones; stops the rest (and their remote agents)
+        await asyncio.gather(*tasks.values(), return_exceptions=True)
+    results: dict[str, dict[str, Any]] = {}
+    for hostname, task in tasks.items():
+        if task in late:
+            results[hostname] = {"ok": False, "error": f"no answer within the total deadline of {total:.0f} s"}
+        else:
+            result = task.result()
+            results[hostname] = {"ok": not result.is_error, ("error" if result.is_error else "answer"): result.content}
+    failed = sum(1 for r in results.values() if not r["ok"])
+    return ToolResult(json.dumps(results, indent=2, ensure_ascii=False), is_error=failed == len(results))
+
+
+ASK_MACHINE = Tool(
+    name="ask_machine",
+    description=(
+        "Give a task to the CMDOP operator on another machine and get its answer. It works there "
+        "with its own tools (commands, files) and reports back. Use it for multi-step work on "
+        "one remote machine."
+    ),
+    input_schema=object_schema(
+        {
+            "hostname": prop("string", "The machine: a name from the machines list."),
+            "prompt": prop("string", "The task, complete and self-contained."),
+            "timeout_ms": prop("integer", "Give up after this long (default 120000).", minimum=1000, maximum=ASK_MAX_TIMEOUT_MS),
+        },
+        required=["hostname", "prompt"],
+    ),
+    run=_ask_machine,
+    tags=_TAGS,
+    mutating=True,
+)
+
+ASK_MACHINES = Tool(
+    name="ask_machines",
+    description=(
+        "Give the same task to the CMDOP operators on several machines at once; answers come "
+        "back keyed by machine, in the order given."
+    ),
+    input_schema=object_schema(
+        {
+            "hostnames": {"type": "array", "items": {"type": "string"}, "description": "Machine names."},
+            "prompt": prop("string", "The task, complete and self-contained."),
+            "timeout_ms": prop(
+                "integer", "Per-machine limit (default 120000).", minimum=1000, maximum=ASK_MAX_TIMEOUT_MS
+            ),
+            "total_timeout_ms": prop(
+                "integer", "Limit for all of them (default 240000).", minimum=1000, maximum=TOTAL_MAX_TIMEOUT_MS
+            ),
+        },
+        required=["hostnames", "prompt"],
+    ),
+    run=_ask_machines,
+    tags=_TAGS,
+    mutating=True,
+)
+
+ASK_TOOLS: tuple[Tool, ...] = (ASK_MACHINE, ASK_MACHINES)

@@ -1,0 +1,343 @@
+"""Machines over real OpenSSH: transport, tools, probes, ask_machine(s), stop, scoped sessions.
+
+Every remote machine here is a real `sshd` on 127.0.0.1 started by the `ssh_hosts` fixture
+(tests/sshd.py); the remote side of ask_machine runs this project's own headless mode against the
+fake Messages API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_helpers import Recorder, make_runner
+from cmdop_tui.agent.events import ToolNested
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory, ssh_config_hosts
+from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.machines.ssh import SshOptions, SshTransport
+from cmdop_tui.tools.ask import ASK_MACHINE, ASK_MACHINES
+from cmdop_tui.tools.base import ToolContext
+from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE
+from cmdop_tui.tools.registry import run_tool
+from cmdop_tui.tools.shell import EXECUTE_COMMAND
+from fake_anthropic import text_reply, tool_reply
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+# --- inventory (no servers needed) -------------------------------------------------------------
+
+
+def test_ssh_config_hosts_skips_patterns(tmp_path):
+    config = tmp_path / "config"
+    config.write_text("Host web1 web2 # comment\n  HostName 10.0.0.1\nHost *.internal !bad db?\nhost DB\nMatch all\n")
+    assert ssh_config_hosts(config) == ["web1", "web2", "DB"]
+    assert ssh_config_hosts(tmp_path / "missing") == []
+
+
+def inventory() -> Inventory:
+    return Inventory(
+        [
+            MachineSpec("local", "here", source="local"),
+            MachineSpec("web-1", "10.0.0.1"),
+            MachineSpec("web-2", "10.0.0.2"),
+            MachineSpec("db", "db.example.com"),
+        ]
+    )
+
+
+def test_names_resolve_exactly_then_by_hostname_then_by_unique_prefix():
+    machines = inventory()
+    assert machines.resolve("web-1").host == "10.0.0.1"
+    assert machines.resolve("db.example.com").name == "db"
+    assert machines.resolve("d").name == "db"
+    with pytest.raises(MachineError, match="ambiguous: it could be web-1, web-2"):
+        machines.resolve("web")
+    with pytest.raises(MachineError, match="unknown machine 'nope'; known machines: local, web-1, web-2, db"):
+        machines.resolve("nope")
+
+
+# --- a lab of real servers ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(ssh_hosts, anthropic_env, tmp_path):
+    """Two real servers (alpha, bravo) whose remote side reaches the fake API and this venv."""
+    remote_config = tmp_path / "remote-config.toml"
+    remote_config.write_text("[agent]\nmax_turns = 5\n")
+    env = {**anthropic_env, "CMDOP_TUI_CONFIG": str(remote_config)}
+    return ssh_hosts(2, env=env, path=VENV_BIN)
+
+
+def fleet_for(lab, *extra: MachineSpec, target: str | None = None) -> Fleet:
+    inventory = Inventory.load(list(extra), lab.config)
+    return Fleet(inventory, SshOptions(config_file=lab.config), target=target)
+
+
+@pytest.fixture
+async def fleet(lab):
+    fleet = fleet_for(lab)
+    yield fleet
+    await fleet.close()
+
+
+def context(fleet: Fleet, tmp_path: Path, events: list | None = None) -> ToolContext:
+    progress_events = events if events is not None else []
+    return ToolContext(
+        call_id="toolu_test",
+        cwd=tmp_path,
+        progress=lambda text, stream: progress_events.append((stream, text)),
+        machines=fleet,
+        nested=lambda event: progress_events.append(("nested", event)),
+    )
+
+
+async def test_inventory_reads_the_ssh_config_hosts(lab, fleet):
+    assert fleet.inventory.names()[:3] == ["local", "alpha", "bravo"]
+    assert lab.offline_alias in fleet.inventory.names()
+
+
+async def test_commands_run_there_and_reuse_one_connection(lab, fleet, tmp_path):
+    ctx = context(fleet, tmp_path)
+    first = await run_tool(EXECUTE_COMMAND, {"command": "echo $SSH_CONNECTION", "machine": "alpha"}, ctx)
+    assert not first.is_error and "exit code: 0" in first.content
+    assert str(lab.server("alpha").port) in first.content
+    transport = fleet.transport(fleet.inventory.resolve("alpha"))
+    check = await asyncio.create_subprocess_exec(
+        *transport._options_argv(), "-O", "check", "alpha",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, stderr = await check.communicate()
+    assert check.returncode == 0 and b"Master running" in stderr
+
+
+async def test_exit_codes_stderr_and_cwd_come_back(fleet, tmp_path):
+    ctx = context(fleet, tmp_path)
+    result = await run_tool(EXECUTE_COMMAND, {"command": "pwd; echo oops >&2; exit 3", "cwd": "/tmp", "machine": "bravo"}, ctx)
+    assert "exit code: 3" in result.content and "/tmp" in result.content and "oops" in result.content
+
+
+async def test_file_tools_work_on_a_remote_machine(fleet, tmp_path):
+    ctx = context(fleet, tmp_path)
+    target = tmp_path / "remote dir" / "notes.txt"  # the "remote" is this host: check the effect here
+    on = {"machine": "alpha"}
+    written = await run_tool(WRITE_FILE, {"path": str(target), "content": "one\nbeta\ngamma\n", **on}, ctx)
+    assert not written.is_error and target.read_text() == "one\nbeta\ngamma\n"
+    read = await run_tool(READ_FILE, {"path": str(target), "start": 2, "end": 3, **on}, ctx)
+    assert "     2\tbeta" in read.content and "     3\tgamma" in read.content and "one" not in read.content
+    listing = await run_tool(LIST_DIR, {"path": str(target.parent), **on}, ctx)
+    assert "notes.txt" in listing.content
+    found = await run_tool(GREP, {"pattern": "gam+a", "path": str(target.parent), "glob": "*.txt", **on}, ctx)
+    assert "notes.txt:3:gamma" in found.content
+    matched = await run_tool(GLOB, {"pattern": "**/*.txt", "cwd": str(tmp_path), **on}, ctx)
+    assert "remote dir/notes.txt" in matched.content
+    missing = await run_tool(READ_FILE, {"path": str(tmp_path / "absent"), **on}, ctx)
+    assert missing.is_error and "no such file" in missing.content
+
+
+async def test_remote_glob_never_runs_what_the_pattern_says(fleet, tmp_path):
+    marker = tmp_path / "pwned"
+    ctx = context(fleet, tmp_path)
+    await run_tool(GLOB, {"pattern": f"$(touch {marker})*", "cwd": str(tmp_path), "machine": "alpha"}, ctx)
+    await run_tool(GLOB, {"pattern": f"x; touch {marker}", "cwd": str(tmp_path), "machine": "alpha"}, ctx)
+    assert not marker.exists()
+
+
+async def test_probes_mark_online_and_offline(lab, fleet):
+    health = await fleet.probe_all()
+    assert health["alpha"].state == "online" and health["alpha"].latency_ms is not None
+    assert health["alpha"].os_name.startswith("Linux") and health["alpha"].load
+    assert health[lab.offline_alias].state == "offline" and "cannot reach" in health[lab.offline_alias].error
+    assert health["local"].state in ("online", "degraded")
+
+
+async def test_an_offline_machine_fails_fast(lab, fleet, tmp_path):
+    await fleet.probe(fleet.inventory.resolve(lab.offline_alias))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = await run_tool(EXECUTE_COMMAND, {"command": "true", "machine": lab.offline_alias}, context(fleet, tmp_path))
+    assert result.is_error and "is offline" in result.content and loop.time() - started < 0.5
+
+
+async def test_unknown_and_ambiguous_machines_are_clear_errors(fleet, tmp_path):
+    ctx = context(fleet, tmp_path)
+    unknown = await run_tool(EXECUTE_COMMAND, {"command": "true", "machine": "zulu"}, ctx)
+    assert unknown.is_error and unknown.content.startswith("unknown machine 'zulu'; known machines: local, alpha")
+
+
+async def test_stop_kills_the_remote_process_group(fleet, tmp_path):
+    events: list = []
+    ctx = context(fleet, tmp_path, events)
+    command = "sleep 30 & echo child=$!; echo shell=$$; wait"
+    task = asyncio.create_task(run_tool(EXECUTE_COMMAND, {"command": command, "machine": "alpha"}, ctx))
+    text = ""
+    while "shell=" not in text:
+        await asyncio.sleep(0.01)  # waiting for the remote command to report its pids
+        text = "".join(t for s, t in events if s == "stdout")
+    pids = [int(part.split("=")[1]) for part in text.split() if "=" in part]
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for pid in pids:  # the "remote" host is this one, so its processes are visible here
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+# --- ask_machine --------------------------------------------------------------------------------
+
+
+async def test_ask_machine_runs_the_agent_there_and_streams_it_back(fake_api, fleet, tmp_path):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo from-remote"}), text_reply("Remote says hi."))
+    events: list = []
+    result = await run_tool(ASK_MACHINE, {"hostname": "alpha", "prompt": "say hi"}, context(fleet, tmp_path, events))
+    assert not result.is_error and result.content == "Remote says hi."
+    nested = [e for kind, e in events if kind == "nested"]
+    kinds = [e["type"] for e in nested]
+    assert "tool_start" in kinds and "token" in kinds and kinds[-1] == "final"
+    assert all(e["hostname"] == "alpha" for e in nested)
+    remote_tool_end = next(e for e in nested if e["type"] == "tool_end")
+    assert "from-remote" in remote_tool_end["output"]  # the remote agent ran it (with --yes)
+
+
+async def test_ask_machine_without_cmdop_there_says_so(lab, tmp_path):
+    fleet = fleet_for(lab, MachineSpec("bare", "alpha", cmdop="no-such-cmdop-tui"))
+    try:
+        result = await run_tool(ASK_MACHINE, {"hostname": "bare", "prompt": "hi"}, context(fleet, tmp_path))
+    finally:
+        await fleet.close()
+    assert result.is_error and "cmdop-tui is not installed on bare" in result.content
+
+
+async def test_ask_machines_fans_out_keeps_order_and_times_out_one_host(fake_api, lab, tmp_path):
+    slow = MachineSpec("slow", "bravo", cmdop="sleep 30; cmdop-tui")
+    fleet = fleet_for(lab, slow)
+    fake_api.enqueue(text_reply("alpha is fine"))
+    args = {"hostnames": ["slow", "alpha", "slow"], "prompt": "status?", "timeout_ms": 1500}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    try:
+        result = await run_tool(ASK_MACHINES, args, context(fleet, tmp_path))
+    finally:
+        await fleet.close()
+    answers = json.loads(result.content)
+    assert list(answers) == ["slow", "alpha"]  # duplicates removed, order kept
+    assert answers["alpha"] == {"ok": True, "answer": "alpha is fine"}
+    assert answers["slow"]["ok"] is False and "timed out" in answers["slow"]["error"]
+    assert loop.time() - started < 10
+
+
+async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, tmp_path):
+    fleet = fleet_for(lab)
+    fake_api.enqueue(
+        tool_reply("ask_machine", {"hostname": "alpha", "prompt": "uptime?"}),  # the local agent's call
+        text_reply("up 3 days"),  # the remote agent's answer
+        text_reply("alpha has been up 3 days."),  # the local agent's final answer
+    )
+    runner = make_runner(fake_api, cwd=tmp_path)
+    runner.machines = fleet
+    runner.tools = type(runner.tools)([*runner.tools, ASK_MACHINE])
+    events = Recorder()
+    try:
+        result = await runner.run("how long has alpha been up?", events)
+    finally:
+        await fleet.close()
+    assert result.text == "alpha has been up 3 days."
+    nested = events.of(ToolNested)
+    assert nested and nested[0].machine == "alpha" and nested[-1].event["type"] == "final"
+
+
+# --- scoped sessions ----------------------------------------------------------------------------
+
+
+async def test_a_scoped_session_works_there_and_hides_the_local_machine(lab, tmp_path):
+    fleet = fleet_for(lab, target="alpha")
+    try:
+        ctx = context(fleet, tmp_path)
+        there = await run_tool(EXECUTE_COMMAND, {"command": "echo $SSH_CONNECTION"}, ctx)
+        assert str(lab.server("alpha").port) in there.content
+        local = await run_tool(LIST_DIR, {"path": ".", "machine": "local"}, ctx)
+        assert local.is_error and "scoped to alpha" in local.content
+    finally:
+        await fleet.close()
+
+
+async def test_scoped_session_reminders(fake_api, lab, tmp_path):
+    from dataclasses import replace
+
+    import anthropic
+
+    from agent_helpers import FACTS
+    from cmdop_tui.engine import build_runner
+    from cmdop_tui.settings import Settings
+
+    settings = replace(Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m"))
+    client = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0)
+    runner = build_runner(settings, client=client, platform="tui", facts=FACTS)
+    fake_api.enqueue(text_reply("ok"))
+    try:
+        await runner.run("hello", Recorder())
+    finally:
+        await runner.machines.close()
+        await client.close()
+    system = fake_api.requests[0].body["system"][1]["text"]
+    assert "Target machine: the user is working on alpha" in system
+    assert "Environment:" not in system
+    assert {"ask_machine", "ask_machines"} <= {t["name"] for t in fake_api.requests[0].body["tools"]}
+
+
+def test_cli_machine_flag_rejects_an_unknown_machine(anthropic_env, tmp_path):
+    import subprocess
+
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "cmdop_tui", "-p", "hi", "--machine", "nowhere"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "unknown machine 'nowhere'" in done.stderr
+
+
+def test_transport_argv_uses_batch_mode_and_a_control_master(tmp_path):
+    transport = SshTransport(MachineSpec("web", "web.example", user="ops", port=2222), SshOptions(control_dir=tmp_path))
+    argv = transport.argv("uptime")
+    assert argv[0] == "ssh" and argv[-3:] == ["web.example", "--", "uptime"]
+    assert "BatchMode=yes" in argv and "ControlMaster=auto" in argv and f"ControlPath={tmp_path}/%C" in argv
+    assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-l") + 1] == "ops"
+
+
+# --- the machines panel ------------------------------------------------------------------------
+
+
+async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
+    from cmdop_tui.settings import Settings
+    from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
+    from cmdop_tui.tui.widgets.status_line import StatusLine
+    from tui_helpers import make_app, notices, wait_until
+
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config))
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.query_one(MachinesPanel)
+        fleet = await _fleet_of(app, pilot)
+        await wait_until(pilot, lambda: {"alpha", "bravo", lab.offline_alias} <= set(panel.health), what="probes")
+        assert panel.health["alpha"].state == "online" and panel.health[lab.offline_alias].state == "offline"
+        option_text = str(panel.options.get_option("alpha").prompt)
+        assert "online" in option_text and "ms" in option_text
+        panel.options.focus()
+        await pilot.press("down", "enter")  # local is first; alpha next
+        await wait_until(pilot, lambda: fleet.target_name == "alpha", what="alpha as the target")
+        assert "alpha" in str(app.query_one(StatusLine).render())
+        assert app.runner.facts.target_machine == "alpha"
+        assert any("Working on alpha now" in n for n in notices(app))
+        await pilot.press("up", "enter")
+        await wait_until(pilot, lambda: fleet.target_name is None, what="back to the local machine")
+
+
+async def _fleet_of(app, pilot):
+    from tui_helpers import wait_until
+
+    await wait_until(pilot, lambda: app.runner is not None, what="the engine")
+    return app.runner.machines
