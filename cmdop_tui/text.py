@@ -40,7 +40,9 @@ _SEQUENCE = re.compile(
 _PARTIAL_TAIL = re.compile(
     r"\x1b(?:\[[0-?]*+[ -/]*+|[\]PX^_][^\x07\x18\x1a\x1b\x9c]*+\x1b?|[ -/]*+)\Z|\r\Z"
 )
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Bidirectional overrides and isolates reorder how text *looks* ("Trojan Source"): shown as codes.
+_BIDI_CONTROLS = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def _control_notation() -> list[tuple[str, str]]:
@@ -48,6 +50,7 @@ def _control_notation() -> list[tuple[str, str]]:
     table = [(chr(code), "^" + chr(code + 0x40)) for code in range(0x20) if chr(code) not in "\n\t"]
     table.append(("\x7f", "^?"))
     table.extend((chr(code), "M-^" + chr(code - 0x80 + 0x40)) for code in range(0x80, 0xA0))
+    table.extend((chr(code), f"<U+{code:04X}>") for code in _BIDI_CONTROLS)
     return table
 
 

@@ -87,3 +87,21 @@ def test_close_open_tool_calls_keeps_finished_results_and_cancels_the_rest():
 
 def test_empty_tool_output_still_makes_a_valid_block():
     assert tool_result_block("a", "")["content"] == "(no output)"
+
+
+def test_operation_records_replay_to_the_same_history():
+    records = []
+    conversation = Conversation(listeners=[records.append])
+    conversation.append_user("go")
+    conversation.append_assistant([call("a")])
+    conversation.close_open_tool_calls({})
+    conversation.append_user("and then")  # merges into the tool-result message
+    conversation.replace(conversation.messages[:1])
+    conversation.append_assistant([text_block("ok")])
+    replayed = Conversation()
+    for record in records:
+        replayed.apply(record)
+    assert replayed.messages == conversation.messages
+    conversation.clear()
+    replayed.apply(records[-1] if records[-1]["op"] == "clear" else {"op": "clear"})
+    assert replayed.messages == [] and records[-1] == {"op": "clear"}

@@ -12,7 +12,7 @@ Invariants the API enforces, and which `sanitize` restores:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,9 +148,14 @@ def sanitize(messages: Sequence[Message]) -> list[Message]:
 
 @dataclass
 class Conversation:
-    """The stored history of one session. Appends only; every append keeps it valid."""
+    """The stored history of one session. Appends only; every append keeps it valid.
+
+    Every change is also told to the `listeners` as an operation record, in a form that replays
+    exactly (see `apply`): this is how a transcript follows the conversation as it happens.
+    """
 
     messages: list[Message] = field(default_factory=list)
+    listeners: list[Callable[[dict[str, Any]], None]] = field(default_factory=list, compare=False, repr=False)
 
     def append_user(self, content: str | list[Block]) -> None:
         blocks = [text_block(content)] if isinstance(content, str) else list(content)
@@ -167,6 +172,10 @@ class Conversation:
             self._append("user", results)
 
     def _append(self, role: str, blocks: list[Block]) -> None:
+        self._merge_in(role, blocks)
+        self._tell({"op": "append", "role": role, "blocks": blocks})
+
+    def _merge_in(self, role: str, blocks: list[Block]) -> None:
         if self.messages and self.messages[-1]["role"] == role:
             merged = self.messages[-1]["content"] + blocks
             if role == "user":
@@ -192,5 +201,25 @@ class Conversation:
                 [done.get(call_id) or tool_result_block(call_id, note, is_error=True) for call_id in open_ids]
             )
 
+    def replace(self, messages: list[Message]) -> None:
+        """Rewrite the history (loop-mode cleanup, a repaired resume)."""
+        self.messages[:] = messages
+        self._tell({"op": "replace", "messages": list(messages)})
+
     def clear(self) -> None:
         self.messages.clear()
+        self._tell({"op": "clear"})
+
+    def apply(self, record: Mapping[str, Any]) -> None:
+        """Replay one operation record (without telling the listeners again)."""
+        op = record.get("op")
+        if op == "append":
+            self._merge_in(str(record["role"]), list(record["blocks"]))
+        elif op == "replace":
+            self.messages[:] = list(record["messages"])
+        elif op == "clear":
+            self.messages.clear()
+
+    def _tell(self, record: dict[str, Any]) -> None:
+        for listener in self.listeners:
+            listener(record)

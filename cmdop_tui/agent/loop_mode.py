@@ -59,7 +59,7 @@ def remove_loop_messages(messages: Sequence[Message], loop_message: str) -> list
 
 def prepare_next_loop(conversation: Conversation, loop_message: str) -> None:
     """Clean up history and append the loop message as the next user turn."""
-    conversation.messages[:] = remove_loop_messages(conversation.messages, loop_message)
+    conversation.replace(remove_loop_messages(conversation.messages, loop_message))
     conversation.append_user(loop_message)
 
 

@@ -7,10 +7,12 @@ from typing import Literal
 from textual.content import Content
 from textual.widgets import Static
 
+from cmdop_tui.text import strip_terminal_sequences
+
 NoticeKind = Literal["info", "warning", "error", "stopped"]
 
 
 class Notice(Static):
     def __init__(self, text: str, kind: NoticeKind = "info") -> None:
-        super().__init__(Content(text), classes=f"notice -{kind}")
+        super().__init__(Content(strip_terminal_sequences(text)), classes=f"notice -{kind}")
         self.kind = kind

@@ -5,6 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
+from cmdop_tui.text import strip_terminal_sequences
+
 
 class ThinkingBlock(Collapsible):
     def __init__(self) -> None:
@@ -13,7 +15,7 @@ class ThinkingBlock(Collapsible):
         super().__init__(self._body, title="Thinking", collapsed=True, classes="thinking")
 
     def append(self, text: str) -> None:
-        self._text += text
+        self._text += strip_terminal_sequences(text)
         self._body.update(Content(self._text))
 
     @property

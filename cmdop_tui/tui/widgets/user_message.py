@@ -5,7 +5,9 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from cmdop_tui.text import strip_terminal_sequences
+
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(text), classes="user-message")
+        super().__init__(Content(strip_terminal_sequences(text)), classes="user-message")
