@@ -41,6 +41,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="run tools that need approval without asking")
     p.add_argument("--theme", help="TUI theme name")
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
+    p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
+    p.add_argument("--resume", metavar="ID", help="continue the session with this id (or id prefix)")
     return p
 
 
@@ -75,6 +77,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         settings = replace(settings, theme=args.theme)
     if args.machine:
         settings = replace(settings, target_machine=args.machine)
+    if args.continue_latest or args.resume:
+        settings = replace(settings, continue_latest=args.continue_latest, resume=args.resume)
     return settings
 
 
@@ -112,12 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
     from cmdop_tui.engine import MissingKeyError
     from cmdop_tui.machines.spec import MachineError
+    from cmdop_tui.sessions import SessionError
     from cmdop_tui.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(prompt=prompt, output_format=output_format, auto_approve=settings.auto_approve)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except (MissingKeyError, MachineError) as exc:
+    except (MissingKeyError, MachineError, SessionError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.

@@ -5,14 +5,18 @@ Shared by the TUI and headless mode so both behave the same for the same setting
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from typing import Any
 from pathlib import Path
 
 import anthropic
 
+from cmdop_tui import sessions
 from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.context import Platform, SessionFacts
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.llm import ModelClient
@@ -26,6 +30,9 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
+
+_log = logging.getLogger(__name__)
+Transcript = sessions.Transcript
 
 KEY_ENV = "ANTHROPIC_API_KEY"
 TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
@@ -122,6 +129,79 @@ def build_runner(
         cwd=cwd,
         machines=fleet,
     )
+
+
+SESSION_EVENTS = frozenset({"tool_start", "tool_end", "final", "error", "cancelled", "usage"})
+
+
+def api_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
+    """The credentials in use, which must never reach a file we write."""
+    return [value for value in (environ.get(KEY_ENV), environ.get(TOKEN_ENV)) if value]
+
+
+class SessionRecorder:
+    """Keeps a runner's conversation and events flowing into the current session transcript.
+
+    One recorder per runner; it can switch sessions (a new one after /clear, a resumed one).
+    A transcript that cannot be written (a full disk) is reported once and dropped: it never
+    stops a turn.
+    """
+
+    def __init__(self, runner: Runner[None, str], secrets: list[str] | None = None) -> None:
+        self.runner = runner
+        self.secrets = api_secrets() if secrets is None else secrets
+        self.transcript: Transcript | None = None
+        runner.conversation.listeners.append(self._on_record)
+        runner.event_listeners.append(self._on_event)
+
+    @property
+    def session_id(self) -> str | None:
+        return self.transcript.id if self.transcript else None
+
+    def start(self, settings: Settings) -> list[str]:
+        """A new session, or the one `--resume ID` / `--continue` names. Returns notes for the user."""
+        session = settings.resume or (sessions.latest() if settings.continue_latest else None)
+        if session is not None:
+            return self.resume(session)
+        self.new()
+        return ["there is no earlier session to continue: this is a new one"] if settings.continue_latest else []
+
+    def new(self) -> None:
+        self.close()
+        self.transcript = sessions.Transcript.create(
+            model=self.runner.config.model, cwd=str(self.runner.cwd), extra_secrets=self.secrets
+        )
+
+    def resume(self, session: str) -> list[str]:
+        """Continue a stored session: its (repaired) history replaces the runner's."""
+        transcript, loaded = sessions.resume(session, extra_secrets=self.secrets)
+        self.close()
+        self.runner.conversation.replace(loaded.messages)  # not recorded: the file already has it
+        self.transcript = transcript
+        return [f"resumed session {loaded.id} ({len(loaded.messages)} messages)", *loaded.notes]
+
+    def close(self) -> None:
+        transcript, self.transcript = self.transcript, None
+        if transcript is not None:
+            transcript.close()
+
+    def _on_record(self, record: dict[str, Any]) -> None:
+        self._write(lambda transcript: transcript.append(record))
+
+    def _on_event(self, event: Event) -> None:
+        if event.kind in SESSION_EVENTS:
+            fields = event.to_json()
+            kind = fields.pop("type")
+            self._write(lambda transcript: transcript.event(kind, **fields))
+
+    def _write(self, action: Callable[[Transcript], None]) -> None:
+        if self.transcript is None:
+            return
+        try:
+            action(self.transcript)
+        except (OSError, ValueError) as exc:
+            _log.error("session %s cannot be written any more: %s", self.transcript.id, exc)
+            self.close()
 
 
 def build_fleet(settings: Settings) -> Fleet:

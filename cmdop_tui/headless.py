@@ -23,7 +23,7 @@ from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.runner import RunResult
-from cmdop_tui.engine import approval_gate, build_runner, make_client
+from cmdop_tui.engine import SessionRecorder, approval_gate, build_runner, make_client
 from cmdop_tui.settings import Settings
 
 OutputFormat = Literal["text", "stream-json", "json"]
@@ -100,6 +100,9 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         approve=approval_gate(settings, ask, auto_approve=options.auto_approve),
         ui_cancel=ui_cancel,
     )
+    recorder = SessionRecorder(runner)
+    for note in recorder.start(settings):
+        sys.stderr.write(f"cmdop-tui: {note}\n")
     received: list[signal.Signals] = []
     loop = asyncio.get_running_loop()
     for signum in SIGNAL_EXIT:
@@ -111,6 +114,7 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         for signum in SIGNAL_EXIT:
             loop.remove_signal_handler(signum)
         await client.close()
+        recorder.close()
         if runner.machines is not None:
             await runner.machines.close()
     return report(result, options.output_format, received[0] if received else None)

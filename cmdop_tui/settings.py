@@ -65,6 +65,8 @@ class Settings:
     machines: tuple[MachineSpec, ...] = ()
     ssh_config: Path | None = None  # None: the user's ~/.ssh/config (read for Host entries too)
     target_machine: str | None = None  # scope the session to this machine
+    resume: str | None = None  # a session id (or prefix) to continue
+    continue_latest: bool = False  # continue the most recent session
     source: Path | None = None
 
     def resolve_model(self, name: str) -> str:

@@ -98,3 +98,30 @@ def ssh_hosts() -> Iterator[Callable[..., SshLab]]:
     finally:
         for lab in reversed(labs):
             lab.close()
+
+
+# --- after the whole run: no file the app wrote holds the test API key -------------------------
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Scan every home the tests gave the app (config, data: transcripts, audit log, exports)
+    for the fake API key; finding it anywhere fails the run."""
+    from fake_anthropic import DEFAULT_API_KEY
+
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None or exitstatus not in (0, 1):
+        return
+    needle = DEFAULT_API_KEY.encode()
+    leaks = [
+        path
+        for home in factory.getbasetemp().glob("home*")
+        if not home.is_symlink()
+        for path in home.rglob("*")
+        if path.is_file() and not path.is_symlink() and needle in path.read_bytes()
+    ]
+    if leaks:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "the test API key was written to: " + ", ".join(str(p) for p in leaks)
+        if reporter is not None:
+            reporter.write_line(f"LEAK: {message}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

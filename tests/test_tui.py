@@ -382,3 +382,48 @@ def test_a_remote_agents_steps_show_under_its_call():
     shown = record.shown_output
     assert "[alpha] ▶ execute_command uptime" in shown and "[alpha] ✓ execute_command 0.2s" in shown
     assert "[alpha] …up 3 days" in shown and "\x1b" not in shown
+
+
+async def test_sessions_are_recorded_resumed_and_exported(fake_api, tmp_path, monkeypatch):
+    from cmdop_tui.tui.screens.sessions import SessionsScreen
+
+    monkeypatch.chdir(tmp_path)
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo hi"}), text_reply("First answer."), text_reply("Other topic.")
+    )
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "first topic")
+        await finish_turn(pilot)
+        first_session = app.recorder.session_id
+        await submit(pilot, "/clear")
+        await pilot.pause()
+        await submit(pilot, "second topic")
+        await finish_turn(pilot)
+        await submit(pilot, "/sessions")
+        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        assert app.screen.query_one("#sessions-list").option_count == 2
+        app.screen.query_one("#sessions-list").focus()
+        await pilot.press("down", "enter")  # newest first: the first session is second
+        await wait_until(pilot, lambda: replies(app) == ["First answer."], what="the resumed conversation")
+        assert app.recorder.session_id == first_session and app.query_one(ToolCard).record.output.startswith("exit code: 0")
+        assert [m["role"] for m in app.runner.conversation.messages] == ["user", "assistant", "user", "assistant"]
+        await submit(pilot, "/export")
+        await pilot.pause()
+        exported = (tmp_path / f"cmdop-session-{first_session}.md").read_text()
+        assert "first topic" in exported and "First answer." in exported
+
+
+async def test_continue_at_start_shows_the_last_conversation(fake_api):
+    fake_api.enqueue(text_reply("Remembered."), text_reply("Still here."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "remember this")
+        await finish_turn(pilot)
+    again = make_app(fake_api, settings=Settings(continue_latest=True))
+    async with again.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: again.runner is not None and replies(again) == ["Remembered."])
+        assert any("resumed session" in n for n in notices(again))
+        await submit(pilot, "and now?")
+        await finish_turn(pilot)
+        assert [m["role"] for m in fake_api.requests[1].body["messages"]] == ["user", "assistant", "user"]

@@ -141,6 +141,7 @@ class Runner(Generic[DepsT, OutT]):
         self.cwd = cwd or Path.cwd()
         self.conversation = conversation or Conversation()
         self.machines = machines
+        self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
         self._finished_results: dict[str, Block] = {}
         self._approval_lock = asyncio.Lock()
 
@@ -149,6 +150,7 @@ class Runner(Generic[DepsT, OutT]):
     async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult[OutT]:
         """Run one user prompt to a final answer, a limit, an error or a cancel."""
         operation = operation or Operation()
+        emit = self._with_listeners(emit)
         progress = _Progress()
         self._finished_results = {}
         self.ui_cancel.reset()
@@ -168,6 +170,18 @@ class Runner(Generic[DepsT, OutT]):
                 if self.ui_cancel.fired and task.uncancel() == 0:
                     return result
                 raise
+
+    def _with_listeners(self, emit: EventSink) -> EventSink:
+        if not self.event_listeners:
+            return emit
+        listeners = list(self.event_listeners)
+
+        def tee(event: Event) -> None:
+            emit(event)
+            for listener in listeners:
+                listener(event)
+
+        return tee
 
     async def _run_loops(self, emit: EventSink, operation: Operation, progress: _Progress) -> RunResult[OutT]:
         loop = self.config.loop

@@ -14,6 +14,7 @@ import importlib
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import work
@@ -29,6 +30,7 @@ from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.sessions import SessionError, export_markdown, list_sessions
 from cmdop_tui.settings import Settings, SettingsError
 from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
 from cmdop_tui.tui.driver import PromptEscapeDriver
@@ -43,6 +45,7 @@ from cmdop_tui.tui.messages import (
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.screens.sessions import SessionsScreen
 from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
 from cmdop_tui.tui.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.chat_log import ChatLog
@@ -53,6 +56,8 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
     import anthropic
+
+    from cmdop_tui.engine import SessionRecorder
 
     from cmdop_tui.agent.runner import Runner
 
@@ -116,6 +121,7 @@ class CmdopApp(App[None]):
         self._progress_scheduled: set[str] = set()
         self._panels_user_set = False
         self.theme_problems: list[str] = []
+        self.recorder: SessionRecorder | None = None
 
     # --- set-up --------------------------------------------------------------------------------
 
@@ -158,8 +164,13 @@ class CmdopApp(App[None]):
         try:
             engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.engine")
             self._build_runner(engine)
+            notes = self._start_session(engine)
         finally:
             self._engine_ready.set()
+        if self.runner is not None and self.runner.conversation.messages:
+            await self._show_history()
+        for note in notes:
+            await self.chat.add_notice(note)
         # The SDK and Textual leave a large heap of long-lived objects; a full collection that
         # walks them all stalls the UI for ~100 ms mid-stream. Frozen objects are never walked.
         gc.freeze()
@@ -201,6 +212,47 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(f"Working on {where} now (from the next turn).")
         self._show_status()
 
+    def _start_session(self, engine) -> list[str]:  # type: ignore[no-untyped-def]
+        """Record this session (or continue the one --continue / --resume names)."""
+        if self.runner is None:
+            return []
+        self.recorder = engine.SessionRecorder(self.runner)
+        try:
+            return self.recorder.start(self.settings)
+        except SessionError as exc:
+            self.recorder.new()
+            return [f"{exc}; this is a new session"]
+
+    async def _show_history(self) -> None:
+        """Draw a resumed conversation: prompts, replies and tool calls with their results."""
+        assert self.runner is not None
+        await self._reset_display()
+        for message in self.runner.conversation.messages:
+            for block in message["content"]:
+                await self._show_block(message["role"], block)
+
+    async def _show_block(self, role: str, block: dict) -> None:  # type: ignore[type-arg]
+        kind = block.get("type")
+        if kind == "text" and role == "user":
+            await self.chat.add_user_message(block.get("text", ""))
+        elif kind == "text":
+            await self.chat.add_reply(block.get("text", ""))
+        elif kind == "tool_use":
+            record = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
+            record.status = "ok"
+            self.tool_records[record.call_id] = record
+            await self.chat.add_tool_card(record)
+        elif kind == "tool_result" and (record := self.tool_records.get(block.get("tool_use_id", ""))):
+            content = block.get("content")
+            text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+            record.finish(text, bool(block.get("is_error")), 0.0)
+
+    async def _reset_display(self) -> None:
+        self.tool_records.clear()
+        self.query_one(ToolPanel).clear()
+        await self.chat.clear()
+        self.status.update_facts(turn=0, loop=0)
+
     def _build_runner(self, engine) -> None:  # type: ignore[no-untyped-def]
         try:
             if self._client is None:
@@ -220,6 +272,8 @@ class CmdopApp(App[None]):
             self.setup_error = str(exc)
 
     async def on_unmount(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
         if self._client is not None and self._owns_client:
             await self._client.close()
         if self.runner is not None and self.runner.machines is not None:
@@ -315,12 +369,11 @@ class CmdopApp(App[None]):
         if self.running:
             await self.chat.add_notice("Stop the running turn before clearing.", "warning")
             return
+        if self.recorder is not None:
+            self.recorder.new()  # a cleared conversation is a new session; the old one stays whole
         if self.runner is not None:
             self.runner.conversation.clear()
-        self.tool_records.clear()
-        self.query_one(ToolPanel).clear()
-        await self.chat.clear()
-        self.status.update_facts(turn=0, loop=0)
+        await self._reset_display()
 
     async def _slash_model(self, argument: str) -> None:
         if not argument or self.runner is None:
@@ -344,6 +397,42 @@ class CmdopApp(App[None]):
         self.runner.config = replace(config, loop=replace(config.loop, enabled=argument == "on"))
         await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
         self._show_status()
+
+    async def _slash_sessions(self, argument: str) -> None:
+        if self.recorder is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
+        self.push_screen(SessionsScreen(list_sessions(), self.recorder.session_id), self._resume_chosen)
+
+    async def _resume_chosen(self, session_id: str | None) -> None:
+        if session_id is None or self.recorder is None or session_id == self.recorder.session_id:
+            return
+        if self.running:
+            await self.chat.add_notice("Stop the running turn before switching sessions.", "warning")
+            return
+        try:
+            notes = self.recorder.resume(session_id)
+        except SessionError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        await self._show_history()
+        for note in notes:
+            await self.chat.add_notice(note)
+
+    async def _slash_export(self, argument: str) -> None:
+        if self.runner is None or self.recorder is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
+        path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{self.recorder.session_id}.md"
+        markdown = export_markdown(
+            self.runner.conversation.messages, title=f"cmdop-tui session {self.recorder.session_id}", extra_secrets=self.recorder.secrets
+        )
+        try:
+            path.write_text(markdown, encoding="utf-8")
+        except OSError as exc:
+            await self.chat.add_notice(f"Could not write {path}: {exc.strerror}", "error")
+            return
+        await self.chat.add_notice(f"Exported this session to {path}")
 
     async def _slash_stop(self, argument: str) -> None:
         self.action_stop()

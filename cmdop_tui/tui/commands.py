@@ -27,6 +27,8 @@ SLASH_COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("clear", "/clear", "start a new conversation"),
         SlashCommand("model", "/model NAME", "switch model (an id or @fast, @balanced, @smart)"),
         SlashCommand("loop", "/loop on|off", "loop mode: keep going until a breaker phrase"),
+        SlashCommand("sessions", "/sessions", "earlier sessions; Enter resumes one"),
+        SlashCommand("export", "/export [PATH]", "write this session as Markdown"),
         SlashCommand("stop", "/stop", "stop the running turn (also Esc)"),
         SlashCommand("exit", "/exit", "quit (also ctrl+q)"),
     )
@@ -72,6 +74,8 @@ class CmdopCommands(Provider):
             ("Loop mode on", partial(app.run_slash, "/loop on"), "/loop on"),
             ("Loop mode off", partial(app.run_slash, "/loop off"), "/loop off"),
             ("Show help", partial(app.run_slash, "/help"), "/help"),
+            ("Resume an earlier session", partial(app.run_slash, "/sessions"), "/sessions"),
+            ("Export this session as Markdown", partial(app.run_slash, "/export"), "/export"),
             ("Toggle the tool-activity panel", app.action_toggle_tools, "F2"),
             ("Toggle the machines panel", app.action_toggle_machines, "F3"),
             ("Quit", app.action_request_quit, "ctrl+q"),

@@ -45,6 +45,13 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def add_notice(self, text: str, kind: NoticeKind = "info") -> None:
         await self.add(Notice(text, kind))
 
+    async def add_reply(self, text: str) -> None:
+        """A finished reply (a resumed session's)."""
+        await self._end_reply()
+        reply = AssistantReply(text)
+        await self.add(reply)
+        reply.finish()
+
     async def add_tool_card(self, record: ToolRecord) -> None:
         await self._end_reply()
         card = ToolCard(record)

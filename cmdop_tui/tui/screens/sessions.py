@@ -1,0 +1,42 @@
+"""Earlier sessions, newest first: Enter resumes one, Esc goes back."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList
+from textual.widgets.option_list import Option
+
+from cmdop_tui.sessions import SessionInfo
+from cmdop_tui.text import inert_line
+
+
+class SessionsScreen(ModalScreen[str | None]):
+    BINDINGS = [Binding("escape", "dismiss(None)", "Back")]
+
+    def __init__(self, sessions: list[SessionInfo], current: str | None) -> None:
+        super().__init__()
+        self.sessions = sessions
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="sessions-dialog"):
+            yield Label(Content.styled("Sessions: Enter resumes, Esc goes back", "bold"))
+            options = [self._option(info) for info in self.sessions]
+            yield OptionList(*options, id="sessions-list") if options else Label("No earlier sessions.")
+
+    def _option(self, info: SessionInfo) -> Option:
+        when = info.updated.astimezone().strftime("%Y-%m-%d %H:%M") if info.updated else "?"
+        mark = " (this one)" if info.id == self.current else ""
+        prompt = Content.assemble(
+            (f"{when}  ", "$text-muted"),
+            (inert_line(info.title or "(no prompt)"), "bold"),
+            (f"  {info.messages} messages · {info.id}{mark}", "$text-muted"),
+        )
+        return Option(prompt, id=info.id)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
