@@ -38,7 +38,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-loops", type=_positive_int, help="loop mode's limit (default 20)")
     p.add_argument("--allow-tags", metavar="TAGS", help="turn-1 tool allowlist, comma-separated tags")
     p.add_argument("--no-stream", action="store_true", help="do not stream model replies")
-    p.add_argument("--yes", action="store_true", help="run tools that need approval without asking")
+    p.add_argument("--yes", action="store_true", help="auto mode: run tools without asking (the safety floor still applies)")
+    p.add_argument(
+        "--permission-mode", choices=["default", "strict", "auto"], help="default asks before changes; strict refuses them"
+    )
     p.add_argument("--theme", help="TUI theme name")
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
     p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
@@ -71,6 +74,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     if args.allow_tags:
         agent = replace(agent, allow_tags=tuple(t.strip() for t in args.allow_tags.split(",") if t.strip()))
     settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
+    if args.permission_mode:
+        settings = replace(settings, permission_mode=args.permission_mode)
     if args.no_stream:
         settings = replace(settings, stream=False)
     if args.theme:
@@ -99,6 +104,9 @@ def entry() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["permissions"]:
+        return permissions_command(argv[1:])
     args = parser().parse_args(argv)
     try:
         settings = apply_flags(load_settings(), args)
@@ -113,16 +121,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_headless_cli(settings, prompt, args.output_format)
 
 
+def permissions_command(argv: list[str]) -> int:
+    """`cmdop-tui permissions list`: the rules and where they come from."""
+    if argv != ["list"]:
+        return fail("usage: cmdop-tui permissions list", EXIT_USAGE)
+    from cmdop_tui.permissions import PermissionsError, list_rules_text
+
+    try:
+        print(list_rules_text())
+    except PermissionsError as exc:
+        return fail(str(exc))
+    return 0
+
+
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
     from cmdop_tui.engine import MissingKeyError
     from cmdop_tui.machines.spec import MachineError
+    from cmdop_tui.permissions import PermissionsError
     from cmdop_tui.sessions import SessionError
     from cmdop_tui.headless import HeadlessOptions, run_headless
 
-    options = HeadlessOptions(prompt=prompt, output_format=output_format, auto_approve=settings.auto_approve)  # type: ignore[arg-type]
+    options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except (MissingKeyError, MachineError, SessionError) as exc:
+    except (MissingKeyError, MachineError, SessionError, PermissionsError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.

@@ -28,6 +28,7 @@ from cmdop_tui.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.permissions import Permissions, PermissionsError
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
@@ -83,19 +84,31 @@ def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) ->
     )
 
 
-def approval_gate(settings: Settings, ask: Approver | None, *, auto_approve: bool = False) -> Approver:
-    """The approver the loop consults for every tool call.
+def load_permissions(settings: Settings) -> Permissions:
+    """The rules file, in the mode the settings ask for (`--yes` is auto mode)."""
+    return Permissions.load(mode="auto" if settings.auto_approve else settings.permission_mode)
 
-    Tools named in `settings.approve_tools` go to `ask` (the UI's question) unless approval was
-    waived (`--yes`); with no way to ask, they are denied with a reason the model can relay.
+
+def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
+    """The approver the loop consults for every tool call: floor, rules, mode, then the user.
+
+    `ask` is the surface's question (TUI modal, terminal prompt); with no way to ask, a call that
+    needs asking is denied with a reason the model can relay. Every decision is audited.
     """
 
     async def gate(call: ToolCall) -> Approval:
-        if auto_approve or call.name not in settings.approve_tools:
-            return Approval(True)
-        if ask is None:
-            return Approval(False, "no one can approve it here; rerun with --yes to allow such tools")
-        return await ask(call)
+        mutating = call.tool.mutating if call.tool is not None else None
+        decision = permissions.decide(call.name, call.input, machine=call.machine, mutating=mutating)
+        if decision.verdict == "allow":
+            approval = Approval(True)
+        elif decision.verdict == "deny":
+            approval = Approval(False, decision.reason)
+        elif ask is None:
+            approval = Approval(False, "it needs approval and no one can approve it here (rerun with --yes, or add a rule)")
+        else:
+            approval = await ask(call)
+        permissions.record(decision, call.name, call.input, call.machine, outcome="allowed" if approval.allowed else "denied")
+        return approval
 
     return gate
 

@@ -23,7 +23,7 @@ from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.runner import RunResult
-from cmdop_tui.engine import SessionRecorder, approval_gate, build_runner, make_client
+from cmdop_tui.engine import SessionRecorder, build_runner, load_permissions, make_client, permission_gate
 from cmdop_tui.settings import Settings
 
 OutputFormat = Literal["text", "stream-json", "json"]
@@ -37,7 +37,6 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 class HeadlessOptions:
     prompt: str
     output_format: OutputFormat = "text"
-    auto_approve: bool = False
 
 
 class JsonLinesSink:
@@ -97,7 +96,7 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         settings,
         client=client,
         platform="headless",
-        approve=approval_gate(settings, ask, auto_approve=options.auto_approve),
+        approve=permission_gate(load_permissions(settings), ask),
         ui_cancel=ui_cancel,
     )
     recorder = SessionRecorder(runner)

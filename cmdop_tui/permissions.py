@@ -38,6 +38,16 @@ before it runs. The decision is made in three layers, first match wins:
    ``cd``/``cwd`` says where they are; and file tools resolve paths lexically (a symlink to a
    key is not followed). It is a floor against accidents and naive evasion, not a sandbox.
 
+   Deliberate choices: commands that only *use* a secret pass (``ssh -i key``, ``scp -i key``,
+   ``ssh-add``, ``ssh-keygen -y``, ``chmod 600 key``, ``ls``/``stat``/``test``/``echo`` of a
+   path, ``set -a; . ./.env``, ``docker --env-file .env``, ``git rm --cached .env``); every
+   other command naming one is refused, writes included (``cp .env.example .env``). ``mkfs``
+   and ``wipefs`` on an image file pass, on anything under ``/dev`` or unknown they do not.
+   ``find`` from ``/``, a home or a system directory with ``-delete`` needs a narrow ``-name``.
+   ``chown -R``/``chmod -R`` of a home, ``/usr/local``, ``/opt`` or ``/srv`` pass (routine);
+   of ``/`` or a system directory they do not. An unknown variable may be empty (``rm -rf
+   "$D"/*`` is refused); a command substitution is assumed to print something.
+
 2. **Rules**: ``[machine:]tool(argument glob)`` with a verdict ``allow``, ``ask`` or ``deny``
    (see :class:`Rule` for the syntax and the glob semantics). Session rules are consulted
    first: a session rule that matches decides; otherwise the global rules (the TOML file)
@@ -63,13 +73,19 @@ API
 ``Decision(verdict, reason, rule, floor)``
     ``verdict`` is ``"allow"``, ``"ask"`` or ``"deny"``; ``rule`` the deciding rule (or None);
     ``floor`` True when the floor refused.
-``Permissions``
-    ``Permissions.load(path=None, mode=None)``, ``decide(tool, args, *, machine="local",
-    mutating=None, cwd=None)``, ``check(...)`` (decide + record), ``record(decision, tool, args,
-    machine, outcome=None)``, ``add_session_rule(rule, verdict=None)``, ``add_rule(rule,
-    verdict=None)``, ``remove_rule(rule)``, ``allow_always(tool, args, machine, *, cwd=None,
-    session=False)``, ``save()``; attributes ``mode``, ``rules``, ``session_rules``, ``path``,
-    ``audit_path``.
+``Permissions`` (thread-safe)
+    ``Permissions.load(path=None, mode=None, *, audit_path=None, audit=True)``: the global rules
+    file (default ``config_dir()/permissions.toml``); `mode` wins over the file's ``mode``.
+    ``decide(tool, args, *, machine=None, mutating=None, cwd=None) -> Decision``: pure, records
+    nothing. `machine` None means the call's own ``machine`` argument, else ``"local"``;
+    `mutating` None means :data:`MUTATING_TOOLS` (unknown tools count as mutating).
+    ``check(...)``: decide, then record. ``record(decision, tool, args, machine=None,
+    outcome=None, *, call_id=None)``: one audit line (call again with the outcome once known).
+    ``add_session_rule(rule, verdict=None)``, ``add_rule(rule, verdict=None)`` (saved at once,
+    re-reading the file first so concurrent sessions' rules are kept), ``remove_rule(rule)``,
+    ``allow_always(tool, args, machine="local", *, cwd=None, session=False, any_machine=False)
+    -> Rule`` (see :func:`derive_rule`), ``save()``; attributes ``mode`` (settable), ``rules``
+    (global), ``session_rules``, ``path``, ``audit_path``, ``last_audit_error``.
 ``list_rules_text(permissions=None, *, path=None) -> str``
     The rules with their source, for ``cmdop-tui permissions list``.
 ``PermissionsError``
@@ -79,8 +95,9 @@ Files: rules in ``config_dir()/permissions.toml`` (``[[rule]]`` tables with ``ru
 ``verdict``, optional ``note``; optional top-level ``mode``), read with tomllib, written
 atomically (temp file + ``os.replace``) with mode 0600 via tomli-w, and never overwritten when
 it cannot be parsed. Decisions are appended to ``data_dir()/audit.jsonl`` (mode 0600), one JSON
-object a line: ``time``, ``tool``, ``machine``, ``argument``, ``verdict``, ``reason``, ``rule``,
-``floor``, ``mode``, ``outcome``.
+object a line: ``time`` (UTC), ``call_id``, ``tool``, ``machine``, ``argument`` (the rules'
+argument: the command, path, pattern or host(s), as given), ``verdict``, ``reason``, ``rule``,
+``rule_source``, ``floor``, ``mode``, ``outcome``.
 """
 
 from __future__ import annotations
@@ -167,13 +184,18 @@ _HOME = "/home/~"  # where ~ and $HOME point: a home directory whose name we do 
 _UNKNOWN = "\x00"  # a non-empty value that cannot be known before the command runs
 _GLOB_CHARS = frozenset("*?[")
 
-_SYSTEM_TOP = frozenset(
-    "bin boot dev etc home lib lib32 lib64 libx32 mnt media opt proc root sbin snap srv sys usr var "
-    "Users System Library Applications Volumes private".split()
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_SYSTEM_TOP = _words(
+    "bin boot dev etc home lib lib32 lib64 libx32 mnt media opt proc root sbin snap srv sys usr "
+    "var Users System Library Applications Volumes private"
 )
-_SYSTEM_SECOND = frozenset(
+_SYSTEM_SECOND = _words(
     "usr/bin usr/sbin usr/lib usr/lib32 usr/lib64 usr/libexec usr/local usr/share usr/include "
-    "var/lib boot/efi System/Library private/etc private/var".split()
+    "var/lib boot/efi System/Library private/etc private/var"
 )
 _BROAD_SAMPLES = ("bin", "lib", "etc", "share", "local", "passwd", "hosts", "Documents", "src",
                   ".ssh", ".config", ".bashrc", ".profile", ".local")
@@ -313,7 +335,7 @@ def _path_class(path: str) -> tuple[PathClass, str] | None:
         elif name.startswith("id_") and not name.endswith(".pub"):
             return "key", f"an SSH private key ({shown})"
     if _has_glob(name):
-        if any(_gmatch(name, sample) for sample in _HOST_KEY_SAMPLES) and (parent in ("", "ssh") or _has_glob(parent)):
+        if any(_gmatch(name, sample) for sample in _HOST_KEY_SAMPLES) and parent and _gmatch(parent, "ssh"):
             return "key", f"an SSH host key ({shown})"
     elif re.fullmatch(r"ssh_host_\w+_key", name):
         return "key", f"an SSH host key ({shown})"
@@ -414,9 +436,9 @@ def _literal(text: str) -> _Arg:
     return _Arg(text, (text,))
 
 
-_ALWAYS_SET = frozenset(
+_ALWAYS_SET = _words(
     "USER LOGNAME HOSTNAME SHELL RANDOM UID EUID PPID SECONDS LINENO BASHPID OLDPWD BASH "
-    "BASH_VERSION HOSTTYPE OSTYPE MACHTYPE PATH TERM LANG".split()
+    "BASH_VERSION HOSTTYPE OSTYPE MACHTYPE PATH TERM LANG"
 )
 
 
@@ -741,12 +763,13 @@ class _Expander:
                 segs.append((_UNKNOWN,))
                 return end
             end = _match_close(raw, i + 1)
-            inner = raw[i + 2:end - 1]
+            inner = raw[i + 2:end - 1] if raw[end - 1:end] == ")" else raw[i + 2:end]  # unclosed: to the end
             segs.append(self._substitution(inner, quoted))
             return end
         if nxt == "{":
             end = _match_close(raw, i + 1, "{", "}")
-            segs.append(self._parameter(raw[i + 2:end - 1], quoted))
+            expr = raw[i + 2:end - 1] if raw[end - 1:end] == "}" else raw[i + 2:end]
+            segs.append(self._parameter(expr, quoted))
             return end
         match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]", raw[i + 1:])
         if not match:
@@ -762,14 +785,14 @@ class _Expander:
             return (_UNKNOWN,)
         if expr.startswith("!"):
             return self._unknown(quoted)
-        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])(.*)$", expr, re.S)
+        match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])(.*)$", expr, re.DOTALL)
         if not match:
             return self._unknown(quoted)
         name, op = match.group(1), match.group(2)
         values = _lookup(name, self.ctx)
         if op == "":
             return self._unknown(quoted) if values is None else self._known(values, quoted)
-        opm = re.match(r"(:?)([-=?+])(.*)$", op, re.S)
+        opm = re.match(r"(:?)([-=?+])(.*)$", op, re.DOTALL)
         if opm:
             colon, kind, word = opm.group(1), opm.group(2), opm.group(3)
             sub = _Expander(self.ctx)
@@ -919,9 +942,7 @@ def _static_argv(node: Any, src: str, ctx: _Ctx) -> list[str] | None:
             if scripts or arg.dynamic or len(arg.values) != 1:
                 return None
             argv.append(arg.text)
-        elif part.kind == "redirect" and part.type in ("<<<",):
-            return None
-        elif part.kind != "redirect":
+        elif part.kind == "redirect" and part.type in ("<<<",) or part.kind != "redirect":
             return None
     return argv
 
@@ -935,20 +956,45 @@ _REWRITES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?<=\s)\]\]"), "]"),
     (re.compile(r"\$\(\((?:[^()]|\([^()]*\))*\)\)"), "0"),
     (re.compile(r"\(\((?:[^()]|\([^()]*\))*\)\)"), "true"),
-    (re.compile(r"(^|[;&|\n(]\s*)time\s+(?:-p\s+)?", re.M), r"\1"),
-    (re.compile(r"(^|[;&|\n(]\s*)coproc\s+", re.M), r"\1"),
+    (re.compile(r"(^|[;&|\n(]\s*)time\s+(?:-p\s+)?", re.MULTILINE), r"\1"),
+    (re.compile(r"(^|[;&|\n(]\s*)coproc\s+", re.MULTILINE), r"\1"),
     (re.compile(r"<<(-?)\s*(['\"])(\w+)\2"), r"<<\1\3"),
     (re.compile(r"<<(-?)\s*\\(\w+)"), r"<<\1\2"),
     (re.compile(r"\b([A-Za-z_]\w*)(\+?)=\(([^()]*)\)"), r"\1\2='\3'"),
 )
 
 
-def _bashlex_parse(text: str) -> list[Any] | None:
-    import bashlex  # imported late: ~0.1 s, and the UI may import this module at start-up
+_bashlex_ready = False
 
+
+def _load_bashlex() -> Any:
+    """bashlex, imported late (~0.1 s; the UI may import this module at start-up) and guarded:
+    bashlex 0.18 loops forever on an unclosed `${` (its `_paramexpand` takes `find()`'s -1 as
+    an index); the guard makes that a parse error, which sends the text to the fallback."""
+    global _bashlex_ready
+    import bashlex
+    import bashlex.subst
+
+    if not _bashlex_ready:
+        original = bashlex.subst._paramexpand
+
+        def _paramexpand(parserobj: Any, string: str, sindex: int) -> Any:
+            if string[sindex + 1:sindex + 2] == "{" and string.find("}", sindex + 2) < 0:
+                raise ValueError("unclosed ${")
+            return original(parserobj, string, sindex)
+
+        if getattr(original, "__name__", "") == "_paramexpand" and not getattr(original, "_cmdop_guard", False):
+            _paramexpand._cmdop_guard = True  # type: ignore[attr-defined]
+            bashlex.subst._paramexpand = _paramexpand
+        _bashlex_ready = True
+    return bashlex
+
+
+def _bashlex_parse(text: str) -> list[Any] | None:
+    bashlex = _load_bashlex()
     try:
         return list(bashlex.parse(text))
-    except Exception:  # bashlex raises ParsingError, NotImplementedError, AttributeError...
+    except Exception:  # noqa: BLE001 - bashlex raises ParsingError, NotImplementedError, AttributeError...
         return None
 
 
@@ -1027,6 +1073,8 @@ def _check_script(text: str, ctx: _Ctx) -> None:
         raise _refuse(text, "nests shell code too deeply to be checked")
     if not text.strip():
         return
+    if _nesting(text) > 3 * MAX_DEPTH:  # cheap, before any parsing: bashlex is slow on deep nesting
+        raise _refuse(text, "nests substitutions too deeply to be checked")
     ctx = replace(ctx, depth=ctx.depth + 1)
     nodes, src, exact = _parse_full(text)
     if nodes is not None:
@@ -1034,6 +1082,21 @@ def _check_script(text: str, ctx: _Ctx) -> None:
             _visit(node, src, ctx)
     if not exact:
         _fallback(text, ctx, broad=nodes is None)
+
+
+def _nesting(text: str) -> int:
+    """How deeply `$(`, `(`, `{` and backticks nest in `text`, quotes ignored (so at least as deep)."""
+    depth = deepest = 0
+    backtick = False
+    for ch in text:
+        if ch in "({":
+            depth += 1
+            deepest = max(deepest, depth + backtick)
+        elif ch in ")}":
+            depth = max(depth - 1, 0)
+        elif ch == "`":
+            backtick = not backtick
+    return deepest
 
 
 def _visit(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None = None,
@@ -1119,23 +1182,29 @@ def _iter_nodes(node: Any) -> Iterable[Any]:
                 stack.append(child)
 
 
+def _calls(node: Any, name: str) -> bool:
+    """Does `node` (a command, pipeline, list...) run the command `name` somewhere in it?"""
+    for current in _iter_nodes(node):
+        if current.kind == "command":
+            first = next((p for p in current.parts if p.kind == "word"), None)
+            if first is not None and first.word == name:
+                return True
+    return False
+
+
 def _is_fork_bomb(name: str, body: Any) -> bool:
-    calls_itself = False
-    concurrent = False
+    """A function that runs itself in a pipeline or in the background: :(){ :|:& };:"""
     for node in _iter_nodes(body):
-        if node.kind == "command":
-            words = [p for p in node.parts if p.kind == "word"]
-            if words and words[0].word == name:
-                calls_itself = True
-        elif node.kind == "pipeline" and len([p for p in node.parts if p.kind == "pipe"]) >= 1:
-            concurrent = concurrent or any(
-                n.kind == "command" and [p for p in n.parts if p.kind == "word"][:1]
-                and [p for p in n.parts if p.kind == "word"][0].word == name
-                for n in _iter_nodes(node)
-            )
-        elif node.kind == "operator" and node.op == "&":
-            concurrent = True
-    return calls_itself and concurrent
+        if node.kind == "pipeline":
+            stages = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
+            if len(stages) > 1 and any(_calls(stage, name) for stage in stages):
+                return True
+        elif node.kind == "list":
+            parts = node.parts
+            for part, following in itertools.pairwise(parts):
+                if following.kind == "operator" and following.op == "&" and _calls(part, name):
+                    return True
+    return False
 
 
 def _visit_command(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None,
@@ -1171,7 +1240,7 @@ def _visit_command(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | Non
     argv = _split_args(words)
     feed = stdin
     if here_text is not None:
-        feed = lambda: here_text  # noqa: E731
+        feed = lambda: here_text
     _check_argv(argv, ctx, snippet, feed, _Upstream(upstream, src, ctx))
 
 
@@ -1278,17 +1347,19 @@ _INTERPRETERS = {
 }
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 
-_META = frozenset(
+_META = _words(
     "ls stat test [ [[ file echo printf basename dirname realpath readlink du wc md5sum sha1sum "
     "sha224sum sha256sum sha384sum sha512sum b2sum cksum lsattr getfacl namei which type true "
-    "false : find tree exa eza lsof".split()
+    "false : find tree exa eza lsof"
 )
-_KEY_USERS = _META | frozenset(
-    "ssh ssh-add ssh-keygen ssh-copy-id ssh-agent sftp autossh chmod chown chgrp mosh sshfs".split()
+_KEY_USERS = _META | _words(
+    "ssh ssh-add ssh-keygen ssh-copy-id ssh-agent sftp autossh chmod chown chgrp mosh sshfs"
 )
-_ENV_USERS = _META | frozenset({"source", "."})
-_SUDOERS_READERS = _META | frozenset(
-    "cat less more head tail grep egrep fgrep rg diff cmp visudo view bat zcat".split()
+_ENV_USERS = _META | frozenset({"source", ".", "chmod", "chown", "chgrp"})
+# git subcommands that name a secret without reading it (untracking a committed .env is good)
+_GIT_HARMLESS = frozenset({"check-ignore", "ls-files", "status"})
+_SUDOERS_READERS = _META | _words(
+    "cat less more head tail grep egrep fgrep rg diff cmp visudo view bat zcat"
 )
 _ALLOWED_USERS: Mapping[str, frozenset[str]] = {
     "key": _KEY_USERS, "env": _ENV_USERS, "shadow": _META, "sudoers": _SUDOERS_READERS,
@@ -1494,9 +1565,7 @@ def _unwrap(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
         return None
     if name == "script":
         for i, arg in enumerate(args):
-            if arg.text in ("-c", "--command") and i + 1 < len(args):
-                _check_script(args[i + 1].text, ctx)
-            elif re.fullmatch(r"-[a-z]*c", arg.text) and i + 1 < len(args):
+            if i + 1 < len(args) and (arg.text in ("-c", "--command") or re.fullmatch(r"-[a-z]*c", arg.text)):
                 _check_script(args[i + 1].text, ctx)
         return None
     if name == "ssh":
@@ -1580,7 +1649,7 @@ def _unwrap_env(args: list[_Arg], ctx: _Ctx) -> tuple[list[_Arg], _Ctx] | None:
         if value.startswith("-") and value != "-":
             i += 1
             continue
-        match = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", value, re.S)
+        match = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", value, re.DOTALL)
         if match:
             ctx.vars[match.group(1)] = (match.group(2),)
             i += 1
@@ -1625,7 +1694,9 @@ def _check_shell(name: str, args: list[_Arg], ctx: _Ctx, snippet: str,
             _check_script(text, ctx)
 
 
-_SSH_OPTS = frozenset("-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w".split())
+_SSH_OPTS = _words(
+    "-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w"
+)
 
 
 def _check_ssh(args: list[_Arg], ctx: _Ctx) -> None:
@@ -1980,6 +2051,10 @@ def _check_protected_args(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str) 
     """Arguments naming a secret: refused unless the command only uses it (ssh -i key)."""
     if name == "ssh":
         return
+    if name == "git":
+        subcommand = next((a.text for a in argv[1:] if not a.text.startswith("-")), None)
+        if subcommand in _GIT_HARMLESS or (subcommand == "rm" and any(a.text == "--cached" for a in argv)):
+            return
     skip = _SKIP_OPTION_VALUES.get(name, frozenset())
     recursive = _recursive_reader(name, argv)
     args = argv[1:]
@@ -2015,6 +2090,9 @@ def _check_protected_args(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str) 
                     continue
                 if kind == "sudoers":
                     raise _refuse(snippet, f"would change {what}; use visudo")
+                if kind == "env":
+                    raise _refuse(snippet, f"would read or write {what}; to load it into the shell without "
+                                           f"showing it, `set -a; . ./.env; set +a` is allowed")
                 raise _refuse(snippet, f"would read or write {what}")
 
 
@@ -2040,14 +2118,14 @@ _SHELL_OUT = re.compile(
 )
 _DELETE_TREE = re.compile(
     r"(rmtree|rm_rf|rm_r|rmSync|rimraf|remove_tree|rmdirSync|deltree|removedirs|remove_all|rmdir)\s*\(\s*(.*?)\)",
-    re.S,
+    re.DOTALL,
 )
 _HOME_EXPR = re.compile(r"Path\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|environ\[\s*['\"]HOME|getenv\(\s*['\"]HOME|"
                         r"\$ENV\{\s*HOME|ENV\[\s*['\"]HOME|os\.homedir\(\)|process\.env\.HOME")
 _FORK_LOOP = re.compile(
     r"fork\s+while\s+fork|while\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?[^\n]{0,80}?\bfork\s*\(|"
     r"for\s*\(\s*;\s*;\s*\)\s*\{?\s*[^\n]{0,40}?fork\s*\(|loop\s*\{?\s*fork",
-    re.S,
+    re.DOTALL,
 )
 
 
@@ -2105,8 +2183,9 @@ def _check_code(code: str, ctx: _Ctx, snippet: str) -> None:
 
 # --- the fallback: a word-by-word scan of text bashlex could not parse --------------------------
 
-_RESERVED = frozenset("if then else elif fi do done while until for case esac in select function ! { } "
-                      "[[ ]] time coproc".split())
+_RESERVED = _words(
+    "if then else elif fi do done while until for case esac in select function ! { } [[ ]] time coproc"
+)
 _REDIRECT = re.compile(r"(\d*|&)(>>|>\||>&|>|<<<|<<-|<<|<>|<&|<)")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")", "\n")
 _FORK_BOMB_TEXT = re.compile(
@@ -2268,11 +2347,11 @@ def _fallback_segment(words: list[str], redirects: list[tuple[str, str]], ctx: _
     argv = _split_args(args)
     stdin: Callable[[], str | None] | None = None
     if here is not None:
-        stdin = lambda: here  # noqa: E731
+        stdin = lambda: here
     elif piped_from:
         produced = _transform([_expand(w, ctx)[0].text for w in piped_from], None)
         if produced is not None:
-            stdin = lambda: produced  # noqa: E731
+            stdin = lambda: produced
     _check_argv(argv, ctx, snippet, stdin)
 
 
@@ -2338,7 +2417,7 @@ def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any]) -> str | Non
 # =============================================================================================
 
 _RULE_TEXT = re.compile(r"^\s*(?:(?P<machine>[^:()\s][^:()]*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$",
-                        re.S)
+                        re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -2439,7 +2518,7 @@ def _cached(kind: str, pattern: str, build: Callable[[str], str]) -> re.Pattern[
     if compiled is None:
         if len(_REGEX_CACHE) > 2048:
             _REGEX_CACHE.clear()
-        compiled = _REGEX_CACHE[key] = re.compile(build(pattern), re.S)
+        compiled = _REGEX_CACHE[key] = re.compile(build(pattern), re.DOTALL)
     return compiled
 
 
@@ -2609,13 +2688,12 @@ def _collect_parts(node: Any, src: str, out: list[_Part]) -> None:
             if part.kind in ("word", "assignment"):
                 pieces.append(raw)
                 for inner in _substitutions(raw):
-                    for sub in _command_parts(inner):
-                        out.append(sub)
+                    out.extend(_command_parts(inner))
             elif part.kind == "redirect":
                 target = part.output
-                if part.type in _WRITE_REDIRECTS and hasattr(target, "pos"):
-                    if src[target.pos[0]:target.pos[1]] not in _SAFE_TARGETS:
-                        trusted = False
+                if (part.type in _WRITE_REDIRECTS and hasattr(target, "pos")
+                        and src[target.pos[0]:target.pos[1]] not in _SAFE_TARGETS):
+                    trusted = False
         out.append(_Part(" ".join(" ".join(pieces).split()), trusted))
 
 
@@ -2631,8 +2709,7 @@ def _iter_nodes_ordered(node: Any) -> Iterable[Any]:
     body = getattr(node, "body", None)
     if body is not None and hasattr(body, "kind"):
         yield from _iter_nodes_ordered(body)
-    for redirect in getattr(node, "redirects", None) or ():
-        yield redirect
+    yield from getattr(node, "redirects", None) or ()
 
 
 def _substitutions(raw: str) -> list[str]:
@@ -2672,14 +2749,16 @@ def _call_parts(tool: str, args: Mapping[str, Any]) -> list[_Part]:
 
 # --- "Allow always" ---------------------------------------------------------------------------
 
-_EXACT_PROGRAMS = frozenset(
-    "rm rmdir dd mkfs shred wipefs chmod chown chgrp mv kill killall pkill reboot shutdown halt poweroff "
-    "bash sh zsh dash ksh fish eval exec xargs env sudo doas su python python3 perl ruby node php curl wget "
-    "ssh scp rsync find crontab systemctl iptables nft ufw truncate tee source . docker kubectl".split()
+_EXACT_PROGRAMS = _words(
+    "rm rmdir dd mkfs shred wipefs chmod chown chgrp mv kill killall pkill reboot shutdown halt "
+    "poweroff bash sh zsh dash ksh fish eval exec xargs env sudo doas su python python3 perl ruby "
+    "node php curl wget ssh scp rsync find crontab systemctl iptables nft ufw truncate tee source "
+    ". docker kubectl"
 )
-_SUBCOMMAND_PROGRAMS = frozenset(
-    "git docker kubectl systemctl journalctl apt apt-get dnf yum brew npm pnpm yarn pip pip3 uv cargo go make "
-    "poetry helm terraform gh podman service snap flatpak conda rustup gcloud aws az".split()
+_SUBCOMMAND_PROGRAMS = _words(
+    "git docker kubectl systemctl journalctl apt apt-get dnf yum brew npm pnpm yarn pip pip3 uv "
+    "cargo go make poetry helm terraform gh podman service snap flatpak conda rustup gcloud aws "
+    "az"
 )
 
 
@@ -2943,16 +3022,19 @@ class Permissions:
 
     # --- deciding ------------------------------------------------------------------------------
 
-    def decide(self, tool: str, args: Mapping[str, Any], *, machine: str | None = "local",
+    def decide(self, tool: str, args: Mapping[str, Any], *, machine: str | None = None,
                mutating: bool | None = None, cwd: str | None = None) -> Decision:
         """Decide one tool call: floor, then rules (session, then global), then the mode.
 
-        `machine` is the machine the call runs on (``"local"`` for this one). `mutating` is the
-        tool's ``Tool.mutating`` (None: :data:`MUTATING_TOOLS` decides; unknown tools count as
-        mutating). `cwd`, the session's directory, resolves relative paths in path rules.
+        `machine` is the machine the call runs on (``"local"`` for this one; None: the call's
+        own ``machine`` argument, else ``"local"``; pass the fleet's resolved name when a session
+        is scoped to a machine). `mutating` is the tool's ``Tool.mutating`` (None:
+        :data:`MUTATING_TOOLS` decides; unknown tools count as mutating). `cwd`, the session's
+        directory, resolves relative paths in path rules. Pure: nothing is recorded (see
+        :meth:`check`).
         """
-        machine = machine or "local"
         args = args if isinstance(args, Mapping) else {}
+        machine = _machine_of(machine, args)
         reason = floor_violation(tool, args)
         if reason is not None:
             return Decision("deny", reason, None, True)
@@ -3000,7 +3082,8 @@ class Permissions:
             if verdict in ("deny", "ask"):
                 results.append((verdict, rule))
             exact = _layered(tool, _Part(whole.text), machine, cwd,
-                             [r for r in session if not _has_wildcards(r)], [r for r in global_ if not _has_wildcards(r)])
+                             [r for r in session if not _has_wildcards(r)],
+                             [r for r in global_ if not _has_wildcards(r)])
             if exact[0] == "allow":
                 results = [res if res[0] in ("deny", "ask") else exact for res in results]
         for wanted in ("deny", "ask"):
@@ -3011,18 +3094,17 @@ class Permissions:
             return "allow", results[0][1]
         return None, None
 
-
     # --- the audit log -------------------------------------------------------------------------
 
-    def check(self, tool: str, args: Mapping[str, Any], *, machine: str | None = "local",
-              mutating: bool | None = None, cwd: str | None = None) -> Decision:
+    def check(self, tool: str, args: Mapping[str, Any], *, machine: str | None = None,
+              mutating: bool | None = None, cwd: str | None = None, call_id: str | None = None) -> Decision:
         """:meth:`decide`, then :meth:`record` the decision; returns it."""
         decision = self.decide(tool, args, machine=machine, mutating=mutating, cwd=cwd)
-        self.record(decision, tool, args, machine)
+        self.record(decision, tool, args, machine, call_id=call_id)
         return decision
 
-    def record(self, decision: Decision, tool: str, args: Mapping[str, Any], machine: str | None = "local",
-               outcome: str | None = None) -> None:
+    def record(self, decision: Decision, tool: str, args: Mapping[str, Any], machine: str | None = None,
+               outcome: str | None = None, *, call_id: str | None = None) -> None:
         """Append one decision (and, if known, its outcome) to the audit log.
 
         Call it again with `outcome` (e.g. "approved", "denied by user", "exit 0") when the
@@ -3034,8 +3116,9 @@ class Permissions:
             return
         entry = {
             "time": _now(),
+            "call_id": call_id,
             "tool": tool,
-            "machine": machine or "local",
+            "machine": _machine_of(machine, args if isinstance(args, Mapping) else {}),
             "argument": main_argument(tool, args if isinstance(args, Mapping) else {}),
             "verdict": decision.verdict,
             "reason": decision.reason,
@@ -3064,6 +3147,13 @@ class Permissions:
                 log.warning("cannot write the audit log %s: %s", target, exc)
 
 
+def _machine_of(machine: str | None, args: Mapping[str, Any]) -> str:
+    if machine:
+        return machine
+    own = args.get("machine")
+    return own if isinstance(own, str) and own else "local"
+
+
 def _has_wildcards(rule: Rule) -> bool:
     return rule.negate or re.search(r"(?<!\\)[*?]", rule.pattern) is not None
 
@@ -3073,14 +3163,18 @@ def _layered(tool: str, part: _Part, machine: str, cwd: str | None, session: lis
     """The verdict for one part: the session layer decides if a rule of it matches, else global."""
     for layer in (session, global_):
         best: Rule | None = None
+        matched = False
         for rule in layer:
-            if rule.verdict == "allow" and not part.trusted:
-                continue
             if rule.matches_argument(tool, part.text, machine=machine, cwd=cwd):
+                matched = True
+                if rule.verdict == "allow" and not part.trusted:
+                    continue  # it decides for its layer, but cannot allow an untrusted part
                 if best is None or _SEVERITY[rule.verdict] > _SEVERITY[best.verdict]:
                     best = rule
         if best is not None:
             return best.verdict, best
+        if matched:
+            return None, None
     return None, None
 
 
@@ -3154,18 +3248,16 @@ def _read_rules_file(path: Path) -> tuple[list[Rule], str | None]:
 
 def _write_rules_file(path: Path, rules: Sequence[Rule], mode: str | None) -> None:
     """Write atomically: a temp file in the same directory (0600), fsync, os.replace."""
-    data: dict[str, Any] = {}
+    chunks = [("# cmdop-tui permission rules: [[rule]] tables with rule = \"[machine:]tool(argument glob)\"\n"
+               "# and verdict = \"allow\" | \"ask\" | \"deny\". See `cmdop-tui permissions list`.\n")]
     if mode is not None:
-        data["mode"] = mode
-    entries = []
+        chunks.append(tomli_w.dumps({"mode": mode}))
     for rule in rules:
         entry = {"rule": rule.text, "verdict": rule.verdict}
         if rule.note:
             entry["note"] = rule.note
-        entries.append(entry)
-    data["rule"] = entries
-    text = ("# cmdop-tui permission rules: [[rule]] tables with rule = \"tool(argument glob)\" and\n"
-            "# verdict = \"allow\" | \"ask\" | \"deny\". See `cmdop-tui permissions list`.\n\n" + tomli_w.dumps(data))
+        chunks.append("[[rule]]\n" + tomli_w.dumps(entry))
+    text = "\n".join(chunks)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

@@ -58,7 +58,7 @@ class Settings:
     router_model: str = "@fast"
     stream: bool = True
     base_url: str | None = None
-    approve_tools: tuple[str, ...] = ("execute_command", "write_file")
+    permission_mode: str = "default"  # default | strict | auto (see permissions.py); --yes is auto
     auto_approve: bool = False
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
@@ -155,8 +155,8 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     settings = replace(settings, machines=tuple(_machine_from(n, t, where) for n, t in machines.items()))
     if "ssh_config" in data:
         settings = replace(settings, ssh_config=Path(str(data["ssh_config"])).expanduser())
-    if "approve_tools" in data:
-        settings = replace(settings, approve_tools=tuple(str(t) for t in data["approve_tools"]))
+    if "permission_mode" in data:
+        settings = replace(settings, permission_mode=str(data["permission_mode"]))
     return settings
 
 

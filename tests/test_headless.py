@@ -145,3 +145,28 @@ def test_signals_cancel_cleanly_mid_stream(fake_api, cli_env, signum, code):
     assert child.returncode == code, err
     assert json.loads(out.splitlines()[-1]) == {"type": "cancelled", "reason": "ui", "message": "stopped by the user"}
     assert "cancelled" in err and elapsed < 2.0
+
+
+def test_permissions_list_shows_rules_and_their_source(cli_env, isolated_home):
+    from cmdop_tui.permissions import Permissions
+
+    permissions = Permissions.load()
+    permissions.add_rule("execute_command(git status*)", "allow")
+    done = run_cli(["permissions", "list"], cli_env)
+    assert done.returncode == 0, done.stderr
+    assert "mode: default" in done.stdout and "execute_command(git status*)" in done.stdout
+    assert str(permissions.path) in done.stdout
+    assert permissions.path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_corrupt_permissions_file_is_a_clear_error(fake_api, cli_env, isolated_home):
+    from cmdop_tui.permissions import rules_path
+
+    path = rules_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[[rule]]\nrule = = 3\n")
+    done = run_cli(["permissions", "list"], cli_env)
+    assert done.returncode == 1 and str(path) in done.stderr and "line 2" in done.stderr
+    headless = run_cli(["-p", "hi"], cli_env)
+    assert headless.returncode == 1 and str(path) in headless.stderr
+    assert path.read_text() == "[[rule]]\nrule = = 3\n"

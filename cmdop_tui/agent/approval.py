@@ -18,6 +18,7 @@ class ToolCall:
     name: str
     input: dict[str, Any]
     tool: Tool | None
+    machine: str = "local"  # where it runs: its `machine` argument, else the session's target
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
@@ -291,6 +291,7 @@ class Runner(Generic[DepsT, OutT]):
         repeated: str | None = None
         for block in reply.tool_calls:
             call = ToolCall(block["id"], block["name"], block.get("input") or {}, allowed.get(block["name"]))
+            call = replace(call, machine=self.machine_label(call))
             if repeated is not None or guard.observe(call.name, call.input):
                 repeated = repeated or call.name
                 self._record(call, ToolResult.error("Not run: this exact call repeated too many times in a row."))
@@ -321,7 +322,7 @@ class Runner(Generic[DepsT, OutT]):
         return target or "local"
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
-        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=self.machine_label(call)))
+        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=call.machine))
         started = time.monotonic()
         result = ToolResult.error(CANCELLED_RESULT)
         try:

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     import anthropic
 
     from cmdop_tui.engine import SessionRecorder
+    from cmdop_tui.permissions import Permissions
 
     from cmdop_tui.agent.runner import Runner
 
@@ -110,7 +111,6 @@ class CmdopApp(App[None]):
         self._machine = machine
         self.ui_cancel = UICancel()
         self.tool_records: dict[str, ToolRecord] = {}
-        self.session_allowed: set[str] = set()
         self.setup_error: str | None = None
         self.runner: Runner[None, str] | None = None
         self._client = client
@@ -122,6 +122,7 @@ class CmdopApp(App[None]):
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self.recorder: SessionRecorder | None = None
+        self.permissions: Permissions | None = None
 
     # --- set-up --------------------------------------------------------------------------------
 
@@ -212,6 +213,10 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(f"Working on {where} now (from the next turn).")
         self._show_status()
 
+    def _permissions(self, engine):  # type: ignore[no-untyped-def]
+        self.permissions = engine.load_permissions(self.settings)
+        return self.permissions
+
     def _start_session(self, engine) -> list[str]:  # type: ignore[no-untyped-def]
         """Record this session (or continue the one --continue / --resume names)."""
         if self.runner is None:
@@ -261,14 +266,14 @@ class CmdopApp(App[None]):
                 self.settings,
                 client=self._client,
                 platform="tui",
-                approve=engine.approval_gate(self.settings, self.ask_approval, auto_approve=self.settings.auto_approve),
+                approve=engine.permission_gate(self._permissions(engine), self.ask_approval),
                 ui_cancel=self.ui_cancel,
                 retry=self._retry,
                 facts=self._facts,
             )
         except engine.MissingKeyError:
             self.setup_error = NO_KEY_HELP
-        except SettingsError as exc:
+        except (SettingsError, MachineError, engine.PermissionsError) as exc:
             self.setup_error = str(exc)
 
     async def on_unmount(self) -> None:
@@ -496,22 +501,21 @@ class CmdopApp(App[None]):
 
     async def ask_approval(self, call: ToolCall) -> Approval:
         """The approval modal, awaited by the loop. Stop dismisses it."""
-        if call.name in self.session_allowed:
-            return Approval(True)
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
-        machine = self.runner.machine_label(call) if self.runner else "local"
-        screen = ApprovalScreen(call.name, machine, call.input, timeout_s=self.settings.approval_timeout_s)
+        screen = ApprovalScreen(call.name, call.machine, call.input, timeout_s=self.settings.approval_timeout_s)
         self.push_screen(screen, lambda choice: answer.done() or answer.set_result(choice))
         try:
             choice = await answer
         finally:
             if screen.is_attached and screen is self.screen:
                 screen.dismiss(ApprovalChoice.DENY)
-        if choice is ApprovalChoice.SESSION:
-            self.session_allowed.add(call.name)
+        if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and self.permissions is not None:
+            rule = self.permissions.allow_always(call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION)
+            where = "for this session" if choice is ApprovalChoice.SESSION else "from now on (saved)"
+            await self.chat.add_notice(f"Allowed {where}: {rule.text}")
         if choice is ApprovalChoice.STOP:
             self.action_stop()
-        if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION):
+        if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
             return Approval(True)
         return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
 

@@ -22,7 +22,8 @@ APPROVAL_TIMEOUT_S = 60.0
 
 class ApprovalChoice(Enum):
     ONCE = "once"
-    SESSION = "session"
+    SESSION = "session"  # allow calls like this one for the rest of the session
+    ALWAYS = "always"  # and save that as a rule
     DENY = "deny"
     STOP = "stop"
 
@@ -39,6 +40,7 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
     BINDINGS = [
         Binding("y", "choose('once')", "Allow once"),
         Binding("a", "choose('session')", "Allow for session"),
+        Binding("p", "choose('always')", "Always allow"),
         Binding("n,escape", "choose('deny')", "Deny"),
         Binding("s", "choose('stop')", "Stop turn"),
     ]
@@ -60,6 +62,7 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
             with Horizontal(id="approval-buttons"):
                 yield Button("Allow once (y)", id="once", variant="primary")
                 yield Button("This session (a)", id="session")
+                yield Button("Always (p)", id="always")
                 yield Button("Deny (n)", id="deny", variant="error")
 
     def on_mount(self) -> None:
@@ -71,7 +74,7 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
         if self.remaining <= 0:
             self.dismiss(ApprovalChoice.DENY)
             return
-        self.query_one("#approval-countdown", Static).update(f"Denied automatically in {self.remaining}s")
+        self.query_one("#approval-countdown", Static).update(f"Denied automatically in {self.remaining}s · s stops the turn")
         self.remaining -= 1
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
