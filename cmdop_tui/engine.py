@@ -29,6 +29,7 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, PermissionsError
+from cmdop_tui.secrets import configured_secrets
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
@@ -147,11 +148,6 @@ def build_runner(
 SESSION_EVENTS = frozenset({"tool_start", "tool_end", "final", "error", "cancelled", "usage"})
 
 
-def api_secrets(environ: Mapping[str, str] = os.environ) -> list[str]:
-    """The credentials in use, which must never reach a file we write."""
-    return [value for value in (environ.get(KEY_ENV), environ.get(TOKEN_ENV)) if value]
-
-
 class SessionRecorder:
     """Keeps a runner's conversation and events flowing into the current session transcript.
 
@@ -162,7 +158,7 @@ class SessionRecorder:
 
     def __init__(self, runner: Runner[None, str], secrets: list[str] | None = None) -> None:
         self.runner = runner
-        self.secrets = api_secrets() if secrets is None else secrets
+        self.secrets = configured_secrets() if secrets is None else secrets
         self.transcript: Transcript | None = None
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)

@@ -48,8 +48,9 @@ not a secret to this module.
 from __future__ import annotations
 
 import functools
+import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = ["MARKER", "MIN_LITERAL", "Redactor", "redact", "redact_json"]
@@ -288,3 +289,23 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
 def redact_json(obj: Any, extra: Iterable[str | None] = (), default: Callable[[Any], Any] | None = None) -> Any:
     """A redacted copy of a JSON-like value (see `Redactor.json`)."""
     return Redactor(extra).json(obj, default)
+
+
+CREDENTIAL_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+
+def configured_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The credentials in use (from the environment), which no file, export or screen may show."""
+    env = os.environ if environ is None else environ
+    return [value for name in CREDENTIAL_ENV if (value := env.get(name))]
+
+
+_display: Redactor | None = None
+
+
+def mask(text: str) -> str:
+    """`text` as the screen may show it: every secret masked (the configured ones included)."""
+    global _display
+    if _display is None:
+        _display = Redactor(configured_secrets())
+    return _display.text(text)

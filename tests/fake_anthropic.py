@@ -597,6 +597,13 @@ class FakeAnthropic:
         with self._lock:
             self._queue.extend(replies)
 
+    def discard_pending(self) -> int:
+        """Drop every scripted reply not yet used; returns how many there were."""
+        with self._lock:
+            count = len(self._queue)
+            self._queue.clear()
+        return count
+
     @property
     def pending(self) -> int:
         """How many scripted replies are still queued."""

@@ -427,3 +427,44 @@ async def test_continue_at_start_shows_the_last_conversation(fake_api):
         await submit(pilot, "and now?")
         await finish_turn(pilot)
         assert [m["role"] for m in fake_api.requests[1].body["messages"]] == ["user", "assistant", "user"]
+
+
+async def test_secrets_are_masked_on_screen(fake_api, monkeypatch):
+    import cmdop_tui.secrets as secrets
+
+    monkeypatch.setattr(secrets, "_display", None)  # masks the configured key of this test's env
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-configured-secret-value-123456")
+    aws = "AKIAIOSFODNN7EXAMPLE"
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": f"echo {aws}; echo PASSWORD=hunter2hunter2"}),
+        text_reply("Your key is sk-ant-api03-configured-secret-value-123456 and token ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    )
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "show me")
+        await finish_turn(pilot)
+        card = app.query_one(ToolCard).record.shown_output
+        assert aws not in card and "hunter2" not in card and "PASSWORD=" in card
+        reply = app.query_one("AssistantReply")
+        screen_text = "".join(seg.text for y in range(reply._total) for seg in reply.render_line(y))
+        assert "configured-secret-value" not in screen_text and "ghp_abcdefghij" not in screen_text
+        assert "[REDACTED]" in screen_text
+
+
+async def test_a_100mb_flood_neither_freezes_the_ui_nor_fills_memory(fake_api):
+    from cmdop_tui.tui.tool_records import LIVE_OUTPUT_LIMIT
+
+    command = "head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; echo flood-done; sleep 30"
+    fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "flood")
+        await wait_until(pilot, lambda: app.query(ToolCard) and "flood-done" in app.query_one(ToolCard).record.live_output, timeout=60)
+        record = app.query_one(ToolCard).record
+        assert len(record.live_output) <= LIVE_OUTPUT_LIMIT
+        prompt = app.query_one("#prompt")
+        prompt.focus()
+        await pilot.press(*"still alive")
+        assert prompt.text == "still alive"  # keys are handled while the command runs
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: notices(app, "stopped"))

@@ -148,28 +148,46 @@ class Runner(Generic[DepsT, OutT]):
     # --- the run -----------------------------------------------------------------------------
 
     async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult[OutT]:
-        """Run one user prompt to a final answer, a limit, an error or a cancel."""
+        """Run one user prompt to a final answer, a limit, an error or a cancel.
+
+        The turns run in a child task, which is what the UI cancel signal cancels: a Stop can
+        never leak into the caller, even one that lands after the run's last await. Cancelling
+        the caller cancels the child too (history repaired, Cancelled emitted) and propagates.
+        """
         operation = operation or Operation()
         emit = self._with_listeners(emit)
         progress = _Progress()
         self._finished_results = {}
         self.ui_cancel.reset()
         self.conversation.append_user(prompt)
-        task = asyncio.current_task()
-        assert task is not None, "Runner.run must be awaited inside a task"
-        with self.ui_cancel.bind(task):
+        outcome: list[RunResult[OutT]] = []
+        body = asyncio.create_task(self._run_body(emit, operation, progress, outcome))
+        with self.ui_cancel.bind(body):
             try:
-                async with asyncio.timeout(operation.remaining()):
-                    return await self._run_loops(emit, operation, progress)
-            except _Stop as stop:
-                return self._cancelled(stop.reason, emit, progress)
-            except TimeoutError:
-                return self._cancelled("deadline", emit, progress)
+                return await body
             except asyncio.CancelledError:
-                result = self._cancelled("ui" if self.ui_cancel.fired else "operation", emit, progress)
-                if self.ui_cancel.fired and task.uncancel() == 0:
-                    return result
+                caller = asyncio.current_task()
+                if self.ui_cancel.fired and caller is not None and caller.cancelling() == 0:
+                    # Stop landed after the body's last await: the run had ended by itself.
+                    return outcome[0] if outcome else self._cancelled("ui", emit, progress)
                 raise
+
+    async def _run_body(
+        self, emit: EventSink, operation: Operation, progress: _Progress, outcome: list[RunResult[OutT]]
+    ) -> RunResult[OutT]:
+        try:
+            async with asyncio.timeout(operation.remaining()):
+                result = await self._run_loops(emit, operation, progress)
+        except _Stop as stop:
+            result = self._cancelled(stop.reason, emit, progress)
+        except TimeoutError:
+            result = self._cancelled("deadline", emit, progress)
+        except asyncio.CancelledError:
+            result = self._cancelled("ui" if self.ui_cancel.fired else "operation", emit, progress)
+            if not self.ui_cancel.fired:
+                raise  # the caller was cancelled: repaired and reported, now let it go
+        outcome.append(result)
+        return result
 
     def _with_listeners(self, emit: EventSink) -> EventSink:
         if not self.event_listeners:

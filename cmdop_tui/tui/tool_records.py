@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from cmdop_tui.secrets import mask
 from cmdop_tui.text import inert_line
 
 Status = Literal["running", "ok", "error"]
@@ -86,15 +87,18 @@ class ToolRecord:
 
     @property
     def shown_output(self) -> str:
-        """The result once finished, the live output while running."""
+        """The result once finished, the live output while running (secrets masked)."""
+        return self._shown(brief=False)
+
+    def _shown(self, brief: bool) -> str:
         if self.status != "running":
-            return self.output
+            return mask(self.output)
         remote = "".join(f"[{host}] …{inert_line(text[-200:])}\n" for host, text in self.remote_text.items())
-        return self.live_output + remote
+        return mask(self.live_output[-PREVIEW_SOURCE_CHARS:] if brief else self.live_output) + remote
 
     def preview(self, lines: int = 4, width: int | None = None) -> str:
         """The last `lines` lines of output, each cut to `width` (only the tail is looked at)."""
-        tail = self.shown_output[-PREVIEW_SOURCE_CHARS:].rstrip("\n").splitlines()[-lines:]
+        tail = self._shown(brief=True)[-PREVIEW_SOURCE_CHARS:].rstrip("\n").splitlines()[-lines:]
         if width is not None:
             tail = [line if len(line) <= width else line[: width - 1] + "…" for line in tail]
         return "\n".join(tail)

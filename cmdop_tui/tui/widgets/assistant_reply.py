@@ -30,6 +30,7 @@ from textual.theme import Theme as TextualTheme
 from textual.timer import Timer
 from textual.widget import Widget
 
+from cmdop_tui.secrets import mask
 from cmdop_tui.text import strip_terminal_sequences
 from cmdop_tui.tui.markdown_blocks import FENCE, split_finished
 
@@ -190,7 +191,8 @@ class AssistantReply(Widget):
             )
             self._code_theme = "monokai" if theme.dark else "default"
         options = self._markdown_console.options.update(width=self._width)
-        lines = self._markdown_console.render_lines(Markdown(text, code_theme=self._code_theme), options, pad=False)
+        markdown = Markdown(mask(text), code_theme=self._code_theme)  # secrets never reach the screen
+        lines = self._markdown_console.render_lines(markdown, options, pad=False)
         return trim_blank_edges(lines)
 
     def _render_block(self, block: _Block) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
+from cmdop_tui.secrets import mask
 from cmdop_tui.text import strip_terminal_sequences
 
 
@@ -16,7 +17,7 @@ class ThinkingBlock(Collapsible):
 
     def append(self, text: str) -> None:
         self._text += strip_terminal_sequences(text)
-        self._body.update(Content(self._text))
+        self._body.update(Content(mask(self._text)))
 
     @property
     def text(self) -> str:

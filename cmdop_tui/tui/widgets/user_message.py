@@ -5,9 +5,10 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Static
 
+from cmdop_tui.secrets import mask
 from cmdop_tui.text import strip_terminal_sequences
 
 
 class UserMessage(Static):
     def __init__(self, text: str) -> None:
-        super().__init__(Content(strip_terminal_sequences(text)), classes="user-message")
+        super().__init__(Content(mask(strip_terminal_sequences(text))), classes="user-message")
