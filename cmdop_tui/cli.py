@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
+import subprocess
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import replace
 
 from cmdop_tui import __version__
-from cmdop_tui.settings import Settings, SettingsError, load_settings
+from cmdop_tui.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
 
 EXIT_USAGE = 2
 
@@ -28,7 +31,11 @@ def parser() -> argparse.ArgumentParser:
         default="text",
         help="headless output: the final text, one JSON event per line, or one JSON summary",
     )
+    p.add_argument("--agent", metavar="NAME", help="agent profile: default, autonomous, or one of yours")
     p.add_argument("--model", help="model id or alias (@fast, @balanced, @smart)")
+    p.add_argument("--max-budget-usd", type=_positive_float, metavar="USD", help="stop before the session costs more")
+    p.add_argument("--local", action="store_true", help="use a local model (llama.cpp), no API key needed")
+    p.add_argument("--local-model", metavar="PATH.gguf", help="the local model file (implies --local)")
     p.add_argument("--max-turns", type=_positive_int, help="turn limit per prompt")
     p.add_argument("--loop", action="store_true", default=None, help="loop mode: keep going until a breaker phrase")
     p.add_argument("--loop-message", help="the message that re-prompts the model in loop mode")
@@ -49,6 +56,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be more than 0")
+    return value
+
+
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -58,6 +72,8 @@ def _positive_int(text: str) -> int:
 
 def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     """Flags win over environment and file (which `load_settings` already merged)."""
+    if args.agent:
+        settings = settings.with_agent(args.agent)
     agent = settings.agent
     if args.model:
         agent = replace(agent, model=args.model)
@@ -76,6 +92,12 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
     if args.permission_mode:
         settings = replace(settings, permission_mode=args.permission_mode)
+    if args.max_budget_usd:
+        settings = replace(settings, max_budget_usd=args.max_budget_usd)
+    if args.local or args.local_model:
+        settings = replace(settings, local=True)
+    if args.local_model:
+        settings = replace(settings, local_model=Path(args.local_model).expanduser())
     if args.no_stream:
         settings = replace(settings, stream=False)
     if args.theme:
@@ -107,7 +129,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["permissions"]:
         return permissions_command(argv[1:])
+    if argv[:1] == ["config"]:
+        return config_command(argv[1:])
     args = parser().parse_args(argv)
+    ensure_config_file()
     try:
         settings = apply_flags(load_settings(), args)
         settings.resolve_model(settings.agent.model)
@@ -119,6 +144,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not prompt.strip():
         return fail("the prompt is empty", EXIT_USAGE)
     return run_headless_cli(settings, prompt, args.output_format)
+
+
+def config_command(argv: list[str]) -> int:
+    """`cmdop-tui config path` prints where the settings live; `config edit` opens $EDITOR."""
+    path = config_path()
+    if argv == ["path"]:
+        print(path)
+        return 0
+    if argv == ["edit"]:
+        ensure_config_file(path)
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        try:
+            return subprocess.call([*shlex.split(editor), str(path)])
+        except OSError as exc:
+            return fail(f"cannot start the editor {editor!r}: {exc.strerror}; set $EDITOR")
+    return fail("usage: cmdop-tui config path | config edit", EXIT_USAGE)
 
 
 def permissions_command(argv: list[str]) -> int:

@@ -82,6 +82,8 @@ def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         extra_instructions=profile.instructions,
         intent_router=intent_router_enabled(environ),
         router_model=settings.resolve_model(settings.router_model),
+        max_budget_usd=settings.max_budget_usd,
+        prices=dict(settings.prices),
     )
 
 

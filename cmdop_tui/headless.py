@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
 from cmdop_tui.agent.cancel import UICancel
-from cmdop_tui.agent.events import Event
+from cmdop_tui.agent.events import BudgetWarning, Event
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.engine import SessionRecorder, build_runner, load_permissions, make_client, permission_gate
@@ -106,7 +106,14 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     loop = asyncio.get_running_loop()
     for signum in SIGNAL_EXIT:
         loop.add_signal_handler(signum, lambda s=signum: (received.append(s), ui_cancel.fire()))
-    sink = JsonLinesSink(sys.stdout) if options.output_format == "stream-json" else (lambda event: None)
+    printer = JsonLinesSink(sys.stdout) if options.output_format == "stream-json" else None
+
+    def sink(event: Event) -> None:
+        if printer is not None:
+            printer(event)
+        if isinstance(event, BudgetWarning):  # said on stderr whatever the output format
+            sys.stderr.write(f"cmdop-tui: budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent\n")
+
     try:
         result = await runner.run(options.prompt, sink)
     finally:

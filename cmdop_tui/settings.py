@@ -1,8 +1,13 @@
-"""Settings: TOML in the platformdirs config dir, read with tomllib.
+"""Settings: TOML in the platformdirs config dir, read with tomllib, created on first run as a
+commented template (written atomically; the app never rewrites it).
 
 Precedence, the same for the TUI and headless mode: command-line flag > environment > file > default.
 The API key is never part of the settings: it comes from the environment only, so it never lands
 in a file the app writes.
+
+Agent profiles (`[agents.NAME]`) bundle how an agent behaves; `agent = "NAME"` (or `--agent`,
+or CMDOP_AGENT) picks one. Two ship: `default`, and `autonomous`, which loops until the task is
+done (its loop message and breakers follow Open Interpreter's voice-assistant profile).
 """
 
 from __future__ import annotations
@@ -26,6 +31,26 @@ DEFAULT_ALIASES: dict[str, str] = {
     "@balanced": "claude-sonnet-5-5",
     "@smart": "claude-opus-5-5",
 }
+# US dollars per million tokens: (input, output). Cache reads and writes are derived in pricing.py.
+DEFAULT_PRICES: dict[str, tuple[float, float]] = {
+    "claude-haiku-5-5": (1.0, 5.0),
+    "claude-sonnet-5-5": (3.0, 15.0),
+    "claude-opus-5-5": (5.0, 25.0),
+}
+AUTONOMOUS_LOOP_MESSAGE = (
+    "Proceed with what you were doing (this is not confirmation, if you just asked me something). "
+    "You CAN run commands on my machines with your tools. If the entire task is done, say exactly "
+    "'The task is done.' If you need some specific information (like a hostname, a path or a "
+    "password) say EXACTLY 'Please provide more information.' If it's impossible, say 'The task "
+    "is impossible.' (If I haven't provided a task, say exactly 'Let me know what you'd like to do "
+    "next.') Otherwise keep going. CRITICAL: REMEMBER TO FOLLOW ALL PREVIOUS INSTRUCTIONS."
+)
+AUTONOMOUS_BREAKERS = (
+    "The task is done.",
+    "The task is impossible.",
+    "Let me know what you'd like to do next.",
+    "Please provide more information.",
+)
 
 
 class SettingsError(Exception):
@@ -51,10 +76,30 @@ class AgentProfile:
     thinking_budget: int = 0
 
 
+def builtin_agents() -> dict[str, AgentProfile]:
+    return {
+        "default": AgentProfile(),
+        "autonomous": AgentProfile(
+            name="autonomous",
+            loop=True,
+            loop_message=AUTONOMOUS_LOOP_MESSAGE,
+            loop_breakers=AUTONOMOUS_BREAKERS,
+            max_loops=20,
+            instructions="Work autonomously: plan, act with your tools, check the result, and go on "
+            "until the task is done. Ask only when you truly cannot go on without the user.",
+        ),
+    }
+
+
 @dataclass(frozen=True)
 class Settings:
-    agent: AgentProfile = field(default_factory=AgentProfile)
+    agent: AgentProfile = field(default_factory=AgentProfile)  # the profile in use
+    agents: Mapping[str, AgentProfile] = field(default_factory=builtin_agents)
     aliases: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ALIASES))
+    prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
+    local: bool = False  # use a local model (llama.cpp) instead of an API
+    local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
     router_model: str = "@fast"
     stream: bool = True
     base_url: str | None = None
@@ -68,6 +113,14 @@ class Settings:
     resume: str | None = None  # a session id (or prefix) to continue
     continue_latest: bool = False  # continue the most recent session
     source: Path | None = None
+
+    def with_agent(self, name: str) -> Settings:
+        """These settings with the profile `name` in use."""
+        try:
+            return replace(self, agent=self.agents[name])
+        except KeyError:
+            known = ", ".join(sorted(self.agents))
+            raise SettingsError(f"unknown agent profile {name!r} (known: {known})") from None
 
     def resolve_model(self, name: str) -> str:
         """A concrete model id for `name`, which may be an alias such as `@fast`."""
@@ -137,27 +190,73 @@ def _profile_from(table: Mapping[str, Any], base: AgentProfile, where: str) -> A
     return replace(base, **values)
 
 
+TOP_LEVEL_KEYS = frozenset(
+    {
+        "agent", "agents", "aliases", "prices", "max_budget_usd", "router_model", "base_url", "theme",
+        "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model",
+    }
+)  # fmt: skip
+
+
+def _table(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where}: [{key}] must be a table")
+    return value
+
+
 def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settings:
     where = str(source or "settings")
-    agent = _profile_from(data.get("agent", {}), AgentProfile(), f"{where}: [agent]")
-    aliases = dict(DEFAULT_ALIASES)
-    for name, model in data.get("aliases", {}).items():
-        aliases[name if name.startswith("@") else f"@{name}"] = str(model)
-    settings = Settings(agent=agent, aliases=aliases, source=source)
+    unknown = sorted(set(data) - TOP_LEVEL_KEYS)
+    if unknown:
+        raise SettingsError(f"{where}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+    agents = builtin_agents()
+    for name, table in _table(data, "agents", where).items():
+        if not isinstance(table, dict):
+            raise SettingsError(f"{where}: [agents.{name}] must be a table")
+        agents[name] = _profile_from(table, replace(agents.get(name, AgentProfile()), name=name), f"{where}: [agents.{name}]")
+    selected = data.get("agent", "default")
+    settings = Settings(agents=agents, source=source)
+    if isinstance(selected, dict):  # an [agent] table: overrides for the default profile
+        agents["default"] = _profile_from(selected, agents["default"], f"{where}: [agent]")
+        selected = "default"
+    settings = replace(settings, aliases=_aliases(_table(data, "aliases", where)), prices=_prices(data, where))
+    settings = settings.with_agent(str(selected))
     for key in ("router_model", "base_url", "theme"):
         if key in data:
             settings = replace(settings, **{key: str(data[key])})
     if "stream" in data:
         settings = replace(settings, stream=bool(data["stream"]))
-    machines = data.get("machines", {})
-    if not isinstance(machines, dict):
-        raise SettingsError(f"{where}: [machines] must be a table of [machines.NAME] tables")
-    settings = replace(settings, machines=tuple(_machine_from(n, t, where) for n, t in machines.items()))
-    if "ssh_config" in data:
-        settings = replace(settings, ssh_config=Path(str(data["ssh_config"])).expanduser())
+    settings = replace(settings, machines=tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items()))
+    for key in ("ssh_config", "local_model"):
+        if key in data:
+            settings = replace(settings, **{key: Path(str(data[key])).expanduser()})
     if "permission_mode" in data:
         settings = replace(settings, permission_mode=str(data["permission_mode"]))
+    for key in ("max_budget_usd", "approval_timeout_s"):
+        if key in data:
+            value = data[key]
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise SettingsError(f"{where}: {key!r} must be a positive number")
+            settings = replace(settings, **{key: float(value)})
     return settings
+
+
+def _aliases(table: Mapping[str, Any]) -> dict[str, str]:
+    aliases = dict(DEFAULT_ALIASES)
+    for name, model in table.items():
+        aliases[name if name.startswith("@") else f"@{name}"] = str(model)
+    return aliases
+
+
+def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float]]:
+    prices = dict(DEFAULT_PRICES)
+    for model, table in _table(data, "prices", where).items():
+        try:
+            prices[model] = (float(table["input"]), float(table["output"]))
+        except (TypeError, KeyError, ValueError):
+            raise SettingsError(f'{where}: [prices."{model}"] needs numbers input and output (USD per million tokens)') from None
+    return prices
 
 
 _MACHINE_TYPES: dict[str, type] = {"host": str, "user": str, "port": int, "tags": list, "cmdop": str}
@@ -187,8 +286,78 @@ def load_settings(path: Path | None = None, environ: Mapping[str, str] = os.envi
     """File settings with environment overrides applied (flags are applied by the CLI)."""
     path = path or config_path()
     settings = settings_from(read_toml(path), source=path if path.exists() else None)
+    if environ.get("CMDOP_AGENT"):
+        settings = settings.with_agent(environ["CMDOP_AGENT"])
     if environ.get("CMDOP_MODEL"):
         settings = replace(settings, agent=replace(settings.agent, model=environ["CMDOP_MODEL"]))
     if environ.get("ANTHROPIC_BASE_URL"):
         settings = replace(settings, base_url=environ["ANTHROPIC_BASE_URL"])
     return settings
+
+
+FIRST_RUN_TEMPLATE = """\
+# cmdop-tui settings. Everything here is optional: a commented line shows the default.
+# Precedence: command-line flag > environment > this file > default.
+# The API key is never kept here: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another
+# Anthropic-compatible endpoint) in the environment, or run `cmdop-tui --local`.
+
+# The agent profile in use (--agent NAME, or CMDOP_AGENT): "default", "autonomous" or your own.
+# agent = "default"
+
+# Stop before a request that would take the session's estimated cost past this (USD).
+# max_budget_usd = 5.0
+
+# theme = "cmdop-dark"          # also cmdop-light, cmdop-high-contrast, cmdop-amber
+# permission_mode = "default"   # default: changes ask; strict: changes refused; auto: like --yes
+# approval_timeout_s = 60
+# local_model = "~/models/model.gguf"   # for --local; default: the bundled SmolLM2
+
+# [agents.default]
+# model = "@balanced"           # an alias below, or a model id
+# max_turns = 30
+# max_tokens = 8192
+# loop = false
+# max_loops = 20
+# allow_tags = []               # on turn 1 offer only tools with these tags (plus core tools)
+# hidden_tools = []
+# instructions = ""             # added to the system prompt
+# parallel_tools = true
+# thinking_budget = 0           # > 0 turns extended thinking on
+
+# [agents.ops]                  # your own profile
+# model = "@smart"
+# loop = true
+# loop_message = "Go on. Say 'The task is done.' when it is."
+# loop_breakers = ["The task is done."]
+
+# [aliases]
+# fast = "claude-haiku-5-5"
+# balanced = "claude-sonnet-5-5"
+# smart = "claude-opus-5-5"
+
+# [prices."claude-sonnet-5-5"]  # USD per million tokens, for the cost estimate and budgets
+# input = 3.0
+# output = 15.0
+
+# [machines.web1]               # Host entries of ~/.ssh/config are machines too
+# host = "10.0.0.21"
+# user = "ops"
+# port = 22
+# tags = ["web"]
+# cmdop = "cmdop-tui"           # where cmdop-tui is on that machine (for ask_machine)
+"""
+
+
+def ensure_config_file(path: Path | None = None) -> Path | None:
+    """Create the commented settings file on first run; returns its path when it was created."""
+    path = path or config_path()
+    if path.exists():
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        temporary.write_text(FIRST_RUN_TEMPLATE, encoding="utf-8")
+        os.replace(temporary, path)  # atomic: a reader sees no file or the whole template
+    except OSError:
+        return None  # a read-only home must not stop the app
+    return path

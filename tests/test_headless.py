@@ -170,3 +170,32 @@ def test_a_corrupt_permissions_file_is_a_clear_error(fake_api, cli_env, isolated
     headless = run_cli(["-p", "hi"], cli_env)
     assert headless.returncode == 1 and str(path) in headless.stderr
     assert path.read_text() == "[[rule]]\nrule = = 3\n"
+
+
+def test_budget_warning_and_hard_stop(fake_api, cli_env, tmp_path):
+    fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
+    done = run_cli(["-p", "work", "--max-budget-usd", "0.02", "--max-turns", "40", "--output-format", "stream-json"], cli_env)
+    assert done.returncode == 1
+    kinds = [e["type"] for e in json_lines(done.stdout)]
+    assert "budget_warning" in kinds and kinds[-1] == "error"
+    assert json_lines(done.stdout)[-1]["code"] == "budget"
+    assert "cmdop-tui: budget: $" in done.stderr and "would cross the budget" in done.stderr
+    fake_api.discard_pending()
+
+
+def test_agent_profile_from_the_file_and_flag(fake_api, cli_env, tmp_path):
+    (tmp_path / "config.toml").write_text('agent = "ops"\n[agents.ops]\nmodel = "@smart"\nmax_turns = 3\n')
+    fake_api.enqueue(text_reply("ok"), text_reply("ok"))
+    assert run_cli(["-p", "hi"], cli_env).returncode == 0
+    assert fake_api.requests[0].body["model"] == "claude-opus-5-5"
+    assert run_cli(["-p", "hi", "--agent", "default", "--model", "@fast"], cli_env).returncode == 0
+    assert fake_api.requests[1].body["model"] == "claude-haiku-5-5"
+    bad = run_cli(["-p", "hi", "--agent", "ghost"], cli_env)
+    assert bad.returncode == 1 and "unknown agent profile 'ghost'" in bad.stderr
+
+
+def test_first_run_creates_a_commented_settings_file_and_config_path(cli_env, tmp_path):
+    path = tmp_path / "config.toml"
+    assert run_cli(["config", "path"], cli_env).stdout.strip() == str(path)
+    run_cli(["-p", "-"], cli_env, input="")  # any run: an empty prompt still creates it first
+    assert path.exists() and path.read_text().startswith("# cmdop-tui settings")

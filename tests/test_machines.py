@@ -218,7 +218,7 @@ async def test_ask_machines_fans_out_keeps_order_and_times_out_one_host(fake_api
     slow = MachineSpec("slow", "bravo", cmdop="sleep 30; cmdop-tui")
     fleet = fleet_for(lab, slow)
     fake_api.enqueue(text_reply("alpha is fine"))
-    args = {"hostnames": ["slow", "alpha", "slow"], "prompt": "status?", "timeout_ms": 1500}
+    args = {"hostnames": ["slow", "alpha", "slow"], "prompt": "status?", "timeout_ms": 5000}
     loop = asyncio.get_running_loop()
     started = loop.time()
     try:
@@ -229,7 +229,7 @@ async def test_ask_machines_fans_out_keeps_order_and_times_out_one_host(fake_api
     assert list(answers) == ["slow", "alpha"]  # duplicates removed, order kept
     assert answers["alpha"] == {"ok": True, "answer": "alpha is fine"}
     assert answers["slow"]["ok"] is False and "timed out" in answers["slow"]["error"]
-    assert loop.time() - started < 10
+    assert loop.time() - started < 15
 
 
 async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, tmp_path):

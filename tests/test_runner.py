@@ -492,3 +492,33 @@ async def test_runner_config_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.model = "other"  # type: ignore[misc]
     assert replace(config, max_turns=3).max_turns == 3
+
+
+# --- budgets -----------------------------------------------------------------------------------
+
+PRICES = {"claude-sonnet-5-5": (3.0, 15.0)}
+
+
+async def test_budget_warns_at_80_percent_then_stops_before_crossing(fake_api, tmp_path):
+    from cmdop_tui.agent.events import BudgetWarning
+
+    fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
+    runner, events = make_runner(fake_api, prices=PRICES, max_budget_usd=0.02, max_turns=40), Recorder()
+    result = await runner.run("keep working", events)
+
+    assert result.status == "budget" and "would cross the budget" in result.message
+    warning = events.of(BudgetWarning)[0]
+    assert warning.budget_usd == 0.02 and warning.spent_usd < 0.016
+    assert events.kinds().index("budget_warning") < events.kinds().index("error")
+    assert 0.01 < runner.spent_usd <= 0.02  # never crossed: it stopped before the request
+    assert len(fake_api.requests) == len(events.of(Usage))
+    costs = [u.cost_usd for u in events.of(Usage)]
+    assert all(c and c > 0 for c in costs) and abs(events.of(Usage)[-1].session_cost_usd - sum(costs)) < 1e-9
+    fake_api.discard_pending()
+
+
+async def test_no_price_means_no_enforcement_and_no_cost(fake_api):
+    fake_api.enqueue(text_reply("free"))
+    runner, events = make_runner(fake_api, max_budget_usd=0.000001), Recorder()
+    result = await runner.run("hi", events)
+    assert result.status == "final" and events.of(Usage)[0].cost_usd is None

@@ -468,3 +468,41 @@ async def test_a_100mb_flood_neither_freezes_the_ui_nor_fills_memory(fake_api):
         assert prompt.text == "still alive"  # keys are handled while the command runs
         await pilot.press("escape")
         await wait_until(pilot, lambda: notices(app, "stopped"))
+
+
+async def test_budget_command_warning_and_hard_stop(fake_api, tmp_path):
+    from dataclasses import replace as with_
+
+    prices = {"claude-sonnet-5-5": (3.0, 15.0)}
+    fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
+    app = make_app(fake_api, settings=with_(Settings(), prices=prices), max_turns=40)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: app.runner is not None)
+        await submit(pilot, "/budget 0.02")
+        await pilot.pause()
+        assert app.runner.config.max_budget_usd == 0.02 and "/0.02" in status_text(app)
+        await submit(pilot, "work a lot")
+        await finish_turn(pilot)
+        assert any(n.startswith("Budget: $") for n in notices(app, "warning"))
+        assert any("would cross the budget" in n for n in notices(app, "error"))
+        assert app.runner.spent_usd <= 0.02
+        await submit(pilot, "/budget off")
+        await pilot.pause()
+        assert app.runner.config.max_budget_usd is None and "there is no budget" in notices(app)[-1]
+    fake_api.discard_pending()
+
+
+async def test_agent_profiles_switch_by_command(fake_api):
+    fake_api.enqueue(text_reply("Working."), text_reply("The task is done."))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.runner is not None)
+        await submit(pilot, "/agent autonomous")
+        await pilot.pause()
+        assert app.runner.config.loop.enabled and "loop 0/20" in status_text(app)
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        assert replies(app) == ["Working.", "The task is done."]
+        await submit(pilot, "/agent nobody")
+        await pilot.pause()
+        assert "unknown agent profile 'nobody'" in notices(app, "error")[-1]

@@ -108,6 +108,8 @@ class Usage(Event):
     cache_read_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     model: str = ""
+    cost_usd: float | None = None  # this response's estimated cost (None: no price known)
+    session_cost_usd: float | None = None  # the session's so far
 
     @property
     def total_input_tokens(self) -> int:
@@ -132,6 +134,15 @@ class UsageTotals:
     @property
     def total_input_tokens(self) -> int:
         return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+
+@dataclass(frozen=True)
+class BudgetWarning(Event):
+    """The session has spent most of its budget (the run goes on; it stops before crossing it)."""
+
+    kind: ClassVar[str] = "budget_warning"
+    spent_usd: float
+    budget_usd: float
 
 
 @dataclass(frozen=True)
@@ -174,6 +185,7 @@ class Cancelled(Event):
 TERMINAL_EVENTS = (Final, Error, Cancelled)
 
 __all__ = [
+    "BudgetWarning",
     "Cancelled",
     "Error",
     "Event",

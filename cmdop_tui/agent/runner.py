@@ -27,6 +27,7 @@ from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.events import (
+    BudgetWarning,
     Cancelled,
     Error,
     Event,
@@ -37,8 +38,10 @@ from cmdop_tui.agent.events import (
     ToolProgress,
     ToolStart,
     TurnStarted,
+    Usage,
     UsageTotals,
 )
+from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
 from cmdop_tui.agent.history import (
     CANCELLED_RESULT,
     Block,
@@ -59,7 +62,7 @@ DepsT = TypeVar("DepsT")
 OutT = TypeVar("OutT")
 
 EventSink = Callable[[Event], None]
-Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call"]
+Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,8 @@ class AgentConfig:
     intent_router: bool = False
     router_model: str | None = None
     repeat_limit: int = 3
+    max_budget_usd: float | None = None  # per session (a runner's lifetime)
+    prices: Prices = field(default_factory=dict)
 
 
 @dataclass
@@ -142,6 +147,9 @@ class Runner(Generic[DepsT, OutT]):
         self.conversation = conversation or Conversation()
         self.machines = machines
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
+        self.spent_usd = 0.0  # the session's estimated cost so far
+        self._last_usage: Usage | None = None
+        self._budget_warned = False
         self._finished_results: dict[str, Block] = {}
         self._approval_lock = asyncio.Lock()
 
@@ -224,6 +232,9 @@ class Runner(Generic[DepsT, OutT]):
             progress.turns += 1
             tools = resolve_tools(self.tools, turn=progress.turns, policy=self.config.tool_policy, route=route)
             request = self._build_request(tools)
+            over = self._over_budget(request, emit)
+            if over is not None:
+                return self._result("budget", progress, code="budget", message=over)
             emit(self._turn_started(turn, progress))
             try:
                 reply = await self.model.complete(request, emit, operation)
@@ -231,7 +242,7 @@ class Runner(Generic[DepsT, OutT]):
                 code, message = describe_error(exc)
                 return self._result("error", progress, code=code, message=message)
             progress.usage.add(reply.usage)
-            emit(reply.usage)
+            self._account(reply.usage, emit)
             self.conversation.append_assistant(reply.content)
             if not reply.tool_calls:
                 return self._result("final", progress, text=reply.text)
@@ -290,6 +301,40 @@ class Runner(Generic[DepsT, OutT]):
             loop=progress.loops if loop.enabled else 0,
             max_loops=loop.max_loops if loop.enabled else 0,
         )
+
+    # --- budget ------------------------------------------------------------------------------
+
+    def _over_budget(self, request: dict[str, Any], emit: EventSink) -> str | None:
+        """Why the next request must not be sent (it would take the session past its budget).
+
+        The warning comes when the session is about to pass 80 % of it.
+        """
+        budget = self.config.max_budget_usd
+        if budget is None:
+            return None
+        estimate = estimate_request_cost(self.config.model, request, self._last_usage, self.config.prices)
+        if estimate is None:
+            return None
+        self._warn_budget(self.spent_usd + estimate, budget, emit)
+        if self.spent_usd + estimate <= budget:
+            return None
+        return (
+            f"stopped before a request that would cross the budget: ${self.spent_usd:.4f} of "
+            f"${budget:.2f} spent, the next request would cost about ${estimate:.4f}"
+        )
+
+    def _account(self, usage: Usage, emit: EventSink) -> None:
+        cost = estimate_cost(self.config.model, usage, self.config.prices)
+        self.spent_usd += cost or 0.0
+        self._last_usage = usage
+        emit(replace(usage, cost_usd=cost, session_cost_usd=self.spent_usd if cost is not None else None))
+        if self.config.max_budget_usd is not None:
+            self._warn_budget(self.spent_usd, self.config.max_budget_usd, emit)
+
+    def _warn_budget(self, projected: float, budget: float, emit: EventSink) -> None:
+        if not self._budget_warned and projected >= WARN_AT * budget:
+            self._budget_warned = True
+            emit(BudgetWarning(spent_usd=round(self.spent_usd, 6), budget_usd=budget))
 
     # --- tool execution ----------------------------------------------------------------------
 

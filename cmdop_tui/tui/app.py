@@ -76,6 +76,14 @@ NO_KEY_HELP = (
 )
 
 
+def _positive_number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
 class CmdopApp(App[None]):
     TITLE = "cmdop-tui"
     CSS_PATH: ClassVar = [
@@ -300,6 +308,7 @@ class CmdopApp(App[None]):
         config = self.runner.config if self.runner else None
         fleet = self.runner.machines if self.runner else None
         self.status.update_facts(
+            budget_usd=config.max_budget_usd if config else None,
             model=config.model if config else "(no model)",
             machine=(fleet.target_name if fleet else None) or "local",
             loop_enabled=bool(config and config.loop.enabled),
@@ -438,6 +447,40 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(f"Could not write {path}: {exc.strerror}", "error")
             return
         await self.chat.add_notice(f"Exported this session to {path}")
+
+    async def _slash_budget(self, argument: str) -> None:
+        if self.runner is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
+        wanted = argument.strip().lower().lstrip("$")
+        if wanted:
+            budget = None if wanted == "off" else _positive_number(wanted)
+            if budget is None and wanted != "off":
+                await self.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
+                return
+            self.runner.config = replace(self.runner.config, max_budget_usd=budget)
+        limit = self.runner.config.max_budget_usd
+        limit_text = f"the budget is ${limit:.2f}" if limit is not None else "there is no budget"
+        await self.chat.add_notice(f"Spent about ${self.runner.spent_usd:.4f} this session; {limit_text}.")
+        self._show_status()
+
+    async def _slash_agent(self, argument: str) -> None:
+        if self.runner is None:
+            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+            return
+        if not argument:
+            names = ", ".join(self.settings.agents)
+            await self.chat.add_notice(f"Agent: {self.settings.agent.name}. Usage: /agent NAME ({names})")
+            return
+        try:
+            self.settings = self.settings.with_agent(argument)
+            config = importlib.import_module("cmdop_tui.engine").agent_config(self.settings)
+        except SettingsError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
+        await self.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
+        self._show_status()
 
     async def _slash_stop(self, argument: str) -> None:
         self.action_stop()

@@ -27,6 +27,8 @@ SLASH_COMMANDS: dict[str, SlashCommand] = {
         SlashCommand("clear", "/clear", "start a new conversation"),
         SlashCommand("model", "/model NAME", "switch model (an id or @fast, @balanced, @smart)"),
         SlashCommand("loop", "/loop on|off", "loop mode: keep going until a breaker phrase"),
+        SlashCommand("budget", "/budget [USD|off]", "the session's spending limit"),
+        SlashCommand("agent", "/agent NAME", "switch agent profile"),
         SlashCommand("sessions", "/sessions", "earlier sessions; Enter resumes one"),
         SlashCommand("export", "/export [PATH]", "write this session as Markdown"),
         SlashCommand("stop", "/stop", "stop the running turn (also Esc)"),
@@ -80,6 +82,8 @@ class CmdopCommands(Provider):
             ("Toggle the machines panel", app.action_toggle_machines, "F3"),
             ("Quit", app.action_request_quit, "ctrl+q"),
         ]
+        for name in app.settings.agents:
+            commands.append((f"Agent profile: {name}", partial(app.run_slash, f"/agent {name}"), "/agent"))
         for alias, model in app.settings.aliases.items():
             commands.append((f"Model: {alias} ({model})", partial(app.run_slash, f"/model {alias}"), "/model"))
         return commands

@@ -87,6 +87,8 @@ class Agent:
 
     class LoopContinued(AgentMessage[ev.LoopContinued]): ...
 
+    class BudgetWarned(AgentMessage[ev.BudgetWarning]): ...
+
     class Finished(AgentMessage[ev.Final]): ...
 
     class Failed(AgentMessage[ev.Error]): ...
@@ -99,6 +101,7 @@ MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage]] = {
     ev.Retrying: Agent.Retrying,
     ev.Usage: Agent.UsageReported,
     ev.LoopContinued: Agent.LoopContinued,
+    ev.BudgetWarning: Agent.BudgetWarned,
     ev.Final: Agent.Finished,
     ev.Error: Agent.Failed,
     ev.Cancelled: Agent.Cancelled,

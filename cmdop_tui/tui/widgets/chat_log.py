@@ -126,6 +126,14 @@ class ChatLog(VerticalScroll, can_focus=True):
         text = "■ Stopped." if event.reason == "ui" else f"■ Stopped: {event.message}."
         await self.add_notice(text, "stopped")
 
+    async def on_agent_budget_warned(self, message: Agent.BudgetWarned) -> None:
+        event = message.event
+        await self.add_notice(
+            f"Budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent; the session stops before it would "
+            "cross the budget (/budget USD to change it).",
+            "warning",
+        )
+
     async def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
         await self._end_reply()
         event = message.event

@@ -9,7 +9,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from cmdop_tui.agent.events import UsageTotals
-from cmdop_tui.pricing import cache_read_share, estimate_cost
+from cmdop_tui.agent.budget import cache_read_share
 from cmdop_tui.tui.messages import Agent
 
 
@@ -24,6 +24,8 @@ class StatusFacts:
     max_loops: int = 0
     running: bool = False
     usage: UsageTotals = field(default_factory=UsageTotals)
+    cost_usd: float | None = None
+    budget_usd: float | None = None
 
 
 def compact_count(tokens: int) -> str:
@@ -50,9 +52,9 @@ class StatusLine(Widget):
         parts.append(f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}")
         if total_in:
             parts.append(f" · cache {cache_read_share(usage):.0%}")
-        cost = estimate_cost(facts.model, usage)
-        if cost is not None:
-            parts.append(f" · ${cost:.4f}")
+        if facts.cost_usd is not None or facts.budget_usd is not None:
+            budget = f"/{facts.budget_usd:.2f}" if facts.budget_usd is not None else ""
+            parts.append(f" · ${facts.cost_usd or 0:.4f}{budget}")
         return Content.assemble(*parts)
 
     def update_facts(self, **changes: object) -> None:
@@ -65,7 +67,7 @@ class StatusLine(Widget):
     def on_agent_usage_reported(self, message: Agent.UsageReported) -> None:
         usage = replace(self.facts.usage)
         usage.add(message.event)
-        self.update_facts(usage=usage)
+        self.update_facts(usage=usage, cost_usd=message.event.session_cost_usd)
 
     def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
         self.update_facts(loop=message.event.loop, max_loops=message.event.max_loops)

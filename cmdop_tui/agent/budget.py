@@ -1,0 +1,61 @@
+"""Cost: what a session has spent (estimated from token usage) and what the next request may cost.
+
+Prices are US dollars per million tokens (input, output), from settings. Cache reads cost a tenth
+of the input price and cache writes a quarter more, as Anthropic bills them. Unknown models (a
+local server, another endpoint) have no estimate, so no budget can be enforced for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import json
+from typing import Any
+
+from cmdop_tui.agent.events import Usage, UsageTotals
+
+WARN_AT = 0.8  # share of the budget at which the user is warned
+EXPECTED_OUTPUT_TOKENS = 500  # what the next reply is assumed to cost, before it exists
+CHARS_PER_TOKEN = 4
+
+Prices = Mapping[str, tuple[float, float]]
+CACHE_READ_FACTOR = 0.1
+CACHE_WRITE_FACTOR = 1.25
+
+
+def estimate_cost(model: str, usage: UsageTotals | Usage, prices: Prices) -> float | None:
+    price = prices.get(model)
+    if price is None:
+        return None
+    input_price, output_price = price
+    cost = (
+        usage.input_tokens * input_price
+        + usage.cache_read_input_tokens * input_price * CACHE_READ_FACTOR
+        + usage.cache_creation_input_tokens * input_price * CACHE_WRITE_FACTOR
+        + usage.output_tokens * output_price
+    )
+    return cost / 1_000_000
+
+
+def cache_read_share(usage: UsageTotals) -> float:
+    """The share of input tokens served from the prompt cache."""
+    total = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    return usage.cache_read_input_tokens / total if total else 0.0
+
+
+def estimate_request_cost(model: str, request: dict[str, Any], last: Usage | None, prices: Prices) -> float | None:
+    """A cautious estimate of what sending `request` will cost, before sending it.
+
+    Input: the part the last request already had is priced as the API billed it then (mostly
+    cache reads); what is new is priced as fresh input. Output: a typical reply.
+    """
+    price = prices.get(model)
+    if price is None:
+        return None
+    input_price, output_price = price
+    size = len(json.dumps([request.get("system"), request.get("tools"), request.get("messages")], default=str))
+    tokens = size // CHARS_PER_TOKEN
+    known = last.total_input_tokens if last is not None else 0
+    fresh = max(0, tokens - known)
+    earlier = estimate_cost(model, Usage(last.input_tokens, 0, last.cache_read_input_tokens, last.cache_creation_input_tokens), prices) if last else 0.0
+    return (earlier or 0.0) + (fresh * input_price * CACHE_WRITE_FACTOR + EXPECTED_OUTPUT_TOKENS * output_price) / 1_000_000

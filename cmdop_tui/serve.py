@@ -1,0 +1,328 @@
+"""`cmdop-tui serve`: the TUI in a web browser, through textual-serve.
+
+How textual-serve runs the app (textual-serve 1.1): an aiohttp server serves a page with xterm.js
+at `/`; every browser tab that connects to `/ws` gets a **new app process**, started with
+`asyncio.create_subprocess_shell(command)`, i.e. the command *string* goes through `/bin/sh -c`
+(so each part of it must be shell-quoted). The process inherits the server's working directory
+and a copy of its environment taken at connect time (so ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
+CMDOP_TUI_CONFIG... reach it), plus TEXTUAL_DRIVER=textual.drivers.web_driver:WebDriver,
+TEXTUAL_COLOR_SYSTEM=truecolor, TEXTUAL_FPS=60 and COLUMNS/ROWS of the browser's terminal. The
+app speaks Textual's web-driver protocol over its stdin/stdout pipes (a `__GANGLION__` line, then
+packets: a type byte, a 4-byte length, the payload); stderr is collected and printed by the
+server when the app ends. Closing the tab sends the app a "quit" packet. Two tabs are two
+independent sessions (two operators, two transcripts).
+
+What this module adds around `textual_serve.server.Server`:
+- the command: this interpreter running `-m cmdop_tui` with the forwarded flags, shell-quoted,
+  behind `exec` so that the process the server holds is the app itself, not a shell;
+- each app in its own session/process group (Ctrl+C in serve's terminal reaches serve only, and
+  one signal reaches the app's group), and on Linux a parent-death signal, so that even a
+  `kill -9` of serve takes its apps down;
+- a bounded stop: on Ctrl+C / SIGTERM (and when a tab closes) each app is asked to quit, then
+  SIGTERM, then SIGKILL, and reaped; the server waits for all of them before it returns;
+- a warning when the bind address is not loopback: textual-serve has no authentication, so
+  anyone who can reach the port gets an operator that runs commands as this user.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+QUIT_GRACE_S = 3.0  # an app asked to quit gets this long before SIGTERM
+TERM_GRACE_S = 2.0  # ... and this long after SIGTERM before SIGKILL
+EXIT_USAGE = 2
+SERVED_APP_FLAG = "--served-app"  # `python -m cmdop_tui.serve --served-app ARGS`: one served app
+
+
+def app_command(app_args: Sequence[str] = ()) -> str:
+    """The shell command textual-serve runs for each browser connection: this interpreter, so
+    the same install and venv, running `cmdop-tui APP_ARGS` through `served_app_main`."""
+    argv = [sys.executable, "-m", "cmdop_tui.serve", SERVED_APP_FLAG, *app_args]
+    return "exec " + shlex.join(argv)
+
+
+def served_app_main(app_args: Sequence[str]) -> None:
+    """`cmdop-tui APP_ARGS`, as one app behind textual-serve.
+
+    textual-serve picks the driver through TEXTUAL_DRIVER (Textual's web driver), but CmdopApp
+    names its own driver (PromptEscapeDriver, a terminal driver) and so would ignore it: the
+    app would write escape codes to the pipe and the page would stay blank. Until CmdopApp
+    honours TEXTUAL_DRIVER itself, the driver named there replaces PromptEscapeDriver here."""
+    from textual import constants
+
+    if constants.DRIVER:
+        import importlib
+
+        from cmdop_tui.tui import app as app_module
+
+        module_name, _, symbol = constants.DRIVER.partition(":")
+        app_module.PromptEscapeDriver = getattr(importlib.import_module(module_name), symbol)  # type: ignore[misc]
+    from cmdop_tui.cli import entry
+
+    sys.argv = ["cmdop-tui", *app_args]
+    entry()
+
+
+def is_loopback(host: str) -> bool:
+    """True when `host` only accepts connections from this machine."""
+    if host.lower() in ("localhost", "localhost.localdomain", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def exposure_warning(host: str, port: int) -> str | None:
+    if is_loopback(host):
+        return None
+    return (
+        f"WARNING: serving on {host}:{port}, which is not a loopback address. textual-serve has NO "
+        "authentication: anyone who can reach this port gets the operator, which runs commands and "
+        "reads and writes files as this user, with this process's API key. Bind 127.0.0.1 and use "
+        "an SSH tunnel or an authenticating reverse proxy instead."
+    )
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        import socket
+
+        host = socket.gethostname()
+    return f"[{host}]" if ":" in host else host
+
+
+def serve(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    command: str | None = None,
+    public_url: str | None = None,
+    app_args: Sequence[str] = (),
+) -> int:
+    """Serve the TUI on http://host:port until Ctrl+C / SIGTERM; return the exit status.
+
+    `command` replaces the app command (a shell command line; default: `app_command(app_args)`).
+    `public_url` is the address browsers use (default http://host:port); set it behind a proxy.
+    Every connection runs the app with this process's environment and working directory.
+    """
+    from textual_serve.server import Server
+
+    command = command or app_command(app_args)
+    url = public_url or f"http://{_url_host(host)}:{port}"
+    server = _make_server_class(Server)(command, host=host, port=port, title="cmdop-tui", public_url=url)
+    if warning := exposure_warning(host, port):
+        print(warning, file=sys.stderr, flush=True)
+    try:
+        server.serve()
+    except OSError as exc:
+        print(f"cmdop-tui serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        server.kill_all()
+    return 0
+
+
+def serve_main(argv: Sequence[str]) -> int:
+    """`cmdop-tui serve [--host H] [--port N] [--public-url URL] [app flags...]`.
+
+    Flags other than these are the app's own (`--theme`, `--machine`, `--model`, `--yes`...): they
+    are checked here, once, and passed to every app the server starts."""
+    p = argparse.ArgumentParser(
+        prog="cmdop-tui serve",
+        description="Serve the TUI in a web browser (textual-serve). No authentication: keep the default "
+        "loopback bind unless you know who can reach the port.",
+        epilog="Other flags are passed to the app, e.g. --theme NAME, --machine NAME, --model ID.",
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--public-url", help="the URL browsers use, when it differs (e.g. behind a proxy)")
+    args, rest = p.parse_known_args(list(argv))
+    if problem := _check_app_args(rest):
+        print(f"cmdop-tui serve: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    return serve(args.host, args.port, public_url=args.public_url, app_args=rest)
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError("must be 1..65535")
+    return value
+
+
+def _check_app_args(app_args: list[str]) -> str | None:
+    """A bad flag would otherwise fail in every browser tab, after the page loaded."""
+    from cmdop_tui.cli import apply_flags, parser
+    from cmdop_tui.settings import SettingsError, load_settings
+
+    app_parser = parser()
+    app_parser.prog = "cmdop-tui serve"
+    try:
+        args = app_parser.parse_args(app_args)
+    except SystemExit as exc:  # argparse printed the reason
+        return f"invalid app flags: {' '.join(app_args)}" if exc.code else "help shown"
+    if args.prompt is not None:
+        return "-p (headless mode) cannot be served; serve runs the full-screen app"
+    try:
+        settings = apply_flags(load_settings(), args)
+        settings.resolve_model(settings.agent.model)
+    except SettingsError as exc:
+        return str(exc)
+    return None
+
+
+# --- the server ---------------------------------------------------------------------------------
+
+
+def _make_server_class(base: type) -> type:
+    """`textual_serve.server.Server` with bounded, complete app shutdown (see module docstring).
+
+    Built on call so that importing this module does not import textual-serve (and aiohttp)."""
+    from aiohttp import web
+    from textual_serve.app_service import AppService
+    from textual_serve.server import log
+
+    preexec = _parent_death_signal()
+
+    class CmdopAppService(AppService):
+        async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+            environment = self._build_environment(width=width, height=height)
+            self._process = process = await asyncio.create_subprocess_shell(
+                self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=environment,
+                start_new_session=True,
+                preexec_fn=preexec,
+            )
+            assert process.stdin is not None
+            self._stdin = process.stdin
+            return process
+
+        async def stop(self) -> None:
+            """Ask the app to quit; past the grace time, SIGTERM then SIGKILL its group; reap it."""
+            task, self._task = self._task, None
+            process = self._process
+            if task is None or process is None:
+                return
+            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
+            await self.send_meta({"type": "quit"})
+            if not await _ended(process, QUIT_GRACE_S):
+                _signal_group(process.pid, signal.SIGTERM)
+                if not await _ended(process, TERM_GRACE_S):
+                    _signal_group(process.pid, signal.SIGKILL)
+                    await process.wait()
+            _signal_group(process.pid, signal.SIGKILL)  # anything the app left in its group
+            await asyncio.wait({task}, timeout=1.0)  # the output pump ends at EOF
+            if not task.done():
+                task.cancel()
+
+    class CmdopServer(base):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.services: set[CmdopAppService] = set()
+
+        async def on_startup(self, app: web.Application) -> None:
+            print(f"cmdop-tui serve: open {self.public_url} in a browser (each tab is its own session)", flush=True)
+            print("Press Ctrl+C to stop.", flush=True)
+
+        async def on_shutdown(self, app: web.Application) -> None:
+            await asyncio.gather(*(service.stop() for service in list(self.services)))
+
+        def kill_all(self) -> None:
+            """Last resort after the loop is gone (e.g. the server failed): SIGKILL every app."""
+            for service in self.services:
+                if service._process is not None and service._process.returncode is None:
+                    _signal_group(service._process.pid, signal.SIGKILL)
+
+        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+            # textual-serve's handler, with CmdopAppService and a registry for on_shutdown.
+            websocket = web.WebSocketResponse(heartbeat=15)
+            width = _to_int(request.query.get("width", "80"), 80)
+            height = _to_int(request.query.get("height", "24"), 24)
+            service: CmdopAppService | None = None
+            try:
+                await websocket.prepare(request)
+                service = CmdopAppService(
+                    self.command,
+                    write_bytes=websocket.send_bytes,
+                    write_str=websocket.send_str,
+                    close=websocket.close,
+                    download_manager=self.download_manager,
+                    debug=self.debug,
+                )
+                self.services.add(service)
+                await service.start(width, height)
+                await self._process_messages(websocket, service)
+            except asyncio.CancelledError:
+                await websocket.close()
+            except Exception as error:  # noqa: BLE001 - textual-serve logs and drops the tab
+                log.exception(error)
+            finally:
+                if service is not None:
+                    await service.stop()
+                    self.services.discard(service)
+            return websocket
+
+    return CmdopServer
+
+
+async def _ended(process: asyncio.subprocess.Process, timeout: float) -> bool:
+    try:
+        await asyncio.wait_for(process.wait(), timeout)
+    except (asyncio.TimeoutError, TimeoutError):
+        return False
+    return True
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _to_int(value: str, default: int) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return default
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """On Linux, a pre-exec hook that has the kernel SIGTERM the app when serve dies, even by
+    SIGKILL (the app's web driver exits cleanly on SIGTERM)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig = 1
+    sigterm = int(signal.SIGTERM)
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
+
+    return hook
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == [SERVED_APP_FLAG]:
+        served_app_main(sys.argv[2:])
+    else:
+        sys.exit(serve_main(sys.argv[1:]))

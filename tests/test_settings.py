@@ -1,0 +1,71 @@
+"""Settings: precedence (flag > environment > file > default), profiles, aliases, first run."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from cmdop_tui.cli import apply_flags, parser
+from cmdop_tui.settings import FIRST_RUN_TEMPLATE, Settings, SettingsError, ensure_config_file, load_settings, settings_from
+
+
+def settings_with(tmp_path, text: str, environ: dict[str, str] | None = None) -> Settings:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return load_settings(path, environ=environ or {})
+
+
+def test_precedence_flag_over_environment_over_file_over_default(tmp_path):
+    assert load_settings(tmp_path / "none.toml", environ={}).agent.model == "@balanced"
+    from_file = settings_with(tmp_path, '[agents.default]\nmodel = "@smart"\n')
+    assert from_file.agent.model == "@smart"
+    from_env = settings_with(tmp_path, '[agents.default]\nmodel = "@smart"\n', {"CMDOP_MODEL": "@fast"})
+    assert from_env.agent.model == "@fast"
+    from_flag = apply_flags(from_env, parser().parse_args(["--model", "claude-x"]))
+    assert from_flag.agent.model == "claude-x"
+
+
+def test_the_first_run_template_is_valid_and_changes_nothing(tmp_path):
+    assert settings_from(tomllib.loads(FIRST_RUN_TEMPLATE)) == Settings()
+    path = tmp_path / "sub" / "config.toml"
+    assert ensure_config_file(path) == path and path.read_text() == FIRST_RUN_TEMPLATE
+    path.write_text("# mine\n")
+    assert ensure_config_file(path) is None and path.read_text() == "# mine\n"  # never overwritten
+
+
+def test_profiles_ship_and_can_be_defined_and_selected(tmp_path):
+    settings = settings_with(tmp_path, 'agent = "ops"\n[agents.ops]\nmodel = "@fast"\nloop = true\nhidden_tools = ["write_file"]\n')
+    assert settings.agent.name == "ops" and settings.agent.loop and settings.agent.hidden_tools == ("write_file",)
+    autonomous = settings.with_agent("autonomous").agent
+    assert autonomous.loop and "The task is done." in autonomous.loop_breakers
+    assert "Proceed with what you were doing" in autonomous.loop_message
+    assert settings_with(tmp_path, "", {"CMDOP_AGENT": "autonomous"}).agent.name == "autonomous"
+    with pytest.raises(SettingsError, match="unknown agent profile 'ghost'"):
+        settings.with_agent("ghost")
+
+
+def test_aliases_prices_and_budget(tmp_path):
+    settings = settings_with(
+        tmp_path, 'max_budget_usd = 2.5\n[aliases]\ncheap = "claude-haiku-5-5"\n[prices."claude-haiku-5-5"]\ninput = 0.5\noutput = 2\n'
+    )
+    assert settings.resolve_model("@cheap") == "claude-haiku-5-5" and settings.resolve_model("@smart") == "claude-opus-5-5"
+    assert settings.prices["claude-haiku-5-5"] == (0.5, 2.0) and settings.max_budget_usd == 2.5
+    with pytest.raises(SettingsError, match="unknown model alias '@nope'"):
+        settings.resolve_model("@nope")
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("colour = 3\n", "unknown setting 'colour'"),
+        ("max_budget_usd = -1\n", "'max_budget_usd' must be a positive number"),
+        ('[prices."m"]\ninput = "x"\n', 'needs numbers input and output'),
+        ("[agents.x]\nmax_turns = 0.5\n", "'max_turns' must be int"),
+        ("agents = 3\n", "[agents] must be a table"),
+    ],
+)
+def test_bad_settings_name_the_file(tmp_path, text, message):
+    with pytest.raises(SettingsError) as error:
+        settings_with(tmp_path, text)
+    assert str(tmp_path / "config.toml") in str(error.value) and message in str(error.value)
