@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from fake_anthropic import FakeAnthropic  # noqa: E402
-from test_serve import HAVE_CHROMIUM, CHROMIUM, PLACEHOLDER, Browser, Serve  # noqa: E402
+from test_serve import CHROMIUM, HAVE_CHROMIUM, PLACEHOLDER, Browser, Serve  # noqa: E402
 
 KEY = "λ"  # on screen nowhere else, so its echo is unambiguous
 RUNS = 5

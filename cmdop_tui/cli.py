@@ -177,6 +177,7 @@ def permissions_command(argv: list[str]) -> int:
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
     from cmdop_tui.engine import MissingKeyError
+    from cmdop_tui.local_model import LocalModelError
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
     from cmdop_tui.sessions import SessionError
@@ -185,7 +186,7 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except (MissingKeyError, MachineError, SessionError, PermissionsError) as exc:
+    except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.

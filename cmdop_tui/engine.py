@@ -25,6 +25,7 @@ from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.settings import Settings
+from cmdop_tui.local_model import LocalModelServer
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
@@ -51,8 +52,13 @@ class MissingKeyError(Exception):
         )
 
 
-def make_client(settings: Settings, environ: Mapping[str, str] = os.environ) -> anthropic.AsyncAnthropic:
-    """The SDK client, its own retries off (tenacity owns retries)."""
+def make_client(
+    settings: Settings, environ: Mapping[str, str] = os.environ, *, local: LocalModelServer | None = None
+) -> anthropic.AsyncAnthropic:
+    """The SDK client, its own retries off (tenacity owns retries). With a local model server it
+    talks to that, and needs no key."""
+    if local is not None:
+        return anthropic.AsyncAnthropic(api_key="local-model", base_url=local.url, max_retries=0)
     key, token = environ.get(KEY_ENV), environ.get(TOKEN_ENV)
     if not key and not token:
         raise MissingKeyError()
@@ -62,6 +68,17 @@ def make_client(settings: Settings, environ: Mapping[str, str] = os.environ) -> 
         base_url=settings.base_url or environ.get(BASE_URL_ENV) or None,
         max_retries=0,
     )
+
+
+def start_local_model(settings: Settings) -> tuple[Settings, LocalModelServer]:
+    """Start llama.cpp's server with the configured (or bundled) model; blocks until it serves.
+
+    Returns the settings to use with it: the model is named after the file (no price: no cost).
+    """
+    server = LocalModelServer(settings.local_model).start()
+    model = f"local:{server.gguf.stem}"
+    agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
+    return replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model), server
 
 
 def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) -> AgentConfig:

@@ -23,7 +23,15 @@ from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import BudgetWarning, Event
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.runner import RunResult
-from cmdop_tui.engine import SessionRecorder, build_runner, load_permissions, make_client, permission_gate
+from cmdop_tui.engine import (
+    SessionRecorder,
+    build_runner,
+    load_permissions,
+    make_client,
+    permission_gate,
+    start_local_model,
+)
+from cmdop_tui.local_model import LocalModelServer
 from cmdop_tui.settings import Settings
 
 OutputFormat = Literal["text", "stream-json", "json"]
@@ -89,7 +97,19 @@ def summary_json(result: RunResult[str]) -> dict[str, object]:
 
 async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     """Run the prompt; return the process exit code."""
-    client = make_client(settings)
+    local = None
+    if settings.local:
+        sys.stderr.write("cmdop-tui: starting the local model…\n")
+        settings, local = await asyncio.to_thread(start_local_model, settings)
+    try:
+        return await _run_headless(settings, options, local)
+    finally:
+        if local is not None:
+            local.stop()
+
+
+async def _run_headless(settings: Settings, options: HeadlessOptions, local: LocalModelServer | None) -> int:
+    client = make_client(settings, local=local)
     ui_cancel = UICancel()
     ask = ask_on_terminal if _terminal_can_ask() else None
     runner = build_runner(

@@ -39,6 +39,17 @@ def default_gguf() -> Path:
     return Path(spec.submodule_search_locations[0]) / DEFAULT_MODEL_FILE
 
 
+def local_model_available(settings: object | None = None) -> bool:
+    """Whether a local model could start: xllamacpp installed and a model file at hand."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return False
+    configured = getattr(settings, "local_model", None)
+    try:
+        return (configured or default_gguf()).is_file()
+    except LocalModelError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

@@ -2,26 +2,29 @@
 
 How textual-serve runs the app (textual-serve 1.1): an aiohttp server serves a page with xterm.js
 at `/`; every browser tab that connects to `/ws` gets a **new app process**, started with
-`asyncio.create_subprocess_shell(command)`, i.e. the command *string* goes through `/bin/sh -c`
-(so each part of it must be shell-quoted). The process inherits the server's working directory
-and a copy of its environment taken at connect time (so ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
+`asyncio.create_subprocess_shell(command)`: the command *string* goes through `/bin/sh -c`, so
+each part of it must be shell-quoted. The process inherits the server's working directory and a
+copy of its environment taken at connect time (so ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,
 CMDOP_TUI_CONFIG... reach it), plus TEXTUAL_DRIVER=textual.drivers.web_driver:WebDriver,
 TEXTUAL_COLOR_SYSTEM=truecolor, TEXTUAL_FPS=60 and COLUMNS/ROWS of the browser's terminal. The
 app speaks Textual's web-driver protocol over its stdin/stdout pipes (a `__GANGLION__` line, then
-packets: a type byte, a 4-byte length, the payload); stderr is collected and printed by the
-server when the app ends. Closing the tab sends the app a "quit" packet. Two tabs are two
-independent sessions (two operators, two transcripts).
+packets: a type byte, a 4-byte length, the payload); its stderr is collected and printed by the
+server when it ends. Closing the tab sends the app a "quit" packet. Two tabs are two independent
+sessions (two operators, two transcripts). textual-serve itself has no authentication.
 
 What this module adds around `textual_serve.server.Server`:
-- the command: this interpreter running `-m cmdop_tui` with the forwarded flags, shell-quoted,
-  behind `exec` so that the process the server holds is the app itself, not a shell;
-- each app in its own session/process group (Ctrl+C in serve's terminal reaches serve only, and
-  one signal reaches the app's group), and on Linux a parent-death signal, so that even a
-  `kill -9` of serve takes its apps down;
-- a bounded stop: on Ctrl+C / SIGTERM (and when a tab closes) each app is asked to quit, then
-  SIGTERM, then SIGKILL, and reaped; the server waits for all of them before it returns;
-- a warning when the bind address is not loopback: textual-serve has no authentication, so
-  anyone who can reach the port gets an operator that runs commands as this user.
+- the command: this interpreter (same install, same venv) running the app with the forwarded
+  flags, shell-quoted, behind `exec` so that the process the server holds is the app, not a shell;
+- each app in a session (process group) of its own: Ctrl+C in serve's terminal reaches serve
+  only, which then stops the apps in order; and on Linux a parent-death signal, so that even a
+  `kill -9` of serve takes its apps down (plain textual-serve leaves them running);
+- a bounded stop: on Ctrl+C / SIGTERM, and when a tab closes, each app is asked to quit, then
+  gets SIGTERM, then SIGKILL, and is reaped; serve returns only when all are gone;
+- an Origin check on the websocket: a browser sends the page's origin, so a web page from
+  elsewhere (or a DNS-rebinding one) cannot open an operator session on this server, which on
+  loopback would otherwise be one click away for any site the user visits;
+- a warning when the bind address is not loopback: anyone who can reach the port gets an
+  operator that runs commands as this user.
 """
 
 from __future__ import annotations
@@ -35,18 +38,77 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-QUIT_GRACE_S = 3.0  # an app asked to quit gets this long before SIGTERM
+QUIT_GRACE_S = 3.0  # an app asked to quit gets this long before SIGTERM...
 TERM_GRACE_S = 2.0  # ... and this long after SIGTERM before SIGKILL
 EXIT_USAGE = 2
 SERVED_APP_FLAG = "--served-app"  # `python -m cmdop_tui.serve --served-app ARGS`: one served app
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def serve(
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    *,
+    command: str | None = None,
+    public_url: str | None = None,
+    app_args: Sequence[str] = (),
+) -> int:
+    """Serve the TUI on http://host:port until Ctrl+C / SIGTERM; return the exit status (0 after
+    a stop, 1 when it cannot listen).
+
+    `app_args` are the app's own flags (`--theme`, `--machine`...), passed to every app started.
+    `command` replaces the whole app command (a shell command line; default `app_command(app_args)`).
+    `public_url` is the address browsers open (default http://host:port); set it behind a proxy
+    or when the name people use differs: only pages from it (or from loopback) may connect.
+    """
+    from textual_serve.server import Server
+
+    command = command or app_command(app_args)
+    url = (public_url or f"http://{_url_host(host)}:{port}").rstrip("/")
+    server = _server_class(Server)(
+        command, host=host, port=port, title="cmdop-tui", public_url=url,
+    )
+    server.allowed_origins = allowed_origins(url, port)
+    if warning := exposure_warning(host, port):
+        print(warning, file=sys.stderr, flush=True)
+    try:
+        server.serve()
+    except OSError as exc:
+        print(f"cmdop-tui serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        server.kill_all()
+    return 0
+
+
+def serve_main(argv: Sequence[str]) -> int:
+    """`cmdop-tui serve [--host H] [--port N] [--public-url URL] [app flags...]`.
+
+    Other flags are the app's own (`--theme`, `--machine`, `--model`, `--yes`...): they are
+    checked here, once, and passed to every app the server starts."""
+    p = argparse.ArgumentParser(
+        prog="cmdop-tui serve",
+        description="Serve the TUI in a web browser (textual-serve). There is no authentication: keep "
+        "the default loopback bind unless you know who can reach the port.",
+        epilog="Other flags are passed to the app, e.g. --theme NAME, --machine NAME, --model ID.",
+    )
+    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
+    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--public-url", help="the URL browsers open, when it is not http://HOST:PORT")
+    args, rest = p.parse_known_args(list(argv))
+    if problem := _check_app_args(rest):
+        print(f"cmdop-tui serve: {problem}", file=sys.stderr)
+        return EXIT_USAGE
+    return serve(args.host, args.port, public_url=args.public_url, app_args=rest)
 
 
 def app_command(app_args: Sequence[str] = ()) -> str:
-    """The shell command textual-serve runs for each browser connection: this interpreter, so
-    the same install and venv, running `cmdop-tui APP_ARGS` through `served_app_main`."""
+    """The shell command textual-serve runs for each browser connection: `cmdop-tui APP_ARGS`
+    with this interpreter, through `served_app_main`."""
     argv = [sys.executable, "-m", "cmdop_tui.serve", SERVED_APP_FLAG, *app_args]
     return "exec " + shlex.join(argv)
 
@@ -55,9 +117,10 @@ def served_app_main(app_args: Sequence[str]) -> None:
     """`cmdop-tui APP_ARGS`, as one app behind textual-serve.
 
     textual-serve picks the driver through TEXTUAL_DRIVER (Textual's web driver), but CmdopApp
-    names its own driver (PromptEscapeDriver, a terminal driver) and so would ignore it: the
-    app would write escape codes to the pipe and the page would stay blank. Until CmdopApp
-    honours TEXTUAL_DRIVER itself, the driver named there replaces PromptEscapeDriver here."""
+    names its own driver class (PromptEscapeDriver, a terminal driver), which wins over that
+    variable: the app would write escape codes to the pipe and the page would stay blank. Until
+    CmdopApp honours TEXTUAL_DRIVER itself, the driver named there replaces PromptEscapeDriver
+    here (and app_command can then run `-m cmdop_tui` directly)."""
     from textual import constants
 
     if constants.DRIVER:
@@ -84,14 +147,37 @@ def is_loopback(host: str) -> bool:
 
 
 def exposure_warning(host: str, port: int) -> str | None:
+    """The warning printed before serving on `host`, or None for a loopback address."""
     if is_loopback(host):
         return None
     return (
         f"WARNING: serving on {host}:{port}, which is not a loopback address. textual-serve has NO "
         "authentication: anyone who can reach this port gets the operator, which runs commands and "
-        "reads and writes files as this user, with this process's API key. Bind 127.0.0.1 and use "
-        "an SSH tunnel or an authenticating reverse proxy instead."
+        "reads and writes files as this user, with this process's API key. Bind 127.0.0.1 and reach "
+        "it through an SSH tunnel (ssh -L) or an authenticating reverse proxy instead."
     )
+
+
+def allowed_origins(public_url: str, port: int) -> frozenset[str]:
+    """The page origins whose websockets are accepted: the public URL's, and loopback's on
+    this port (only a page this server served can have those)."""
+    urls = [public_url, *(f"http://{name}:{port}" for name in LOOPBACK_NAMES)]
+    return frozenset(_origin(url) for url in urls)
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port], lower-cased, the default port left out (as browsers send it)."""
+    parts = urlsplit(url.strip())
+    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if port is None or (scheme, port) in (("http", 80), ("https", 443)):
+        return f"{scheme}://{host}"
+    return f"{scheme}://{host}:{port}"
 
 
 def _url_host(host: str) -> str:
@@ -99,59 +185,8 @@ def _url_host(host: str) -> str:
         import socket
 
         host = socket.gethostname()
+    host = host.strip("[]")
     return f"[{host}]" if ":" in host else host
-
-
-def serve(
-    host: str = DEFAULT_HOST,
-    port: int = DEFAULT_PORT,
-    *,
-    command: str | None = None,
-    public_url: str | None = None,
-    app_args: Sequence[str] = (),
-) -> int:
-    """Serve the TUI on http://host:port until Ctrl+C / SIGTERM; return the exit status.
-
-    `command` replaces the app command (a shell command line; default: `app_command(app_args)`).
-    `public_url` is the address browsers use (default http://host:port); set it behind a proxy.
-    Every connection runs the app with this process's environment and working directory.
-    """
-    from textual_serve.server import Server
-
-    command = command or app_command(app_args)
-    url = public_url or f"http://{_url_host(host)}:{port}"
-    server = _make_server_class(Server)(command, host=host, port=port, title="cmdop-tui", public_url=url)
-    if warning := exposure_warning(host, port):
-        print(warning, file=sys.stderr, flush=True)
-    try:
-        server.serve()
-    except OSError as exc:
-        print(f"cmdop-tui serve: cannot listen on {host}:{port}: {exc.strerror or exc}", file=sys.stderr, flush=True)
-        return 1
-    finally:
-        server.kill_all()
-    return 0
-
-
-def serve_main(argv: Sequence[str]) -> int:
-    """`cmdop-tui serve [--host H] [--port N] [--public-url URL] [app flags...]`.
-
-    Flags other than these are the app's own (`--theme`, `--machine`, `--model`, `--yes`...): they
-    are checked here, once, and passed to every app the server starts."""
-    p = argparse.ArgumentParser(
-        prog="cmdop-tui serve",
-        description="Serve the TUI in a web browser (textual-serve). No authentication: keep the default "
-        "loopback bind unless you know who can reach the port.",
-        epilog="Other flags are passed to the app, e.g. --theme NAME, --machine NAME, --model ID.",
-    )
-    p.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind (default {DEFAULT_HOST})")
-    p.add_argument("--port", type=_port, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    p.add_argument("--public-url", help="the URL browsers use, when it differs (e.g. behind a proxy)")
-    args, rest = p.parse_known_args(list(argv))
-    if problem := _check_app_args(rest):
-        print(f"cmdop-tui serve: {problem}", file=sys.stderr)
-        return EXIT_USAGE
-    return serve(args.host, args.port, public_url=args.public_url, app_args=rest)
 
 
 def _port(text: str) -> int:
@@ -170,8 +205,10 @@ def _check_app_args(app_args: list[str]) -> str | None:
     app_parser.prog = "cmdop-tui serve"
     try:
         args = app_parser.parse_args(app_args)
-    except SystemExit as exc:  # argparse printed the reason
-        return f"invalid app flags: {' '.join(app_args)}" if exc.code else "help shown"
+    except SystemExit as exc:  # argparse printed why (or the help)
+        if not exc.code:
+            raise
+        return f"invalid app flags: {shlex.join(app_args)}"
     if args.prompt is not None:
         return "-p (headless mode) cannot be served; serve runs the full-screen app"
     try:
@@ -185,10 +222,9 @@ def _check_app_args(app_args: list[str]) -> str | None:
 # --- the server ---------------------------------------------------------------------------------
 
 
-def _make_server_class(base: type) -> type:
-    """`textual_serve.server.Server` with bounded, complete app shutdown (see module docstring).
-
-    Built on call so that importing this module does not import textual-serve (and aiohttp)."""
+def _server_class(base: type) -> type:
+    """`textual_serve.server.Server` with the additions of the module docstring. Built on call,
+    so that importing this module imports neither textual-serve nor aiohttp."""
     from aiohttp import web
     from textual_serve.app_service import AppService
     from textual_serve.server import log
@@ -197,6 +233,7 @@ def _make_server_class(base: type) -> type:
 
     class CmdopAppService(AppService):
         async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
+            # textual-serve's, plus a session of its own and the parent-death signal.
             environment = self._build_environment(width=width, height=height)
             self._process = process = await asyncio.create_subprocess_shell(
                 self.command,
@@ -212,7 +249,8 @@ def _make_server_class(base: type) -> type:
             return process
 
         async def stop(self) -> None:
-            """Ask the app to quit; past the grace time, SIGTERM then SIGKILL its group; reap it."""
+            """Ask the app to quit; past the grace time SIGTERM, then SIGKILL, its group; reap it.
+            (textual-serve's own stop waits for the app forever.)"""
             task, self._task = self._task, None
             process = self._process
             if task is None or process is None:
@@ -224,7 +262,7 @@ def _make_server_class(base: type) -> type:
                 if not await _ended(process, TERM_GRACE_S):
                     _signal_group(process.pid, signal.SIGKILL)
                     await process.wait()
-            _signal_group(process.pid, signal.SIGKILL)  # anything the app left in its group
+            _signal_group(process.pid, signal.SIGKILL)  # whatever the app left in its group
             await asyncio.wait({task}, timeout=1.0)  # the output pump ends at EOF
             if not task.done():
                 task.cancel()
@@ -233,6 +271,7 @@ def _make_server_class(base: type) -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.services: set[CmdopAppService] = set()
+            self.allowed_origins: frozenset[str] = frozenset()
 
         async def on_startup(self, app: web.Application) -> None:
             print(f"cmdop-tui serve: open {self.public_url} in a browser (each tab is its own session)", flush=True)
@@ -242,13 +281,20 @@ def _make_server_class(base: type) -> type:
             await asyncio.gather(*(service.stop() for service in list(self.services)))
 
         def kill_all(self) -> None:
-            """Last resort after the loop is gone (e.g. the server failed): SIGKILL every app."""
+            """Last resort once the event loop is gone: SIGKILL any app still running."""
             for service in self.services:
-                if service._process is not None and service._process.returncode is None:
-                    _signal_group(service._process.pid, signal.SIGKILL)
+                process = service._process
+                if process is not None and process.returncode is None:
+                    _signal_group(process.pid, signal.SIGKILL)
 
-        async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
-            # textual-serve's handler, with CmdopAppService and a registry for on_shutdown.
+        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+            # textual-serve's handler, plus the Origin check, CmdopAppService and the registry.
+            origin = request.headers.get("Origin")
+            if origin is not None and _origin(origin) not in self.allowed_origins:
+                log.warning(
+                    "refused a session for a page from %s (open %s, or set --public-url)", origin, self.public_url
+                )
+                return web.Response(status=403, text="cross-origin session refused\n")
             websocket = web.WebSocketResponse(heartbeat=15)
             width = _to_int(request.query.get("width", "80"), 80)
             height = _to_int(request.query.get("height", "24"), 24)
@@ -268,7 +314,7 @@ def _make_server_class(base: type) -> type:
                 await self._process_messages(websocket, service)
             except asyncio.CancelledError:
                 await websocket.close()
-            except Exception as error:  # noqa: BLE001 - textual-serve logs and drops the tab
+            except Exception as error:  # noqa: BLE001 - as textual-serve: log it, end the session
                 log.exception(error)
             finally:
                 if service is not None:
@@ -282,7 +328,7 @@ def _make_server_class(base: type) -> type:
 async def _ended(process: asyncio.subprocess.Process, timeout: float) -> bool:
     try:
         await asyncio.wait_for(process.wait(), timeout)
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         return False
     return True
 
@@ -302,8 +348,8 @@ def _to_int(value: str, default: int) -> int:
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
-    """On Linux, a pre-exec hook that has the kernel SIGTERM the app when serve dies, even by
-    SIGKILL (the app's web driver exits cleanly on SIGTERM)."""
+    """On Linux, a pre-exec hook by which the kernel sends the app SIGTERM when serve dies, even
+    by SIGKILL (Textual's web driver exits cleanly on SIGTERM)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -314,9 +360,12 @@ def _parent_death_signal() -> Callable[[], None] | None:
         return None
     pr_set_pdeathsig = 1
     sigterm = int(signal.SIGTERM)
+    serve_pid = os.getpid()
 
     def hook() -> None:
         prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
+        if os.getppid() != serve_pid:  # serve died before the hook ran
+            os._exit(1)
 
     return hook
 

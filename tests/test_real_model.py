@@ -55,3 +55,44 @@ def test_non_streaming_answer_from_a_real_model(local_model, tmp_path):
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert summary["status"] == "final" and summary["result"].strip()
+
+
+def test_local_flag_starts_and_stops_the_model_itself(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text("[agent]\nmax_tokens = 32\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
+    env["CMDOP_TUI_CONFIG"] = str(config)
+    command = [sys.executable, "-m", "cmdop_tui", "--local", "-p", "Say hi.", "--output-format", "json", "--max-turns", "2"]
+    before = set(local_servers())
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["status"] == "final" and summary["result"].strip()
+    assert "starting the local model" in done.stderr
+    assert set(local_servers()) <= before, "the local model server outlived the run"
+
+
+def local_servers() -> list[str]:
+    found = subprocess.run(["pgrep", "-f", "cmdop_tui.local_model"], capture_output=True, text=True)
+    return found.stdout.split()
+
+
+async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
+    from dataclasses import replace
+
+    from cmdop_tui.settings import Settings
+    from cmdop_tui.tui.screens.confirm import ConfirmScreen
+    from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+
+    settings = replace(Settings(), agent=replace(Settings().agent, max_tokens=32))
+    before = set(local_servers())
+    app = make_app(settings=settings, offer_local=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.runner is not None, timeout=60, what="the local model")
+        assert any("ready in" in n for n in notices(app)) and app.runner.config.model.startswith("local:")
+        await submit(pilot, "Say hi.")
+        await finish_turn(pilot)
+        assert replies(app) and replies(app)[-1].strip()
+    assert set(local_servers()) <= before, "the app left its local model running"

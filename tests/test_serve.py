@@ -7,7 +7,8 @@ xterm.js's own buffer: a script injected before the page's scripts catches the `
 textual-serve's page creates (it is assigned to a `.terminal` property) and exposes it as
 `window.__cmdopTerm`. Keys are typed as real key events (CDP `Input.dispatchKeyEvent`).
 
-Skipped when chromium is not installed (CI installs it: see .ci/run).
+The browser test is skipped when chromium is not installed (CI installs it: see .ci/run);
+CMDOP_TEST_CHROMIUM names another binary. The other tests use a websocket client in its place.
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -321,8 +320,11 @@ class Browser:
             message["sessionId"] = self.session_id
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[self._next_id] = future
-        await self._ws.send_str(json.dumps(message))
-        reply = await asyncio.wait_for(future, timeout)
+        try:
+            await self._ws.send_str(json.dumps(message))
+            reply = await asyncio.wait_for(future, timeout)
+        finally:
+            self._pending.pop(message["id"], None)
         if "error" in reply:
             raise CdpError(f"{method}: {reply['error']}")
         return reply.get("result", {})
@@ -390,7 +392,7 @@ class Browser:
         if self._ws is not None and not self._ws.closed and self.proc.poll() is None:
             try:
                 await self.send("Browser.close", timeout=3.0)
-            except (CdpError, asyncio.TimeoutError, ConnectionError):
+            except (TimeoutError, CdpError, ConnectionError):
                 pass
         if self._ws is not None:
             await self._ws.close()
@@ -424,7 +426,9 @@ needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason=f"chromium is not 
 
 @needs_chromium
 @pytest.mark.timeout(60)
-async def test_served_app_answers_in_the_browser(fake_api: FakeAnthropic, serve_env: dict[str, str], tmp_path: Path) -> None:
+async def test_served_app_answers_in_the_browser(
+    fake_api: FakeAnthropic, serve_env: dict[str, str], tmp_path: Path
+) -> None:
     reply = "Served hello from the operator."
     prompt = "say hello from the browser"
     fake_api.enqueue(text_reply(reply))
@@ -472,14 +476,16 @@ async def test_served_app_answers_in_the_browser(fake_api: FakeAnthropic, serve_
 # --- process lifetime, without a browser: a websocket client speaking the page's protocol -------
 
 
-async def connect_app(url: str, width: int = 100, height: int = 30) -> tuple[Any, Any]:
-    """Open a session as the page does; return (http session, websocket) once the app's prompt
-    has been drawn."""
+async def connect_app(url: str, origin: str | None = None, width: int = 100, height: int = 30) -> tuple[Any, Any]:
+    """Open a session as the page does (from `origin`, default the page's own); return
+    (http session, websocket) once the app's prompt has been drawn."""
     import aiohttp
 
     http = aiohttp.ClientSession()
     try:
-        ws = await http.ws_connect(f"{url.replace('http', 'ws', 1)}/ws?width={width}&height={height}")
+        ws = await http.ws_connect(
+            f"{url.replace('http', 'ws', 1)}/ws?width={width}&height={height}", origin=origin or url
+        )
         received = b""
         deadline = time.monotonic() + 15
         while PLACEHOLDER.encode() not in received:
@@ -558,7 +564,7 @@ def test_a_public_bind_warns_before_anything_else(serve_env: dict[str, str], tmp
         port = taken.getsockname()[1]
         done = subprocess.run(
             [*SERVE_ARGV, "--host", "0.0.0.0", "--port", str(port)],
-            env=serve_env, capture_output=True, text=True, timeout=30,
+            env=serve_env, capture_output=True, text=True, timeout=30, check=False,
         )
     assert done.returncode == 1, done
     assert done.stderr.startswith("WARNING: serving on 0.0.0.0"), done.stderr
@@ -582,3 +588,37 @@ def test_serve_main_refuses_what_cannot_be_served(
     assert code == 2
     if message:
         assert message in capsys.readouterr().err
+
+
+async def test_pages_from_elsewhere_cannot_open_a_session(serve_env: dict[str, str], tmp_path: Path) -> None:
+    """Any web page the user visits could open ws://127.0.0.1:PORT/ws (websockets ignore the
+    same-origin policy), and a DNS-rebinding page even looks same-host: the page's Origin must
+    be the server's own, or no app is started."""
+    import aiohttp
+
+    serve = Serve(serve_env, tmp_path / "serve.log")
+    try:
+        serve.wait_ready()
+        for origin in ("http://evil.example", f"http://rebound.example:{serve.port}", f"https://127.0.0.1:{serve.port}"):
+            async with aiohttp.ClientSession() as http:
+                with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
+                    await http.ws_connect(f"ws://127.0.0.1:{serve.port}/ws", origin=origin)
+            assert refused.value.status == 403, origin
+        assert not serve.note_children(), "an app was started for a foreign page"
+        http, ws = await connect_app(serve.url, origin=f"http://localhost:{serve.port}")
+        await ws.close()
+        await http.close()
+    finally:
+        code = serve.stop()
+    assert code == 0, serve.output()
+    assert "refused a session for a page from http://evil.example" in serve.output()
+
+
+def test_allowed_origins_are_the_public_url_and_loopback_on_the_port() -> None:
+    from cmdop_tui.serve import allowed_origins
+
+    assert allowed_origins("http://127.0.0.1:8000", 8000) == {
+        "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000",
+    }
+    behind_proxy = allowed_origins("https://Ops.Example.com:443/cmdop/", 8000)
+    assert "https://ops.example.com" in behind_proxy and "http://ops.example.com" not in behind_proxy

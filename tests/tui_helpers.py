@@ -19,14 +19,16 @@ MACHINE = MachineInfo(name="testhost", os_name="Linux 6.1", user="tester", load=
 FAST_RETRY = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.004, jitter_s=0.0)
 
 
-def make_app(fake_api=None, *, settings: Settings | None = None, retry: RetryPolicy = FAST_RETRY, **agent) -> CmdopApp:
+def make_app(
+    fake_api=None, *, settings: Settings | None = None, retry: RetryPolicy = FAST_RETRY, offer_local: bool = False, **agent
+) -> CmdopApp:
     settings = settings or Settings()
     if agent:
         settings = replace(settings, agent=replace(settings.agent, **agent))
     client = None
     if fake_api is not None:
         client = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0)
-    return CmdopApp(settings, client=client, retry=retry, facts=FACTS, machine=MACHINE)
+    return CmdopApp(settings, client=client, retry=retry, facts=FACTS, machine=MACHINE, offer_local_model=offer_local)
 
 
 async def wait_until(pilot, condition: Callable[[], object], timeout: float = 10.0, what: str = "condition") -> None:

@@ -29,6 +29,7 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
+from cmdop_tui.local_model import LocalModelError, LocalModelServer, local_model_available
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.sessions import SessionError, export_markdown, list_sessions
 from cmdop_tui.settings import Settings, SettingsError
@@ -50,6 +51,7 @@ from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
 from cmdop_tui.tui.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
+from cmdop_tui.tui.widgets.notice import Notice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
@@ -66,6 +68,10 @@ NARROW_WIDTH = 100  # below this the side panels fold away
 HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 
+LOCAL_OFFER = (
+    "No API key is set. Start a local model instead? It runs on this machine with no key "
+    "(llama.cpp with a small model: it answers, but seldom uses tools well)."
+)
 WELCOME = (
     "cmdop-tui, an operator on {host}. Ask for something and press Enter; "
     "Esc stops a turn; /help lists commands and keys."
@@ -109,6 +115,7 @@ class CmdopApp(App[None]):
         retry: RetryPolicy | None = None,
         facts: SessionFacts | None = None,
         machine: MachineInfo | None = None,
+        offer_local_model: bool = True,
     ) -> None:
         """`client`, `retry`, `facts` and `machine` replace what the app would find itself
         (tests pin them so that screenshots are the same on every machine)."""
@@ -130,6 +137,8 @@ class CmdopApp(App[None]):
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self.recorder: SessionRecorder | None = None
+        self.local_server: LocalModelServer | None = None
+        self._offer_local = offer_local_model
         self.permissions: Permissions | None = None
 
     # --- set-up --------------------------------------------------------------------------------
@@ -170,8 +179,11 @@ class CmdopApp(App[None]):
         Importing the SDK takes about a second; the prompt is usable meanwhile, and a prompt sent
         early waits for this.
         """
+        notes: list[str] = []
         try:
             engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.engine")
+            if self.settings.local:
+                await self._start_local_model(engine)
             self._build_runner(engine)
             notes = self._start_session(engine)
         finally:
@@ -187,6 +199,46 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(self.setup_error, "error")
         self._show_status()
         self._watch_machines()
+        if self.runner is None and self.setup_error == NO_KEY_HELP and self._offer_local and local_model_available(self.settings):
+            self.push_screen(ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now"), self._local_offer_answered)
+
+    async def _local_offer_answered(self, start: bool | None) -> None:
+        if start:
+            self.settings = replace(self.settings, local=True)
+            self.start_local_session()
+
+    @work(group="setup", exit_on_error=False)
+    async def start_local_session(self) -> None:
+        """After the offer: start the local model, then the runner and the session."""
+        engine = importlib.import_module("cmdop_tui.engine")
+        self.setup_error = None
+        await self._start_local_model(engine)
+        self._build_runner(engine)
+        for note in self._start_session(engine):
+            await self.chat.add_notice(note)
+        if self.setup_error:
+            await self.chat.add_notice(self.setup_error, "error")
+        self._show_status()
+        self._watch_machines()
+
+    async def _start_local_model(self, engine) -> None:  # type: ignore[no-untyped-def]
+        """Start llama.cpp's server in a thread, showing how long it has been loading."""
+        notice = Notice("Loading the local model…")
+        await self.chat.add(notice)
+        started = time.monotonic()
+        ticker = self.set_interval(0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s"))
+        try:
+            self.settings, self.local_server = await asyncio.to_thread(engine.start_local_model, self.settings)
+        except LocalModelError as exc:
+            self.setup_error = f"The local model did not start: {exc}"
+            notice.update("The local model did not start.")
+            return
+        finally:
+            ticker.stop()
+        notice.update(
+            f"Local model {self.local_server.gguf.stem} ready in {time.monotonic() - started:.1f}s: no API key needed "
+            "(a small model answers, but seldom uses tools well)."
+        )
 
     def _watch_machines(self) -> None:
         fleet = self.runner.machines if self.runner else None
@@ -269,7 +321,7 @@ class CmdopApp(App[None]):
     def _build_runner(self, engine) -> None:  # type: ignore[no-untyped-def]
         try:
             if self._client is None:
-                self._client = engine.make_client(self.settings)
+                self._client = engine.make_client(self.settings, local=self.local_server)
             self.runner = engine.build_runner(
                 self.settings,
                 client=self._client,
@@ -285,6 +337,8 @@ class CmdopApp(App[None]):
             self.setup_error = str(exc)
 
     async def on_unmount(self) -> None:
+        if self.local_server is not None:
+            await asyncio.to_thread(self.local_server.stop)
         if self.recorder is not None:
             self.recorder.close()
         if self._client is not None and self._owns_client:
