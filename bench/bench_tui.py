@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 
 from fake_anthropic import FakeAnthropic, text_reply  # noqa: E402
 from pty_app import PtyApp  # noqa: E402

@@ -506,3 +506,39 @@ async def test_agent_profiles_switch_by_command(fake_api):
         await submit(pilot, "/agent nobody")
         await pilot.pause()
         assert "unknown agent profile 'nobody'" in notices(app, "error")[-1]
+
+
+async def test_copy_the_last_reply_and_a_tool_output(fake_api):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo copied-output"}), text_reply("Copy **me**."))
+    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        await pilot.press("f4")
+        assert app.clipboard == "Copy **me**."
+        app.query_one("#tool-table").focus()
+        await pilot.press("c")
+        await pilot.pause()
+        assert "copied-output" in app.clipboard and app.clipboard.startswith("exit code: 0")
+
+
+def test_copy_reaches_the_terminal_as_osc_52(fake_api, anthropic_env, tmp_path):
+    import base64
+
+    from pty_app import PtyApp
+
+    fake_api.enqueue(text_reply("Clipboard check 42."))
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
+    app = PtyApp(env, size=(100, 30))
+    try:
+        app.wait_for(b"Ask the operator", timeout=20)
+        start = app.mark()
+        app.write(b"hi\r")
+        app.wait_for(b"Clipboard check 42.", start)
+        app.wait_for(b"turn 1/30", start)
+        start = app.mark()
+        app.write(b"\x1bOS")  # F4
+        payload = base64.b64encode(b"Clipboard check 42.")
+        app.wait_for(b"\x1b]52;c;" + payload, start, timeout=10)
+    finally:
+        app.close()

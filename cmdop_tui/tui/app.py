@@ -31,6 +31,7 @@ from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.local_model import LocalModelError, LocalModelServer, local_model_available
 from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.secrets import mask
 from cmdop_tui.sessions import SessionError, export_markdown, list_sessions
 from cmdop_tui.settings import Settings, SettingsError
 from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
@@ -41,6 +42,7 @@ from cmdop_tui.tui.messages import (
     TOOL_MESSAGE_FOR_EVENT,
     BatchedMessage,
     TextBatch,
+    ToolOutputCopyRequested,
     ToolOutputRequested,
 )
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
@@ -104,6 +106,7 @@ class CmdopApp(App[None]):
         Binding("ctrl+c", "interrupt", "Stop", show=False),
         Binding("f2", "toggle_tools", "Tools"),
         Binding("f3", "toggle_machines", "Machines"),
+        Binding("f4", "copy_reply", "Copy reply"),
         Binding("ctrl+q", "request_quit", "Quit", priority=True),
     ]
 
@@ -576,6 +579,27 @@ class CmdopApp(App[None]):
         else:  # still waiting for the SDK to load: nothing has started yet
             self.workers.cancel_group(self, "agent")
             self.call_later(self.chat.add_notice, "■ Stopped.", "stopped")
+
+    def action_copy_reply(self) -> None:
+        """The last reply to the clipboard, with OSC 52 (so it works over SSH too)."""
+        self.copy_text(self.chat.last_reply, "the last reply")
+
+    def on_tool_output_copy_requested(self, message: ToolOutputCopyRequested) -> None:
+        self.copy_text(message.record.shown_output, f"the output of {message.record.name}")
+
+    def action_copy_tool_output(self) -> None:
+        record = self.query_one(ToolPanel).highlighted()
+        if record is not None:
+            self.copy_text(record.shown_output, f"the output of {record.name}")
+        else:
+            self.notify("No tool call to copy from yet.", severity="warning")
+
+    def copy_text(self, text: str, what: str) -> None:
+        if not text:
+            self.notify(f"Nothing to copy: there is no {what.removeprefix('the ')} yet.", severity="warning")
+            return
+        self.copy_to_clipboard(mask(text))  # as the screen shows it: secrets stay masked
+        self.notify(f"Copied {what} ({len(text):,} characters) to the clipboard.")
 
     def action_interrupt(self) -> None:
         """ctrl+c: stops a running turn (as terminal users expect), else says how to quit."""

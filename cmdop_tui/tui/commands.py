@@ -78,6 +78,8 @@ class CmdopCommands(Provider):
             ("Show help", partial(app.run_slash, "/help"), "/help"),
             ("Resume an earlier session", partial(app.run_slash, "/sessions"), "/sessions"),
             ("Export this session as Markdown", partial(app.run_slash, "/export"), "/export"),
+            ("Copy the last reply", app.action_copy_reply, "F4"),
+            ("Copy the selected tool output", app.action_copy_tool_output, "c in the tool panel"),
             ("Toggle the tool-activity panel", app.action_toggle_tools, "F2"),
             ("Toggle the machines panel", app.action_toggle_machines, "F3"),
             ("Quit", app.action_request_quit, "ctrl+q"),

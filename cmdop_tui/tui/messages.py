@@ -64,6 +64,14 @@ class ToolOutputRequested(Message):
         self.record = record
 
 
+class ToolOutputCopyRequested(Message):
+    """The user asked to copy the whole output of a tool call to the clipboard."""
+
+    def __init__(self, record: ToolRecord) -> None:
+        super().__init__()
+        self.record = record
+
+
 class Agent:
     """Namespace for the messages, so handlers read `on_agent_<what happened>`."""
 

@@ -9,11 +9,15 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, TextArea
 
+from cmdop_tui.tui.messages import ToolOutputCopyRequested
 from cmdop_tui.tui.tool_records import ToolRecord
 
 
 class OutputScreen(ModalScreen[None]):
-    BINDINGS = [Binding("escape,q", "dismiss", "Close")]
+    BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("c", "copy", "Copy all")]
+
+    def action_copy(self) -> None:
+        self.post_message(ToolOutputCopyRequested(self.record))
 
     def __init__(self, record: ToolRecord) -> None:
         super().__init__()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from cmdop_tui.tui.messages import ToolOutputRequested
+from cmdop_tui.tui.messages import ToolOutputCopyRequested, ToolOutputRequested
 from cmdop_tui.tui.tool_records import ToolRecord
 
 PREVIEW_LINES = 4
@@ -15,7 +15,7 @@ STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
 class ToolCard(Widget, can_focus=True):
     """Renders from its ToolRecord; `refresh()` after the record changes. Enter shows all output."""
 
-    BINDINGS = [("enter", "show_output", "Output")]
+    BINDINGS = [("enter", "show_output", "Output"), ("c", "copy_output", "Copy")]
 
     def __init__(self, record: ToolRecord) -> None:
         super().__init__(classes="tool-card")
@@ -23,6 +23,9 @@ class ToolCard(Widget, can_focus=True):
 
     def action_show_output(self) -> None:
         self.post_message(ToolOutputRequested(self.record))
+
+    def action_copy_output(self) -> None:
+        self.post_message(ToolOutputCopyRequested(self.record))
 
     def render(self) -> Content:
         record = self.record

@@ -11,13 +11,20 @@ from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from cmdop_tui.tui.messages import Agent, ToolOutputRequested
+from cmdop_tui.tui.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
 from cmdop_tui.tui.tool_records import ToolRecord
 
 PREVIEW_LINES = 6
 
 
 class ToolPanel(Vertical):
+    BINDINGS = [("c", "copy_output", "Copy output")]
+
+    def action_copy_output(self) -> None:
+        record = self.highlighted()
+        if record is not None:
+            self.post_message(ToolOutputCopyRequested(record))
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.records: dict[str, ToolRecord] = {}
