@@ -131,6 +131,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return permissions_command(argv[1:])
     if argv[:1] == ["config"]:
         return config_command(argv[1:])
+    if argv[:1] == ["serve"]:
+        from cmdop_tui.serve import serve_main
+
+        return serve_main(argv[1:])
     args = parser().parse_args(argv)
     ensure_config_file()
     try:

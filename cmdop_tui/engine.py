@@ -29,7 +29,7 @@ from cmdop_tui.local_model import LocalModelServer
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
-from cmdop_tui.permissions import Permissions, PermissionsError
+from cmdop_tui.permissions import Permissions, PermissionsError  # noqa: F401 (the app reaches it through engine)
 from cmdop_tui.secrets import configured_secrets
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools

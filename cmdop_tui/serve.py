@@ -45,7 +45,6 @@ DEFAULT_PORT = 8000
 QUIT_GRACE_S = 3.0  # an app asked to quit gets this long before SIGTERM...
 TERM_GRACE_S = 2.0  # ... and this long after SIGTERM before SIGKILL
 EXIT_USAGE = 2
-SERVED_APP_FLAG = "--served-app"  # `python -m cmdop_tui.serve --served-app ARGS`: one served app
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
 
@@ -108,32 +107,8 @@ def serve_main(argv: Sequence[str]) -> int:
 
 def app_command(app_args: Sequence[str] = ()) -> str:
     """The shell command textual-serve runs for each browser connection: `cmdop-tui APP_ARGS`
-    with this interpreter, through `served_app_main`."""
-    argv = [sys.executable, "-m", "cmdop_tui.serve", SERVED_APP_FLAG, *app_args]
-    return "exec " + shlex.join(argv)
-
-
-def served_app_main(app_args: Sequence[str]) -> None:
-    """`cmdop-tui APP_ARGS`, as one app behind textual-serve.
-
-    textual-serve picks the driver through TEXTUAL_DRIVER (Textual's web driver), but CmdopApp
-    names its own driver class (PromptEscapeDriver, a terminal driver), which wins over that
-    variable: the app would write escape codes to the pipe and the page would stay blank. Until
-    CmdopApp honours TEXTUAL_DRIVER itself, the driver named there replaces PromptEscapeDriver
-    here (and app_command can then run `-m cmdop_tui` directly)."""
-    from textual import constants
-
-    if constants.DRIVER:
-        import importlib
-
-        from cmdop_tui.tui import app as app_module
-
-        module_name, _, symbol = constants.DRIVER.partition(":")
-        app_module.PromptEscapeDriver = getattr(importlib.import_module(module_name), symbol)  # type: ignore[misc]
-    from cmdop_tui.cli import entry
-
-    sys.argv = ["cmdop-tui", *app_args]
-    entry()
+    with this interpreter (exec, so the process serve tracks is the app itself)."""
+    return "exec " + shlex.join([sys.executable, "-m", "cmdop_tui", *app_args])
 
 
 def is_loopback(host: str) -> bool:
@@ -371,7 +346,4 @@ def _parent_death_signal() -> Callable[[], None] | None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == [SERVED_APP_FLAG]:
-        served_app_main(sys.argv[2:])
-    else:
-        sys.exit(serve_main(sys.argv[1:]))
+    sys.exit(serve_main(sys.argv[1:]))

@@ -34,7 +34,7 @@ CHROMIUM = os.environ.get("CMDOP_TEST_CHROMIUM") or shutil.which("chromium") or 
 HAVE_CHROMIUM = os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)
 PLACEHOLDER = "Ask the operator"
 # The serve entry point, as the lead wires it into the CLI: `cmdop-tui serve` runs serve_main too.
-SERVE_ARGV = [sys.executable, "-m", "cmdop_tui.serve"]
+SERVE_ARGV = [sys.executable, "-m", "cmdop_tui", "serve"]
 
 CHROMIUM_FLAGS = [
     "--headless",

@@ -422,8 +422,8 @@ async def test_continue_at_start_shows_the_last_conversation(fake_api):
         await finish_turn(pilot)
     again = make_app(fake_api, settings=Settings(continue_latest=True))
     async with again.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: again.runner is not None and replies(again) == ["Remembered."])
-        assert any("resumed session" in n for n in notices(again))
+        await wait_until(pilot, lambda: any("resumed session" in n for n in notices(again)), what="the resume note")
+        assert replies(again) == ["Remembered."]
         await submit(pilot, "and now?")
         await finish_turn(pilot)
         assert [m["role"] for m in fake_api.requests[1].body["messages"]] == ["user", "assistant", "user"]

@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from textual import constants as textual_constants
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
@@ -122,7 +123,10 @@ class CmdopApp(App[None]):
     ) -> None:
         """`client`, `retry`, `facts` and `machine` replace what the app would find itself
         (tests pin them so that screenshots are the same on every machine)."""
-        super().__init__(driver_class=None if sys.platform == "win32" else PromptEscapeDriver)
+        # Our Linux driver only for a real terminal: textual-serve (`serve`) chooses its web driver
+        # through TEXTUAL_DRIVER, which a driver named here would override.
+        terminal = sys.platform != "win32" and not textual_constants.DRIVER
+        super().__init__(driver_class=PromptEscapeDriver if terminal else None)
         self.settings = settings
         self._retry = retry or RetryPolicy()
         self._facts = facts
