@@ -420,8 +420,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
             return
         await self.chat.add_user_message(text)
-        if self._engine_ready.is_set() and self.runner is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if self._engine_ready.is_set() and await self._not_ready():
             return
         self.run_agent(text)
 
@@ -434,6 +433,13 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(unknown_command_hint(command.name), "warning")
             return
         await handler(command.argument)
+
+    async def _not_ready(self) -> bool:
+        """True (after saying why) when there is no runner: no key, or a broken setting."""
+        if self.runner is not None and self.recorder is not None:
+            return False
+        await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        return True
 
     async def _slash_help(self, argument: str) -> None:
         keys = [("Enter", "send"), ("ctrl+j", "new line"), ("Up/Down", "earlier prompts"), ("ctrl+p", "command palette")]
@@ -474,8 +480,7 @@ class CmdopApp(App[None]):
         self._show_status()
 
     async def _slash_sessions(self, argument: str) -> None:
-        if self.recorder is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if await self._not_ready():
             return
         self.push_screen(SessionsScreen(list_sessions(), self.recorder.session_id), self._resume_chosen)
 
@@ -495,8 +500,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(note)
 
     async def _slash_export(self, argument: str) -> None:
-        if self.runner is None or self.recorder is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if await self._not_ready():
             return
         path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{self.recorder.session_id}.md"
         markdown = export_markdown(
@@ -510,8 +514,7 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(f"Exported this session to {path}")
 
     async def _slash_budget(self, argument: str) -> None:
-        if self.runner is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if await self._not_ready():
             return
         wanted = argument.strip().lower().lstrip("$")
         if wanted:
@@ -526,8 +529,7 @@ class CmdopApp(App[None]):
         self._show_status()
 
     async def _slash_agent(self, argument: str) -> None:
-        if self.runner is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if await self._not_ready():
             return
         if not argument:
             names = ", ".join(self.settings.agents)
@@ -562,8 +564,7 @@ class CmdopApp(App[None]):
     async def run_agent(self, prompt: str) -> None:
         self.call_after_refresh(self._show_status)
         await self._engine_ready.wait()
-        if self.runner is None:
-            await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
+        if await self._not_ready():
             return
         await self.runner.run(prompt, self.deliver)
 
