@@ -85,6 +85,20 @@ NO_KEY_HELP = (
 )
 
 
+GC_AFTER_TURN_S = 0.5  # after a turn, once the last frames are painted
+
+
+def settle_heap() -> None:
+    """Collect, then freeze what survives, at a quiet moment (start-up, after a turn).
+
+    The SDK, Textual and a growing chat make a large heap of long-lived objects; a full collection
+    that walks them all stalls the UI for ~50-100 ms in the middle of a stream. Frozen objects are
+    never walked again, so collections during the next turn only see what that turn creates.
+    """
+    gc.collect()
+    gc.freeze()
+
+
 def _positive_number(text: str) -> float | None:
     try:
         value = float(text)
@@ -199,9 +213,7 @@ class CmdopApp(App[None]):
             await self._show_history()
         for note in notes:
             await self.chat.add_notice(note)
-        # The SDK and Textual leave a large heap of long-lived objects; a full collection that
-        # walks them all stalls the UI for ~100 ms mid-stream. Frozen objects are never walked.
-        gc.freeze()
+        settle_heap()
         if self.setup_error:
             await self.chat.add_notice(self.setup_error, "error")
         self._show_status()
@@ -575,6 +587,10 @@ class CmdopApp(App[None]):
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             self.call_later(self.chat.add_notice, f"Internal error: {type(error).__name__}: {error}", "error")
+        if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
+            self.set_timer(GC_AFTER_TURN_S, settle_heap)
+
+
 
     def action_stop(self) -> None:
         if not self.running:

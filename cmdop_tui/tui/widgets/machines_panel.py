@@ -91,8 +91,13 @@ class MachinesPanel(Vertical):
     def redraw(self) -> None:
         options = self.options
         highlighted = options.highlighted
+        fresh = [self._local_option(), *(self._remote_option(name) for name in self.remotes)]
+        if [o.id for o in fresh] == [options.get_option_at_index(i).id for i in range(options.option_count)]:
+            for option in fresh:  # same machines: only their text changes (cheaper than a rebuild)
+                options.replace_option_prompt(option.id, option.prompt)
+            return
         options.clear_options()
-        options.add_options([self._local_option(), *(self._remote_option(name) for name in self.remotes)])
+        options.add_options(fresh)
         if highlighted is None or highlighted >= options.option_count:
             highlighted = [LOCAL, *self.remotes].index(self.target) if self.target in self.remotes else 0
         options.highlighted = highlighted
