@@ -30,7 +30,7 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, PermissionsError  # noqa: F401 (the app reaches it through engine)
-from cmdop_tui.secrets import configured_secrets
+from cmdop_tui.secrets import configured_secrets, redact_json
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
@@ -70,12 +70,13 @@ def make_client(
     )
 
 
-def start_local_model(settings: Settings) -> tuple[Settings, LocalModelServer]:
+def start_local_model(settings: Settings, server: LocalModelServer | None = None) -> tuple[Settings, LocalModelServer]:
     """Start llama.cpp's server with the configured (or bundled) model; blocks until it serves.
 
-    Returns the settings to use with it: the model is named after the file (no price: no cost).
+    Pass `server` to keep a handle the caller can stop even if this is interrupted. Returns the
+    settings to use with it: the model is named after the file (no price: no cost).
     """
-    server = LocalModelServer(settings.local_model).start()
+    server = (server or LocalModelServer(settings.local_model)).start()
     model = f"local:{server.gguf.stem}"
     agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
     return replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model), server
@@ -127,7 +128,8 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
             approval = Approval(False, "it needs approval and no one can approve it here (rerun with --yes, or add a rule)")
         else:
             approval = await ask(call)
-        permissions.record(decision, call.name, call.input, call.machine, outcome="allowed" if approval.allowed else "denied")
+        audited = redact_json(call.input, configured_secrets())  # the audit log is a file: no secrets
+        permissions.record(decision, call.name, audited, call.machine, outcome="allowed" if approval.allowed else "denied")
         return approval
 
     return gate

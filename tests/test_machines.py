@@ -341,3 +341,45 @@ async def _fleet_of(app, pilot):
 
     await wait_until(pilot, lambda: app.runner is not None, what="the engine")
     return app.runner.machines
+
+
+async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_path):
+    import stat as st
+
+    ctx = context(fleet, tmp_path)
+    script = tmp_path / "run.sh"
+    script.write_text("old")
+    script.chmod(0o755)
+    link = tmp_path / "link.txt"
+    real = tmp_path / "real.txt"
+    real.write_text("old")
+    link.symlink_to(real)
+    for path in (script, link, tmp_path / "new.txt"):
+        result = await run_tool(WRITE_FILE, {"path": str(path), "content": "new", "machine": "alpha"}, ctx)
+        assert not result.is_error, result.content
+    assert st.S_IMODE(script.stat().st_mode) == 0o755 and script.read_text() == "new"
+    assert link.is_symlink() and real.read_text() == "new"
+    assert st.S_IMODE((tmp_path / "new.txt").stat().st_mode) & 0o044  # readable by others, like a plain new file
+
+
+async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api, lab, tmp_path):
+    from cmdop_tui.engine import permission_gate
+    from cmdop_tui.permissions import Permissions
+
+    fleet = fleet_for(lab)
+    permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")
+    permissions.add_session_rule("alpha:execute_command(*)", "deny")
+    marker = tmp_path / "ran"
+    calls = [
+        tool_reply("execute_command", {"command": f"touch {marker}", "machine": name}) for name in ("alp", " alpha", "alpha")
+    ]
+    fake_api.enqueue(*calls, text_reply("done"))
+    runner = make_runner(fake_api, approve=permission_gate(permissions, ask=None))
+    runner.machines = fleet
+    try:
+        await runner.run("try", Recorder())
+    finally:
+        await fleet.close()
+    assert not marker.exists()
+    results = [r.body["messages"][-1]["content"][0] for r in fake_api.requests[1:]]
+    assert all(r["is_error"] for r in results)

@@ -377,7 +377,7 @@ class Runner(Generic[DepsT, OutT]):
         """Where a call runs, for display: its machine argument, else the session's target."""
         named = call.input.get("machine") or call.input.get("hostname")
         if isinstance(named, str) and named:
-            return named
+            return self.machines.canonical(named) if self.machines is not None else named
         hostnames = call.input.get("hostnames")
         if isinstance(hostnames, list) and hostnames:
             return f"{len(hostnames)} machines"

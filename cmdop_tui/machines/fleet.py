@@ -42,6 +42,15 @@ class Fleet:
     def target_name(self) -> str | None:
         return self.target.name if self.target else None
 
+    def canonical(self, name: str) -> str:
+        """The inventory name for whatever the model called a machine (hostname, prefix...), so
+        that rules scoped to a machine apply however it is named; unknown names stay as given
+        (the tool call then fails as unknown, before anything runs)."""
+        try:
+            return self.inventory.resolve(name).name
+        except MachineError:
+            return name
+
     # --- tools ---------------------------------------------------------------------------------
 
     def transport(self, spec: MachineSpec) -> SshTransport:

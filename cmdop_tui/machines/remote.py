@@ -44,11 +44,17 @@ ls -la -- "$d" | head -n {limit}
 
 WRITE_SCRIPT = r"""
 f={path}
+[ -L "$f" ] && f=$(readlink -f -- "$f")  # write through a symlink, as the local tool does
 dir=$(dirname -- "$f")
 mkdir -p -- "$dir" || exit 3
+if [ -e "$f" ]; then
+  mode=$(stat -c %a -- "$f" 2>/dev/null || stat -f %Lp -- "$f" 2>/dev/null)  # GNU, then BSD
+else
+  mode=$(printf '%o' $((0666 & ~0$(umask))))  # what a plain new file would get
+fi
 tmp=$(mktemp "$dir/.cmdop-write.XXXXXX") || exit 3
 cat > "$tmp" || {{ rm -f "$tmp"; exit 3; }}
-[ -e "$f" ] && chmod --reference="$f" "$tmp" 2>/dev/null
+[ -n "$mode" ] && chmod "$mode" "$tmp"
 mv -f -- "$tmp" "$f" || {{ rm -f "$tmp"; exit 3; }}
 echo "wrote $(wc -c < "$f") bytes to $f"
 """

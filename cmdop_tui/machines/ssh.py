@@ -15,6 +15,7 @@ import asyncio
 import os
 import shlex
 import signal
+import stat
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -45,9 +46,21 @@ class RemoteResult:
 
 
 def default_control_dir() -> Path:
-    """A short, private directory for control sockets (a socket path must stay under ~100 bytes)."""
-    path = Path(tempfile.gettempdir()) / f"cmdop-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
+    """A short, private directory for control sockets (a socket path must stay under ~100 bytes).
+
+    Someone else's directory there (made first, or a symlink) could hold a planted master socket
+    that would see every command: it must be ours and 0700, else a fresh private one is used.
+    """
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime and len(runtime) < 40 else Path(tempfile.gettempdir())
+    path = base / f"cmdop-{os.getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = os.lstat(path)
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix="cmdop-"))
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return Path(tempfile.mkdtemp(prefix="cmdop-"))
     return path
 
 
@@ -117,13 +130,17 @@ class SshTransport:
     # --- stoppable commands --------------------------------------------------------------------
 
     def stoppable(self, command: str, cwd: str | None) -> tuple[str, str]:
-        """(remote shell string, run id): `command` in its own process group, noted for kill()."""
+        """(remote shell string, run id): `command` in its own process group, noted for kill().
+
+        A kill that comes before the group is noted leaves a stop marker, which the command
+        checks once noted: a Stop at the very start is not missed.
+        """
         run_id = uuid.uuid4().hex[:16]
-        pgid_file = _pgid_file(run_id)
+        pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
         enter = f"cd -- {shlex.quote(cwd)} || exit 1; " if cwd else ""
         inner = (
-            f"echo $$ > {pgid_file}; {enter}bash -c {shlex.quote(command)}; "
-            f"status=$?; rm -f {pgid_file}; exit $status"
+            f"trap 'rm -f {pgid_file} {stop_file}' EXIT; echo $$ > {pgid_file}; "
+            f"[ -e {stop_file} ] && exit 130; {enter}bash -c {shlex.quote(command)}"
         )
         # setsid -w: a new session (so a group to kill), and its exit status passed through.
         script = (
@@ -134,8 +151,8 @@ class SshTransport:
 
     async def kill(self, run_id: str, grace_s: float = 0.0) -> None:
         """Kill the process group of a stoppable command there (TERM first when given a grace)."""
-        pgid_file = _pgid_file(run_id)
-        read = f"p=$(cat {pgid_file} 2>/dev/null) || exit 0; "
+        pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
+        read = f"p=$(cat {pgid_file} 2>/dev/null) || {{ touch {stop_file}; exit 0; }}; "
         term = 'kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
         wait = f"for i in $(seq {max(1, int(grace_s * 20))}); do kill -0 -- -\"$p\" 2>/dev/null || break; sleep 0.05; done; "
         kill = f'kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f {pgid_file}'
@@ -154,8 +171,8 @@ class SshTransport:
         await process.wait()
 
 
-def _pgid_file(run_id: str) -> str:
-    return f'"${{TMPDIR:-/tmp}}/cmdop-{run_id}.pgid"'
+def _run_file(run_id: str, kind: str) -> str:
+    return f'"${{TMPDIR:-/tmp}}/cmdop-{run_id}.{kind}"'
 
 
 def _kill_local(pid: int) -> None:

@@ -38,7 +38,6 @@ class _Answer:
 
     final: str | None = None
     error: str | None = None
-    partial: str = ""
 
     def result(self, machine: str) -> ToolResult:
         if self.final is not None:
@@ -73,9 +72,7 @@ class _JsonLines:
         if not isinstance(event, dict):
             return
         kind = event.get("type")
-        if kind == "token":
-            self.answer.partial += str(event.get("text", ""))
-        elif kind == "final":
+        if kind == "final":
             self.answer.final = str(event.get("text", ""))
         elif kind in ("error", "cancelled"):
             self.answer.error = str(event.get("message") or kind)

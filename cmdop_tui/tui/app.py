@@ -247,7 +247,8 @@ class CmdopApp(App[None]):
         started = time.monotonic()
         ticker = self.set_interval(0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s"))
         try:
-            self.settings, self.local_server = await asyncio.to_thread(engine.start_local_model, self.settings)
+            self.local_server = LocalModelServer(self.settings.local_model)  # stoppable on quit
+            self.settings, _ = await asyncio.to_thread(engine.start_local_model, self.settings, self.local_server)
         except LocalModelError as exc:
             self.setup_error = f"The local model did not start: {exc}"
             notice.update("The local model did not start.")

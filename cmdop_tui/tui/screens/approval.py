@@ -5,7 +5,6 @@ No answer within the timeout means deny. Stop (s) stops the whole turn from here
 
 from __future__ import annotations
 
-import json
 from enum import Enum
 
 from textual.app import ComposeResult
@@ -16,6 +15,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.tools.describe import describe_arguments
 
 APPROVAL_TIMEOUT_S = 60.0
 
@@ -26,14 +26,6 @@ class ApprovalChoice(Enum):
     ALWAYS = "always"  # and save that as a rule
     DENY = "deny"
     STOP = "stop"
-
-
-def describe_arguments(arguments: dict[str, object]) -> str:
-    command = arguments.get("command")
-    if isinstance(command, str) and len(arguments) <= 2:
-        rest = {k: v for k, v in arguments.items() if k != "command"}
-        return command + (f"\n{json.dumps(rest, ensure_ascii=False)}" if rest else "")
-    return json.dumps(arguments, indent=2, ensure_ascii=False)
 
 
 class ApprovalScreen(ModalScreen[ApprovalChoice]):
