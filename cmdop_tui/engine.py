@@ -30,15 +30,14 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, PermissionsError  # noqa: F401 (the app reaches it through engine)
-from cmdop_tui.secrets import configured_secrets, redact_json
+from cmdop_tui.secrets import CREDENTIAL_ENV, configured_secrets, redact_json
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
 _log = logging.getLogger(__name__)
 Transcript = sessions.Transcript
 
-KEY_ENV = "ANTHROPIC_API_KEY"
-TOKEN_ENV = "ANTHROPIC_AUTH_TOKEN"
+KEY_ENV, TOKEN_ENV = CREDENTIAL_ENV  # the API key, or a bearer token
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import json
+from dataclasses import replace
 from typing import Any
 
 from cmdop_tui.agent.events import Usage, UsageTotals
@@ -39,7 +40,7 @@ def estimate_cost(model: str, usage: UsageTotals | Usage, prices: Prices) -> flo
 
 def cache_read_share(usage: UsageTotals) -> float:
     """The share of input tokens served from the prompt cache."""
-    total = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+    total = usage.total_input_tokens
     return usage.cache_read_input_tokens / total if total else 0.0
 
 
@@ -57,5 +58,5 @@ def estimate_request_cost(model: str, request: dict[str, Any], last: Usage | Non
     tokens = size // CHARS_PER_TOKEN
     known = last.total_input_tokens if last is not None else 0
     fresh = max(0, tokens - known)
-    earlier = estimate_cost(model, Usage(last.input_tokens, 0, last.cache_read_input_tokens, last.cache_creation_input_tokens), prices) if last else 0.0
+    earlier = estimate_cost(model, replace(last, output_tokens=0), prices) if last else 0.0  # its input, as billed
     return (earlier or 0.0) + (fresh * input_price * CACHE_WRITE_FACTOR + EXPECTED_OUTPUT_TOKENS * output_price) / 1_000_000

@@ -76,7 +76,7 @@ class SessionFacts:
             hostname=socket.gethostname(),
             os_name=f"{platform.system()} {platform.release()} ({platform.machine()})",
             timezone=time.strftime("%Z") or "UTC",
-            user=_current_user(),
+            user=current_user(),
             cwd=os.getcwd(),
             platform=platform_name,
             target_machine=target_machine,
@@ -84,7 +84,7 @@ class SessionFacts:
         )
 
 
-def _current_user() -> str:
+def current_user() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):

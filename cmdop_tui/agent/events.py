@@ -182,8 +182,6 @@ class Cancelled(Event):
     message: str = "stopped"
 
 
-TERMINAL_EVENTS = (Final, Error, Cancelled)
-
 __all__ = [
     "BudgetWarning",
     "Cancelled",
@@ -192,7 +190,6 @@ __all__ = [
     "Final",
     "LoopContinued",
     "Retrying",
-    "TERMINAL_EVENTS",
     "Thinking",
     "Token",
     "ToolEnd",

@@ -83,7 +83,7 @@ class Fleet:
     # --- health --------------------------------------------------------------------------------
 
     async def probe(self, spec: MachineSpec) -> Health:
-        health = local_health(spec) if spec.is_local else await probe(self.transport(spec))
+        health = local_health() if spec.is_local else await probe(self.transport(spec))
         self.health[spec.name] = health
         for listener in self.listeners:
             listener(spec, health)

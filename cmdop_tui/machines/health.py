@@ -10,7 +10,7 @@ import os
 import platform
 import time
 
-from cmdop_tui.machines.spec import Health, MachineError, MachineSpec
+from cmdop_tui.machines.spec import Health, MachineError
 from cmdop_tui.machines.ssh import SshTransport
 
 PROBE_SCRIPT = "uname -sr; cat /proc/loadavg 2>/dev/null || uptime; cat /proc/uptime 2>/dev/null; nproc 2>/dev/null"
@@ -64,7 +64,7 @@ async def probe(transport: SshTransport, timeout_s: float = 8.0) -> Health:
     return parse_probe(result.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000)
 
 
-def local_health(spec: MachineSpec) -> Health:
+def local_health() -> Health:
     try:
         one, five, fifteen = os.getloadavg()
         load = f"{one:.2f} {five:.2f} {fifteen:.2f}"

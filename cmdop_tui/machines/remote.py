@@ -21,7 +21,6 @@ READ_MAX_LINES = 2_000
 LIST_MAX_ENTRIES = 1_000
 GREP_MAX_MATCHES = 500
 GLOB_MAX_RESULTS = 1_000
-NOT_FOUND = 3  # our scripts' exit status for "the path is not usable", with the reason on stderr
 
 READ_SCRIPT = r"""
 f={path}

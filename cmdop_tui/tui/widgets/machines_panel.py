@@ -3,9 +3,6 @@ arrow keys and Enter."""
 
 from __future__ import annotations
 
-import getpass
-import os
-import platform
 import socket
 from dataclasses import dataclass
 
@@ -16,6 +13,8 @@ from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
+from cmdop_tui.agent.context import current_user
+from cmdop_tui.machines.health import local_health
 from cmdop_tui.machines.spec import LOCAL, Health
 
 LOAD_REFRESH_S = 5.0
@@ -34,19 +33,12 @@ class MachineInfo:
 
 
 def local_machine() -> MachineInfo:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return MachineInfo(name=socket.gethostname(), os_name=f"{platform.system()} {platform.release()}", user=user)
+    return MachineInfo(name=socket.gethostname(), os_name=local_health().os_name, user=current_user())
 
 
 def load_average() -> str:
-    try:
-        one, five, _ = os.getloadavg()
-    except OSError:
-        return "?"
-    return f"{one:.2f} {five:.2f}"
+    """The 1- and 5-minute load of this machine."""
+    return " ".join(local_health().load.split()[:2]) or "?"
 
 
 class MachinesPanel(Vertical):

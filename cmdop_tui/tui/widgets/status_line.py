@@ -42,7 +42,7 @@ class StatusLine(Widget):
     def render(self) -> Content:
         facts = self.facts
         usage = facts.usage
-        total_in = usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens
+        total_in = usage.total_input_tokens
         parts: list[tuple[str, str] | str] = [("● working ", "$warning")] if facts.running else []
         parts += [(facts.model, "bold"), f" · {facts.machine}"]
         if facts.turn:
