@@ -20,16 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-import anthropic  # noqa: E402
+import anthropic
+from agent_helpers import FACTS, Recorder
+from fake_anthropic import FakeAnthropic, text_reply, tool_reply
 
-from agent_helpers import FACTS, Recorder  # noqa: E402
-from cmdop_tui.agent.events import Token, ToolProgress, Usage  # noqa: E402
-from cmdop_tui.agent.llm import ModelClient, ModelReply  # noqa: E402
-from cmdop_tui.agent.policies import StreamPolicy  # noqa: E402
-from cmdop_tui.agent.runner import AgentConfig, Runner  # noqa: E402
-from cmdop_tui.tools.base import Tool, ToolResult  # noqa: E402
-from cmdop_tui.tools.registry import ToolRegistry, builtin_tools  # noqa: E402
-from fake_anthropic import FakeAnthropic, text_reply, tool_reply  # noqa: E402
+from cmdop_tui.agent.events import Token, ToolProgress, Usage
+from cmdop_tui.agent.llm import ModelClient, ModelReply
+from cmdop_tui.agent.policies import StreamPolicy
+from cmdop_tui.agent.runner import AgentConfig, Runner
+from cmdop_tui.tools.base import Tool, ToolResult
+from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
 HISTORY = 1000
 TURNS = 200

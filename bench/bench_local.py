@@ -52,7 +52,9 @@ def main() -> None:
     server = LocalModelServer().start()
     load = time.perf_counter() - started
     try:
-        samples = [asyncio.run(one_reply(server.url, f"Write two sentences about servers, version {i}.")) for i in range(3)]
+        samples = [
+            asyncio.run(one_reply(server.url, f"Write two sentences about servers, version {i}.")) for i in range(3)
+        ]
     finally:
         server.stop()
     ttft = [s[0] for s in samples]

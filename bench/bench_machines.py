@@ -23,17 +23,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from cmdop_tui.machines.fleet import Fleet  # noqa: E402
-from cmdop_tui.machines.inventory import Inventory  # noqa: E402
-from cmdop_tui.machines.spec import MachineSpec  # noqa: E402
-from cmdop_tui.machines.ssh import SshOptions  # noqa: E402
-from cmdop_tui.tools.ask import ASK_MACHINES  # noqa: E402
-from cmdop_tui.tools.base import ToolContext  # noqa: E402
-from cmdop_tui.tools.registry import run_tool  # noqa: E402
-from cmdop_tui.tools.shell import EXECUTE_COMMAND  # noqa: E402
-from sshd import SshLab  # noqa: E402
+from sshd import SshLab
 
-STAND_IN_AGENT = "sleep 1; printf '%s\\n' '{\"type\": \"final\", \"text\": \"done\"}'; true"
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.tools.ask import ASK_MACHINES
+from cmdop_tui.tools.base import ToolContext
+from cmdop_tui.tools.registry import run_tool
+from cmdop_tui.tools.shell import EXECUTE_COMMAND
+
+STAND_IN_AGENT = 'sleep 1; printf \'%s\\n\' \'{"type": "final", "text": "done"}\'; true'
 
 
 def context(fleet: Fleet, events: list | None = None) -> ToolContext:
@@ -55,7 +56,10 @@ async def warm_and_cold(lab: SshLab) -> tuple[list[float], list[float]]:
     await warm_fleet.close()
     cold = []
     for _ in range(10):
-        fleet = Fleet(Inventory.load([], lab.config), SshOptions(config_file=lab.config, control_dir=Path(tempfile.mkdtemp(prefix="cm", dir="/tmp"))))
+        fleet = Fleet(
+            Inventory.load([], lab.config),
+            SshOptions(config_file=lab.config, control_dir=Path(tempfile.mkdtemp(prefix="cm", dir="/tmp"))),
+        )
         cold.append(await timed_command(fleet, "alpha"))
         await fleet.close()
     return warm, cold
@@ -77,7 +81,9 @@ async def fan_out(lab: SshLab) -> float:
 async def stop_to_gone(lab: SshLab) -> float:
     fleet = Fleet(Inventory.load([], lab.config), SshOptions(config_file=lab.config))
     events: list[str] = []
-    task = asyncio.create_task(run_tool(EXECUTE_COMMAND, {"command": "echo pid=$$; exec sleep 30", "machine": "alpha"}, context(fleet, events)))
+    task = asyncio.create_task(
+        run_tool(EXECUTE_COMMAND, {"command": "echo pid=$$; exec sleep 30", "machine": "alpha"}, context(fleet, events))
+    )
     while not any("pid=" in e for e in events):
         await asyncio.sleep(0.005)
     pid = int("".join(events).split("pid=")[1].split()[0])

@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from fake_anthropic import FakeAnthropic  # noqa: E402
-from test_serve import CHROMIUM, HAVE_CHROMIUM, PLACEHOLDER, Browser, Serve  # noqa: E402
+from fake_anthropic import FakeAnthropic
+from test_serve import CHROMIUM, HAVE_CHROMIUM, PLACEHOLDER, Browser, Serve
 
 KEY = "λ"  # on screen nowhere else, so its echo is unambiguous
 RUNS = 5
@@ -39,7 +39,7 @@ async def mark(browser: Browser, needle: str, timeout: float = 20.0) -> float:
     while True:
         try:
             seen = await browser.evaluate(f"window.__cmdopSeen ? window.__cmdopSeen[{needle!r}] : null")
-        except Exception:  # noqa: BLE001 - between documents while navigating
+        except Exception:
             seen = None
         if seen is not None:
             return float(seen)
@@ -64,7 +64,9 @@ async def one_run(url: str, profile: Path) -> tuple[float, float, float]:
 
 
 def describe(samples: list[float]) -> str:
-    return f"median {statistics.median(samples):.0f} ms, min {min(samples):.0f}, max {max(samples):.0f} (n={len(samples)})"
+    return (
+        f"median {statistics.median(samples):.0f} ms, min {min(samples):.0f}, max {max(samples):.0f} (n={len(samples)})"
+    )
 
 
 async def main(runs: int) -> None:
@@ -86,7 +88,7 @@ async def main(runs: int) -> None:
         finally:
             serve.stop()
     shutil.rmtree(work, ignore_errors=True)
-    placeholders, echoes, keys = (list(column) for column in zip(*results))
+    placeholders, echoes, keys = (list(column) for column in zip(*results, strict=False))
     print(f"page load -> prompt placeholder shown:        {describe(placeholders)}")
     print(f"page load -> typed character echoed (usable): {describe(echoes)}")
     print(f"keypress -> echo in the browser:               {describe(keys)}")

@@ -22,7 +22,9 @@ def one_turn(conversation: Conversation, n: int) -> None:
     conversation.append_user(f"turn {n}: check the disk usage on the web servers and tell me what is growing")
     call = {"type": "tool_use", "id": f"toolu_{n:08d}", "name": "execute_command", "input": {"command": "df -h /srv"}}
     conversation.append_assistant([text_block("Let me look."), call])
-    conversation.append_tool_results([tool_result_block(call["id"], "exit code: 0\n\nstdout:\n" + "/dev/sda1  50G  41G  9G  82% /srv\n" * 12)])
+    conversation.append_tool_results(
+        [tool_result_block(call["id"], "exit code: 0\n\nstdout:\n" + "/dev/sda1  50G  41G  9G  82% /srv\n" * 12)]
+    )
     conversation.append_assistant([text_block("The /srv volume is at 82%; the logs directory grew fastest. " * 5)])
 
 
@@ -47,7 +49,9 @@ def main() -> None:
     print(f"1,000-turn transcript: {size:,} bytes ({size / 1000:,.0f} bytes a turn)")
     started = time.perf_counter()
     loaded = load(transcript.path)
-    print(f"loading it back (--continue): {(time.perf_counter() - started) * 1000:.0f} ms, {len(loaded.messages)} messages")
+    print(
+        f"loading it back (--continue): {(time.perf_counter() - started) * 1000:.0f} ms, {len(loaded.messages)} messages"
+    )
 
 
 if __name__ == "__main__":

@@ -15,17 +15,17 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
-import subprocess
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 
-from fake_anthropic import FakeAnthropic, text_reply  # noqa: E402
-from pty_app import PtyApp  # noqa: E402
+from fake_anthropic import FakeAnthropic, text_reply
+from pty_app import PtyApp
 
 REPLY_CHARS = 50_000
 END_MARKER = "zzendzz"
@@ -42,7 +42,7 @@ def markdown_reply(size: int = REPLY_CHARS) -> str:
         if n % 5 == 0:
             block = "```sh\n" + "\n".join(f"journalctl -u nginx --since today | grep {w}" for w in words[:4]) + "\n```"
         elif n % 3 == 0:
-            block = "\n".join(f"- {' '.join(words[i:i + 6])}" for i in range(0, 12, 3))
+            block = "\n".join(f"- {' '.join(words[i : i + 6])}" for i in range(0, 12, 3))
         else:
             block = " ".join(words[(n + i) % len(words)] for i in range(70)) + "."
         blocks.append(block)
@@ -163,7 +163,9 @@ def main() -> None:
                 app.close()
     ratio = statistics.median(renders) / statistics.median(headless)
     print(f"50,000-char reply, headless consume: {describe(headless, 's', 1)}")
-    print(f"50,000-char reply, TUI on screen:    {describe(renders, 's', 1)}  -> {ratio:.2f}x headless  [target <= 1.2x]")
+    print(
+        f"50,000-char reply, TUI on screen:    {describe(renders, 's', 1)}  -> {ratio:.2f}x headless  [target <= 1.2x]"
+    )
     print(f"keypress to screen while streaming:  {describe(keys)}  [target <= 50 ms]")
     print(f"Esc to 'Stopped.' on screen:         {describe(stops)}  [target <= 100 ms]")
     print(f"start-up to a ready prompt:          {describe(startups)}  [target <= 1000 ms]")

@@ -8,9 +8,9 @@ import os
 import shlex
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from cmdop_tui import __version__
 from cmdop_tui.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
@@ -45,9 +45,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-loops", type=_positive_int, help="loop mode's limit (default 20)")
     p.add_argument("--allow-tags", metavar="TAGS", help="turn-1 tool allowlist, comma-separated tags")
     p.add_argument("--no-stream", action="store_true", help="do not stream model replies")
-    p.add_argument("--yes", action="store_true", help="auto mode: run tools without asking (the safety floor still applies)")
     p.add_argument(
-        "--permission-mode", choices=["default", "strict", "auto"], help="default asks before changes; strict refuses them"
+        "--yes", action="store_true", help="auto mode: run tools without asking (the safety floor still applies)"
+    )
+    p.add_argument(
+        "--permission-mode",
+        choices=["default", "strict", "auto"],
+        help="default asks before changes; strict refuses them",
     )
     p.add_argument("--theme", help="TUI theme name")
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
@@ -181,11 +185,11 @@ def permissions_command(argv: list[str]) -> int:
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
     from cmdop_tui.engine import MissingKeyError
+    from cmdop_tui.headless import HeadlessOptions, run_headless
     from cmdop_tui.local_model import LocalModelError
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
     from cmdop_tui.sessions import SessionError
-    from cmdop_tui.headless import HeadlessOptions, run_headless
 
     options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:

@@ -197,8 +197,22 @@ _SYSTEM_SECOND = _words(
     "usr/bin usr/sbin usr/lib usr/lib32 usr/lib64 usr/libexec usr/local usr/share usr/include "
     "var/lib boot/efi System/Library private/etc private/var"
 )
-_BROAD_SAMPLES = ("bin", "lib", "etc", "share", "local", "passwd", "hosts", "Documents", "src",
-                  ".ssh", ".config", ".bashrc", ".profile", ".local")
+_BROAD_SAMPLES = (
+    "bin",
+    "lib",
+    "etc",
+    "share",
+    "local",
+    "passwd",
+    "hosts",
+    "Documents",
+    "src",
+    ".ssh",
+    ".config",
+    ".bashrc",
+    ".profile",
+    ".local",
+)
 _KEY_SAMPLES = ("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk")
 _HOST_KEY_SAMPLES = ("ssh_host_rsa_key", "ssh_host_ed25519_key", "ssh_host_ecdsa_key")
 _ENV_SAMPLES = (".env", ".env.local", ".env.production")
@@ -216,8 +230,18 @@ _BLOCK_DEVICE = re.compile(
     r"|mem|kmem|port"
     r")$"
 )
-_BLOCK_SAMPLES = ("/dev/sda", "/dev/sda1", "/dev/vda", "/dev/xvda", "/dev/hda", "/dev/nvme0n1",
-                  "/dev/mmcblk0", "/dev/disk0", "/dev/md0", "/dev/dm-0")
+_BLOCK_SAMPLES = (
+    "/dev/sda",
+    "/dev/sda1",
+    "/dev/vda",
+    "/dev/xvda",
+    "/dev/hda",
+    "/dev/nvme0n1",
+    "/dev/mmcblk0",
+    "/dev/disk0",
+    "/dev/md0",
+    "/dev/dm-0",
+)
 
 
 def _has_glob(text: str) -> bool:
@@ -248,7 +272,7 @@ def _broad(glob: str) -> bool:
 def _show(path: str) -> str:
     """A resolved path as the user wrote it, near enough."""
     if path == _HOME or path.startswith(_HOME + "/"):
-        path = "~" + path[len(_HOME):]
+        path = "~" + path[len(_HOME) :]
     return path.replace(_UNKNOWN, "…") or "''"
 
 
@@ -534,8 +558,21 @@ def _find_backtick(text: str, start: int) -> int:
     return n
 
 
-_ANSI_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
-                 "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+_ANSI_ESCAPES = {
+    "n": "\n",
+    "t": "\t",
+    "r": "\r",
+    "a": "\a",
+    "b": "\b",
+    "e": "\x1b",
+    "E": "\x1b",
+    "f": "\f",
+    "v": "\v",
+    "\\": "\\",
+    "'": "'",
+    '"': '"',
+    "?": "?",
+}
 
 
 def _ansi_c(body: str) -> str:
@@ -552,7 +589,7 @@ def _ansi_c(body: str) -> str:
             out.append(_ANSI_ESCAPES[nxt])
             i += 2
         elif nxt == "x":
-            match = re.match(r"[0-9A-Fa-f]{1,2}", body[i + 2:])
+            match = re.match(r"[0-9A-Fa-f]{1,2}", body[i + 2 :])
             if match:
                 out.append(chr(int(match.group(0), 16)))
                 i += 2 + len(match.group(0))
@@ -560,7 +597,7 @@ def _ansi_c(body: str) -> str:
                 out.append("\\x")
                 i += 2
         elif nxt in "uU":
-            match = re.match(r"[0-9A-Fa-f]{1,8}" if nxt == "U" else r"[0-9A-Fa-f]{1,4}", body[i + 2:])
+            match = re.match(r"[0-9A-Fa-f]{1,8}" if nxt == "U" else r"[0-9A-Fa-f]{1,4}", body[i + 2 :])
             if match:
                 with contextlib.suppress(ValueError, OverflowError):
                     out.append(chr(int(match.group(0), 16)))
@@ -569,7 +606,7 @@ def _ansi_c(body: str) -> str:
                 out.append("\\" + nxt)
                 i += 2
         elif nxt in "01234567":
-            match = re.match(r"[0-7]{1,3}", body[i + 1:])
+            match = re.match(r"[0-7]{1,3}", body[i + 1 :])
             assert match is not None
             out.append(chr(int(match.group(0), 8) & 0xFF))
             i += 1 + len(match.group(0))
@@ -595,7 +632,7 @@ def _brace_expand(text: str) -> list[str]:
         elif ch == "}" and depth:
             depth -= 1
             if depth == 0:
-                inner = text[start + 1:i]
+                inner = text[start + 1 : i]
                 match = (start, i, inner)
                 break
     if match is None:
@@ -605,8 +642,8 @@ def _brace_expand(text: str) -> list[str]:
     if len(options) < 2:
         seq = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", inner) or re.fullmatch(r"([a-zA-Z])\.\.([a-zA-Z])", inner)
         if not seq:
-            rest = _brace_expand(text[end + 1:])
-            return [text[:end + 1] + r for r in rest][:_MAX_CANDIDATES]
+            rest = _brace_expand(text[end + 1 :])
+            return [text[: end + 1] + r for r in rest][:_MAX_CANDIDATES]
         a, b = seq.group(1), seq.group(2)
         if a.lstrip("-").isdigit():
             lo, hi = int(a), int(b)
@@ -617,7 +654,7 @@ def _brace_expand(text: str) -> list[str]:
             options = [chr(v) for v in range(ord(a), ord(b) + step, step)]
     out: list[str] = []
     for option in options:
-        for expanded in _brace_expand(text[:start] + option + text[end + 1:]):
+        for expanded in _brace_expand(text[:start] + option + text[end + 1 :]):
             out.append(expanded)
             if len(out) >= _MAX_CANDIDATES:
                 return out
@@ -689,23 +726,23 @@ class _Expander:
             elif ch == "'" and not quoted:
                 end = raw.find("'", i + 1)
                 end = n if end < 0 else end
-                segs.append((raw[i + 1:end],))
+                segs.append((raw[i + 1 : end],))
                 i = end + 1
             elif ch == '"' and not quoted:
                 end = _skip_double(raw, i)
-                inner = raw[i + 1:end - 1] if end <= n and raw[end - 1:end] == '"' else raw[i + 1:end]
+                inner = raw[i + 1 : end - 1] if end <= n and raw[end - 1 : end] == '"' else raw[i + 1 : end]
                 segs.extend(self._segments(inner, assignment=False, quoted=True))
                 i = end
             elif ch == "$":
                 i = self._dollar(raw, i, segs, quoted)
             elif ch == "`":
                 end = _find_backtick(raw, i + 1)
-                inner = re.sub(r"\\([`$\\])", r"\1", raw[i + 1:end])
+                inner = re.sub(r"\\([`$\\])", r"\1", raw[i + 1 : end])
                 segs.append(self._substitution(inner, quoted))
                 i = end + 1
             elif ch in "<>" and raw.startswith("(", i + 1) and not quoted:
                 end = _match_close(raw, i + 1)
-                self.scripts.append(raw[i + 2:end - 1])
+                self.scripts.append(raw[i + 2 : end - 1])
                 segs.append(("/dev/fd/63",))
                 i = end
             elif assignment and ch == ":" and not quoted and raw.startswith("~", i + 1):
@@ -750,11 +787,11 @@ class _Expander:
             end = i + 2
             while end < n and raw[end] != "'":
                 end += 2 if raw[end] == "\\" else 1
-            segs.append((_ansi_c(raw[i + 2:min(end, n)]),))
+            segs.append((_ansi_c(raw[i + 2 : min(end, n)]),))
             return end + 1
         if nxt == '"' and not quoted:
             end = _skip_double(raw, i + 1)
-            segs.extend(self._segments(raw[i + 2:end - 1], assignment=False, quoted=True))
+            segs.extend(self._segments(raw[i + 2 : end - 1], assignment=False, quoted=True))
             return end
         if nxt == "(":
             if raw.startswith("((", i + 1):
@@ -763,15 +800,15 @@ class _Expander:
                 segs.append((_UNKNOWN,))
                 return end
             end = _match_close(raw, i + 1)
-            inner = raw[i + 2:end - 1] if raw[end - 1:end] == ")" else raw[i + 2:end]  # unclosed: to the end
+            inner = raw[i + 2 : end - 1] if raw[end - 1 : end] == ")" else raw[i + 2 : end]  # unclosed: to the end
             segs.append(self._substitution(inner, quoted))
             return end
         if nxt == "{":
             end = _match_close(raw, i + 1, "{", "}")
-            expr = raw[i + 2:end - 1] if raw[end - 1:end] == "}" else raw[i + 2:end]
+            expr = raw[i + 2 : end - 1] if raw[end - 1 : end] == "}" else raw[i + 2 : end]
             segs.append(self._parameter(expr, quoted))
             return end
-        match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]", raw[i + 1:])
+        match = re.match(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]|[@*#?$!\-]", raw[i + 1 :])
         if not match:
             segs.append(("$",))
             return i + 1
@@ -868,10 +905,12 @@ def _printf_output(args: Sequence[str]) -> str:
     fmt = _ansi_c(fmt)
     out = []
     while True:
+
         def sub(match: re.Match[str]) -> str:
             if match.group(0) == "%%":
                 return "%"
             return _ansi_c(rest.pop(0)) if rest else ""
+
         out.append(re.sub(r"%%|%[-+ #0]*\d*(?:\.\d+)?[sbdiouxXcq]", sub, fmt))
         if not rest or "%" not in fmt:
             break
@@ -915,8 +954,11 @@ def _static_output(script: str, ctx: _Ctx) -> str | None:
     if not nodes or len(nodes) != 1:
         return None
     node = nodes[0]
-    stages = [node] if node.kind == "command" else (
-        [p for p in node.parts if p.kind != "pipe"] if node.kind == "pipeline" else [])
+    stages = (
+        [node]
+        if node.kind == "command"
+        else ([p for p in node.parts if p.kind != "pipe"] if node.kind == "pipeline" else [])
+    )
     if not stages or any(stage.kind != "command" for stage in stages):
         return None
     return _pipeline_output(stages, script, ctx)
@@ -938,7 +980,7 @@ def _static_argv(node: Any, src: str, ctx: _Ctx) -> list[str] | None:
     argv: list[str] = []
     for part in node.parts:
         if part.kind == "word":
-            arg, scripts = _expand(src[part.pos[0]:part.pos[1]], ctx)
+            arg, scripts = _expand(src[part.pos[0] : part.pos[1]], ctx)
             if scripts or arg.dynamic or len(arg.values) != 1:
                 return None
             argv.append(arg.text)
@@ -979,7 +1021,7 @@ def _load_bashlex() -> Any:
         original = bashlex.subst._paramexpand
 
         def _paramexpand(parserobj: Any, string: str, sindex: int) -> Any:
-            if string[sindex + 1:sindex + 2] == "{" and string.find("}", sindex + 2) < 0:
+            if string[sindex + 1 : sindex + 2] == "{" and string.find("}", sindex + 2) < 0:
                 raise ValueError("unclosed ${")
             return original(parserobj, string, sindex)
 
@@ -994,7 +1036,7 @@ def _bashlex_parse(text: str) -> list[Any] | None:
     bashlex = _load_bashlex()
     try:
         return list(bashlex.parse(text))
-    except Exception:  # noqa: BLE001 - bashlex raises ParsingError, NotImplementedError, AttributeError...
+    except Exception:
         return None
 
 
@@ -1099,8 +1141,9 @@ def _nesting(text: str) -> int:
     return deepest
 
 
-def _visit(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None = None,
-           upstream: Sequence[Any] = ()) -> None:
+def _visit(
+    node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None = None, upstream: Sequence[Any] = ()
+) -> None:
     kind = node.kind
     if kind == "command":
         _visit_command(node, src, ctx, stdin, upstream)
@@ -1117,7 +1160,7 @@ def _visit(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | Non
         for part in node.list:
             _visit(part, src, ctx)
         for redirect in getattr(node, "redirects", None) or ():
-            _check_redirect(redirect, src, ctx, src[node.pos[0]:node.pos[1]])
+            _check_redirect(redirect, src, ctx, src[node.pos[0] : node.pos[1]])
     elif kind == "for":
         _visit_for(node, src, ctx)
     elif kind in ("if", "while", "until"):
@@ -1141,7 +1184,7 @@ def _visit_for(node: Any, src: str, ctx: _Ctx) -> None:
         name = words[0].word
         values: list[str] = []
         for word in words[1:]:
-            arg, scripts = _expand(src[word.pos[0]:word.pos[1]], ctx)
+            arg, scripts = _expand(src[word.pos[0] : word.pos[1]], ctx)
             for script in scripts:
                 _check_script(script, ctx)
             values.extend(arg.values)
@@ -1159,7 +1202,7 @@ def _function_name(node: Any) -> str:
 def _visit_function(node: Any, src: str, ctx: _Ctx) -> None:
     name = _function_name(node)
     body = node.body
-    snippet = src[node.pos[0]:node.pos[1]]
+    snippet = src[node.pos[0] : node.pos[1]]
     if name and _is_fork_bomb(name, body):
         raise _refuse(snippet, "is a fork bomb (a function that runs itself in a pipe or in the background)")
     ctx.funcs[name] = (body, src)
@@ -1207,14 +1250,15 @@ def _is_fork_bomb(name: str, body: Any) -> bool:
     return False
 
 
-def _visit_command(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None,
-                   upstream: Sequence[Any]) -> None:
-    snippet = src[node.pos[0]:node.pos[1]]
+def _visit_command(
+    node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | None] | None, upstream: Sequence[Any]
+) -> None:
+    snippet = src[node.pos[0] : node.pos[1]]
     words: list[_Arg] = []
     redirects = []
     scripts: list[str] = []
     for part in node.parts:
-        raw = src[part.pos[0]:part.pos[1]]
+        raw = src[part.pos[0] : part.pos[1]]
         if part.kind == "assignment":
             if not words:
                 _assign(raw, ctx, scripts)
@@ -1240,8 +1284,13 @@ def _visit_command(node: Any, src: str, ctx: _Ctx, stdin: Callable[[], str | Non
     argv = _split_args(words)
     feed = stdin
     if here_text is not None:
-        feed = lambda: here_text
+        feed = _given(here_text)
     _check_argv(argv, ctx, snippet, feed, _Upstream(upstream, src, ctx))
+
+
+def _given(text: str) -> Callable[[], str | None]:
+    """A stdin that is known before the command runs (a here-string, a static pipe)."""
+    return lambda: text
 
 
 def _assign(raw: str, ctx: _Ctx, scripts: list[str]) -> None:
@@ -1264,7 +1313,7 @@ def _check_redirect(redirect: Any, src: str, ctx: _Ctx, snippet: str) -> str | N
         body = heredoc.value
         lines = body.split("\n")
         text = "\n".join(lines[:-1]) if len(lines) > 1 else body
-        delimiter = src[redirect.output.pos[0]:redirect.output.pos[1]] if hasattr(redirect.output, "pos") else ""
+        delimiter = src[redirect.output.pos[0] : redirect.output.pos[1]] if hasattr(redirect.output, "pos") else ""
         if not re.search(r"['\"\\]", delimiter):  # <<EOF: $( ) and backticks in the body run
             for script in _substitutions(text):
                 _check_script(script, ctx)
@@ -1272,7 +1321,7 @@ def _check_redirect(redirect: Any, src: str, ctx: _Ctx, snippet: str) -> str | N
     target = redirect.output
     if not hasattr(target, "pos"):
         return None  # 2>&1: a file descriptor
-    arg, scripts = _expand(src[target.pos[0]:target.pos[1]], ctx)
+    arg, scripts = _expand(src[target.pos[0] : target.pos[1]], ctx)
     for script in scripts:
         _check_script(script, ctx)
     if kind == "<<<":
@@ -1322,7 +1371,7 @@ class _Upstream:
         if not argv:
             return None
         name = posixpath.basename(argv[0].word)
-        args = [_expand(self.src[w.pos[0]:w.pos[1]], self.ctx)[0] for w in argv[1:]]
+        args = [_expand(self.src[w.pos[0] : w.pos[1]], self.ctx)[0] for w in argv[1:]]
         if name == "find":
             starts = [a.text for a in args if not a.text.startswith("-") and a.text not in ("(", "!")]
             starts = starts[:1] if starts else ["."]
@@ -1341,9 +1390,19 @@ _NO_UPSTREAM = _Upstream((), "", _Ctx())
 _SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "fish", "rbash", "csh", "tcsh"})
 _STDIN_SHELLS = _SHELLS | {"at", "batch"}
 _INTERPRETERS = {
-    "python": ("-c",), "perl": ("-e", "-E"), "ruby": ("-e",), "node": ("-e", "--eval", "-p", "--print"),
-    "nodejs": ("-e", "--eval"), "php": ("-r",), "lua": ("-e",), "deno": ("eval",), "bun": ("-e", "--eval"),
-    "osascript": ("-e",), "pwsh": ("-c", "-Command"), "powershell": ("-c", "-Command"), "tclsh": (),
+    "python": ("-c",),
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+    "node": ("-e", "--eval", "-p", "--print"),
+    "nodejs": ("-e", "--eval"),
+    "php": ("-r",),
+    "lua": ("-e",),
+    "deno": ("eval",),
+    "bun": ("-e", "--eval"),
+    "osascript": ("-e",),
+    "pwsh": ("-c", "-Command"),
+    "powershell": ("-c", "-Command"),
+    "tclsh": (),
 }
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 
@@ -1352,17 +1411,16 @@ _META = _words(
     "sha224sum sha256sum sha384sum sha512sum b2sum cksum lsattr getfacl namei which type true "
     "false : find tree exa eza lsof"
 )
-_KEY_USERS = _META | _words(
-    "ssh ssh-add ssh-keygen ssh-copy-id ssh-agent sftp autossh chmod chown chgrp mosh sshfs"
-)
+_KEY_USERS = _META | _words("ssh ssh-add ssh-keygen ssh-copy-id ssh-agent sftp autossh chmod chown chgrp mosh sshfs")
 _ENV_USERS = _META | frozenset({"source", ".", "chmod", "chown", "chgrp"})
 # git subcommands that name a secret without reading it (untracking a committed .env is good)
 _GIT_HARMLESS = frozenset({"check-ignore", "ls-files", "status"})
-_SUDOERS_READERS = _META | _words(
-    "cat less more head tail grep egrep fgrep rg diff cmp visudo view bat zcat"
-)
+_SUDOERS_READERS = _META | _words("cat less more head tail grep egrep fgrep rg diff cmp visudo view bat zcat")
 _ALLOWED_USERS: Mapping[str, frozenset[str]] = {
-    "key": _KEY_USERS, "env": _ENV_USERS, "shadow": _META, "sudoers": _SUDOERS_READERS,
+    "key": _KEY_USERS,
+    "env": _ENV_USERS,
+    "shadow": _META,
+    "sudoers": _SUDOERS_READERS,
 }
 # option values that use a secret without revealing it (ssh keys for scp, env files for docker)
 _SKIP_OPTION_VALUES: Mapping[str, frozenset[str]] = {
@@ -1373,18 +1431,82 @@ _SKIP_OPTION_VALUES: Mapping[str, frozenset[str]] = {
     "docker-compose": frozenset({"--env-file"}),
     "git": frozenset({"-c"}),
 }
-_RECURSIVE_READERS = frozenset({"cp", "scp", "rsync", "tar", "zip", "7z", "7za", "rar", "grep", "egrep", "rg",
-                                "ag", "rm", "mv", "cpio", "pax", "gsutil", "rclone", "aws"})
+_RECURSIVE_READERS = frozenset(
+    {
+        "cp",
+        "scp",
+        "rsync",
+        "tar",
+        "zip",
+        "7z",
+        "7za",
+        "rar",
+        "grep",
+        "egrep",
+        "rg",
+        "ag",
+        "rm",
+        "mv",
+        "cpio",
+        "pax",
+        "gsutil",
+        "rclone",
+        "aws",
+    }
+)
 _PARTITION_TOOLS = frozenset({"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "cgdisk", "parted", "gparted"})
-_PARTITION_LISTING = frozenset({"-l", "--list", "-d", "--dump", "-J", "--json", "-s", "--show-size", "-g",
-                                "--show-geometry", "-V", "--verify", "-h", "--help", "-v", "--version",
-                                "print", "-p", "--print"})
-_MKFS = frozenset({"mke2fs", "mke4fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkudffs", "mkreiserfs",
-                   "newfs", "wipefs", "mkfs"})
+_PARTITION_LISTING = frozenset(
+    {
+        "-l",
+        "--list",
+        "-d",
+        "--dump",
+        "-J",
+        "--json",
+        "-s",
+        "--show-size",
+        "-g",
+        "--show-geometry",
+        "-V",
+        "--verify",
+        "-h",
+        "--help",
+        "-v",
+        "--version",
+        "print",
+        "-p",
+        "--print",
+    }
+)
+_MKFS = frozenset(
+    {"mke2fs", "mke4fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkudffs", "mkreiserfs", "newfs", "wipefs", "mkfs"}
+)
 
 
-_GLOB_SUSPECTS = ("rm", "dd", "mkfs", "mke2fs", "wipefs", "shred", "chmod", "chown", "find", "sh", "bash", "dash",
-                  "zsh", "tee", "mv", "cp", "xargs", "eval", "sudo", "env", "python3", "perl")
+_GLOB_SUSPECTS = (
+    "rm",
+    "dd",
+    "mkfs",
+    "mke2fs",
+    "wipefs",
+    "shred",
+    "chmod",
+    "chown",
+    "find",
+    "sh",
+    "bash",
+    "dash",
+    "zsh",
+    "tee",
+    "mv",
+    "cp",
+    "xargs",
+    "eval",
+    "sudo",
+    "env",
+    "python3",
+    "perl",
+)
 
 
 def _name_of(arg: _Arg) -> list[str]:
@@ -1396,8 +1518,13 @@ def _name_of(arg: _Arg) -> list[str]:
     return names
 
 
-def _check_argv(argv: list[_Arg], ctx: _Ctx, snippet: str,
-                stdin: Callable[[], str | None] | None = None, upstream: _Upstream = _NO_UPSTREAM) -> None:
+def _check_argv(
+    argv: list[_Arg],
+    ctx: _Ctx,
+    snippet: str,
+    stdin: Callable[[], str | None] | None = None,
+    upstream: _Upstream = _NO_UPSTREAM,
+) -> None:
     if not argv:
         return
     names = _name_of(argv[0])
@@ -1416,8 +1543,9 @@ def _check_argv(argv: list[_Arg], ctx: _Ctx, snippet: str,
         _check_one(name, argv, ctx, snippet, stdin, upstream)
 
 
-def _check_one(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
-               stdin: Callable[[], str | None] | None, upstream: _Upstream) -> None:
+def _check_one(
+    name: str, argv: list[_Arg], ctx: _Ctx, snippet: str, stdin: Callable[[], str | None] | None, upstream: _Upstream
+) -> None:
     args = argv[1:]
     values = [a.text for a in args]
     # functions defined earlier in the same command line
@@ -1446,7 +1574,7 @@ def _check_one(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
         return
     if name == "set":
         if "--" in values:
-            ctx.positional = tuple(values[values.index("--") + 1:])
+            ctx.positional = tuple(values[values.index("--") + 1 :])
         elif values and not values[0].startswith(("-", "+")):
             ctx.positional = tuple(values)
         return
@@ -1468,9 +1596,32 @@ def _check_one(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
 
 # options that take a value, per wrapper
 _WRAPPER_OPTS: Mapping[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "-R", "--user", "--group",
-                       "--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--command-timeout",
-                       "--other-user", "--chroot"}),
+    "sudo": frozenset(
+        {
+            "-u",
+            "-g",
+            "-h",
+            "-p",
+            "-C",
+            "-D",
+            "-r",
+            "-t",
+            "-T",
+            "-U",
+            "-R",
+            "--user",
+            "--group",
+            "--host",
+            "--prompt",
+            "--close-from",
+            "--chdir",
+            "--role",
+            "--type",
+            "--command-timeout",
+            "--other-user",
+            "--chroot",
+        }
+    ),
     "doas": frozenset({"-u", "-C"}),
     "nice": frozenset({"-n", "--adjustment"}),
     "ionice": frozenset({"-c", "-n", "--class", "--classdata"}),
@@ -1487,9 +1638,28 @@ _WRAPPER_OPTS: Mapping[str, frozenset[str]] = {
     "taskset": frozenset(),
     "busybox": frozenset(),
     "toybox": frozenset(),
-    "systemd-run": frozenset({"-u", "--unit", "-p", "--property", "-E", "--setenv", "--uid", "--gid",
-                              "--working-directory", "--description", "--slice", "-M", "--machine", "-H",
-                              "--host", "--nice", "--on-calendar", "--on-active"}),
+    "systemd-run": frozenset(
+        {
+            "-u",
+            "--unit",
+            "-p",
+            "--property",
+            "-E",
+            "--setenv",
+            "--uid",
+            "--gid",
+            "--working-directory",
+            "--description",
+            "--slice",
+            "-M",
+            "--machine",
+            "-H",
+            "--host",
+            "--nice",
+            "--on-calendar",
+            "--on-active",
+        }
+    ),
     "strace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-E", "-P", "-I", "-b", "-X", "-O", "-S"}),
     "ltrace": frozenset({"-o", "-e", "-p", "-s", "-u", "-a", "-E", "-n"}),
     "firejail": frozenset(),
@@ -1522,8 +1692,9 @@ def _skip_options(args: list[_Arg], with_value: frozenset[str], *, stop_at_first
     return i
 
 
-def _unwrap(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
-            stdin: Callable[[], str | None] | None) -> tuple[list[_Arg], _Ctx] | None:
+def _unwrap(
+    name: str, argv: list[_Arg], ctx: _Ctx, snippet: str, stdin: Callable[[], str | None] | None
+) -> tuple[list[_Arg], _Ctx] | None:
     """For a command that runs another one, the inner argv (shell strings are checked here)."""
     args = argv[1:]
     if name in _SHELLS:
@@ -1573,7 +1744,7 @@ def _unwrap(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
         return None
     if name == "flock":
         start = _skip_options(args, frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}))
-        rest = args[start + 1:]
+        rest = args[start + 1 :]
         if rest and rest[0].text in ("-c", "--command") and len(rest) > 1:
             _check_script(rest[1].text, ctx)
             return None
@@ -1613,7 +1784,7 @@ def _unwrap(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str,
         return (args[start:], ctx) if start < len(args) else None
     if name == "chroot":
         start = _skip_options(args, frozenset({"--userspec", "--groups"}))
-        rest = args[start + 1:]
+        rest = args[start + 1 :]
         return (rest, ctx) if rest else None
     if name in ("ionice",) and any(a.text in ("-p", "--pid", "-P", "--pgid", "-u", "--uid") for a in args):
         return None
@@ -1635,8 +1806,11 @@ def _unwrap_env(args: list[_Arg], ctx: _Ctx) -> tuple[list[_Arg], _Ctx] | None:
                 ctx.cwd = _resolve(args[i + 1].text, ctx.cwd) if not args[i + 1].dynamic else None
             i += 2
             continue
-        if value in ("-S", "--split-string") or value.startswith("--split-string=") or (
-                value.startswith("-S") and len(value) > 2):
+        if (
+            value in ("-S", "--split-string")
+            or value.startswith("--split-string=")
+            or (value.startswith("-S") and len(value) > 2)
+        ):
             if value.startswith("--split-string="):
                 string, i = value.split("=", 1)[1], i + 1
             elif value.startswith("-S") and len(value) > 2:
@@ -1658,8 +1832,7 @@ def _unwrap_env(args: list[_Arg], ctx: _Ctx) -> tuple[list[_Arg], _Ctx] | None:
     return (args[i:], ctx) if i < len(args) else None
 
 
-def _check_shell(name: str, args: list[_Arg], ctx: _Ctx, snippet: str,
-                 stdin: Callable[[], str | None] | None) -> None:
+def _check_shell(name: str, args: list[_Arg], ctx: _Ctx, snippet: str, stdin: Callable[[], str | None] | None) -> None:
     """bash -c STRING, bash -s / bash with its script on stdin."""
     i = 0
     command_string: str | None = None
@@ -1673,7 +1846,7 @@ def _check_shell(name: str, args: list[_Arg], ctx: _Ctx, snippet: str,
             i += 2
             continue
         if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
-            rest = [a for a in args[i + 1:] if a.text != "--"]
+            rest = [a for a in args[i + 1 :] if a.text != "--"]
             if rest:
                 command_string = rest[0].text
             break
@@ -1694,9 +1867,7 @@ def _check_shell(name: str, args: list[_Arg], ctx: _Ctx, snippet: str,
             _check_script(text, ctx)
 
 
-_SSH_OPTS = _words(
-    "-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w"
-)
+_SSH_OPTS = _words("-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w")
 
 
 def _check_ssh(args: list[_Arg], ctx: _Ctx) -> None:
@@ -1712,7 +1883,7 @@ def _check_ssh(args: list[_Arg], ctx: _Ctx) -> None:
             i += 2 if (letter in _SSH_OPTS and len(value) == 2) else 1
             continue
         break
-    rest = args[i + 1:]
+    rest = args[i + 1 :]
     if rest:
         remote = " ".join(a.text for a in rest)
         _check_script(remote, _Ctx(depth=ctx.depth))
@@ -1722,8 +1893,25 @@ def _check_xargs(argv: list[_Arg], ctx: _Ctx, snippet: str, upstream: _Upstream)
     args = argv[1:]
     replace_str: str | None = None
     i = 0
-    with_value = {"-I", "-n", "-L", "-P", "-d", "-a", "-E", "-s", "-e", "--max-args", "--max-lines",
-                  "--max-procs", "--delimiter", "--arg-file", "--eof", "--max-chars", "--replace"}
+    with_value = {
+        "-I",
+        "-n",
+        "-L",
+        "-P",
+        "-d",
+        "-a",
+        "-E",
+        "-s",
+        "-e",
+        "--max-args",
+        "--max-lines",
+        "--max-procs",
+        "--delimiter",
+        "--arg-file",
+        "--eof",
+        "--max-chars",
+        "--replace",
+    }
     while i < len(args):
         value = args[i].text
         if value == "--":
@@ -1753,8 +1941,7 @@ def _check_xargs(argv: list[_Arg], ctx: _Ctx, snippet: str, upstream: _Upstream)
         feed = [_literal(item) for item in items[:_MAX_CANDIDATES]]
     if replace_str:
         for item in feed:
-            new = [_Arg(a.raw, tuple(v.replace(replace_str, item.text) for v in a.values), a.dynamic)
-                   for a in command]
+            new = [_Arg(a.raw, tuple(v.replace(replace_str, item.text) for v in a.values), a.dynamic) for a in command]
             _check_argv(new, ctx, snippet)
     else:
         _check_argv(list(command) + feed, ctx, snippet)
@@ -1808,8 +1995,11 @@ def _check_rm(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
             what = _critical(path)
             if what:
                 if arg.dynamic and _UNKNOWN not in value and value != arg.raw:
-                    raise _refuse(snippet, f"would delete {what} if a variable in `{arg.raw}` is empty "
-                                           f"or unset (write ${{VAR:?}} to stop on an unset variable)")
+                    raise _refuse(
+                        snippet,
+                        f"would delete {what} if a variable in `{arg.raw}` is empty "
+                        f"or unset (write ${{VAR:?}} to stop on an unset variable)",
+                    )
                 raise _refuse(snippet, f"would delete {what}")
             found = _path_class(path)
             if found and found[0] == "keydir" and recursive:
@@ -1821,8 +2011,11 @@ def _check_rm(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
 def _check_find(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
     args = argv[1:]
     i = 0
-    while i < len(args) and args[i].text in ("-H", "-L", "-P", "-D") or (
-            i < len(args) and re.fullmatch(r"-O\d", args[i].text)):
+    while (
+        i < len(args)
+        and args[i].text in ("-H", "-L", "-P", "-D")
+        or (i < len(args) and re.fullmatch(r"-O\d", args[i].text))
+    ):
         i += 2 if args[i].text == "-D" else 1
     starts: list[_Arg] = []
     while i < len(args) and not (args[i].text.startswith("-") or args[i].text in ("(", "!", ")")):
@@ -1852,12 +2045,14 @@ def _check_find(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
             k = j + 1
             while k < len(expr) and expr[k].text not in (";", "+", "\\;"):
                 k += 1
-            command = expr[j + 1:k]
+            command = expr[j + 1 : k]
             for path, _arg in start_values:
                 item = path.rstrip("/") + "/" + (name_pattern or "*")
                 items = (item,) if filtered else (path or ".", item)
-                sub = [_Arg(a.raw, tuple(dict.fromkeys(v.replace("{}", it) for it in items for v in a.values)),
-                            a.dynamic) for a in command]
+                sub = [
+                    _Arg(a.raw, tuple(dict.fromkeys(v.replace("{}", it) for it in items for v in a.values)), a.dynamic)
+                    for a in command
+                ]
                 _check_argv(sub, ctx, snippet)
             j = k + 1
         else:
@@ -1976,8 +2171,8 @@ def _check_partition(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
     if name == "parted" and any(v in destructive for v in values):
         raise _refuse(snippet, "would rewrite a partition table")
     if name == "sgdisk" and any(
-        re.fullmatch(r"-[A-Za-z]*[ZzondgG][A-Za-z]*", v) or v.startswith(("--zap", "--clear", "--new", "--delete",
-                                                                          "--mbrtogpt", "--largest-new"))
+        re.fullmatch(r"-[A-Za-z]*[ZzondgG][A-Za-z]*", v)
+        or v.startswith(("--zap", "--clear", "--new", "--delete", "--mbrtogpt", "--largest-new"))
         for v in values
     ):
         raise _refuse(snippet, "would rewrite a partition table")
@@ -1988,8 +2183,19 @@ def _check_partition(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
 
 
 def _check_hdparm(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
-    if any(a.text.startswith(("--security-erase", "--trim-sector", "--write-sector", "--make-bad-sector",
-                              "--fwdownload", "--dco-restore")) for a in argv[1:]):
+    if any(
+        a.text.startswith(
+            (
+                "--security-erase",
+                "--trim-sector",
+                "--write-sector",
+                "--make-bad-sector",
+                "--fwdownload",
+                "--dco-restore",
+            )
+        )
+        for a in argv[1:]
+    ):
         raise _refuse(snippet, "would erase or damage a disk")
 
 
@@ -1997,6 +2203,7 @@ def _check_subcommand(bad: frozenset[str], what: str) -> Callable[[list[_Arg], _
     def check(argv: list[_Arg], ctx: _Ctx, snippet: str) -> None:
         if any(a.text in bad for a in argv[1:]):
             raise _refuse(snippet, what)
+
     return check
 
 
@@ -2039,8 +2246,9 @@ _CHECKERS: Mapping[str, Callable[[list[_Arg], _Ctx, str], None]] = {
     **{tool: _check_partition for tool in _PARTITION_TOOLS},
     "hdparm": _check_hdparm,
     "nvme": _check_subcommand(frozenset({"format", "sanitize"}), "would erase an NVMe disk"),
-    "cryptsetup": _check_subcommand(frozenset({"luksFormat", "erase", "luksErase", "reencrypt"}),
-                                    "would erase the encryption header of a disk"),
+    "cryptsetup": _check_subcommand(
+        frozenset({"luksFormat", "erase", "luksErase", "reencrypt"}), "would erase the encryption header of a disk"
+    ),
     "zpool": _check_subcommand(frozenset({"destroy", "labelclear"}), "would destroy a ZFS pool"),
     "badblocks": _check_badblocks,
     "kill": _check_kill,
@@ -2091,8 +2299,11 @@ def _check_protected_args(name: str, argv: list[_Arg], ctx: _Ctx, snippet: str) 
                 if kind == "sudoers":
                     raise _refuse(snippet, f"would change {what}; use visudo")
                 if kind == "env":
-                    raise _refuse(snippet, f"would read or write {what}; to load it into the shell without "
-                                           f"showing it, `set -a; . ./.env; set +a` is allowed")
+                    raise _refuse(
+                        snippet,
+                        f"would read or write {what}; to load it into the shell without "
+                        f"showing it, `set -a; . ./.env; set +a` is allowed",
+                    )
                 raise _refuse(snippet, f"would read or write {what}")
 
 
@@ -2104,8 +2315,11 @@ def _recursive_reader(name: str, argv: list[_Arg]) -> bool:
     options, _ = _split_options(argv[1:])
     flags = _short_flags(options)
     if name in ("grep", "egrep"):
-        return bool(flags & {"r", "R"}) or _long_flag(options, "--recursive", "--dereference-recursive") or any(
-            o.startswith("--directories=rec") for o in options)
+        return (
+            bool(flags & {"r", "R"})
+            or _long_flag(options, "--recursive", "--dereference-recursive")
+            or any(o.startswith("--directories=rec") for o in options)
+        )
     return bool(flags & {"r", "R", "a"}) or _long_flag(options, "--recursive", "--archive")
 
 
@@ -2120,8 +2334,10 @@ _DELETE_TREE = re.compile(
     r"(rmtree|rm_rf|rm_r|rmSync|rimraf|remove_tree|rmdirSync|deltree|removedirs|remove_all|rmdir)\s*\(\s*(.*?)\)",
     re.DOTALL,
 )
-_HOME_EXPR = re.compile(r"Path\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|environ\[\s*['\"]HOME|getenv\(\s*['\"]HOME|"
-                        r"\$ENV\{\s*HOME|ENV\[\s*['\"]HOME|os\.homedir\(\)|process\.env\.HOME")
+_HOME_EXPR = re.compile(
+    r"Path\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|environ\[\s*['\"]HOME|getenv\(\s*['\"]HOME|"
+    r"\$ENV\{\s*HOME|ENV\[\s*['\"]HOME|os\.homedir\(\)|process\.env\.HOME"
+)
 _FORK_LOOP = re.compile(
     r"fork\s+while\s+fork|while\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?[^\n]{0,80}?\bfork\s*\(|"
     r"for\s*\(\s*;\s*;\s*\)\s*\{?\s*[^\n]{0,40}?fork\s*\(|loop\s*\{?\s*fork",
@@ -2183,14 +2399,10 @@ def _check_code(code: str, ctx: _Ctx, snippet: str) -> None:
 
 # --- the fallback: a word-by-word scan of text bashlex could not parse --------------------------
 
-_RESERVED = _words(
-    "if then else elif fi do done while until for case esac in select function ! { } [[ ]] time coproc"
-)
+_RESERVED = _words("if then else elif fi do done while until for case esac in select function ! { } [[ ]] time coproc")
 _REDIRECT = re.compile(r"(\d*|&)(>>|>\||>&|>|<<<|<<-|<<|<>|<&|<)")
 _OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")", "\n")
-_FORK_BOMB_TEXT = re.compile(
-    r"(?:function\s+)?([^\s(){};|&<>'\"]+)\s*\(\s*\)\s*\{([^}]*)\}"
-)
+_FORK_BOMB_TEXT = re.compile(r"(?:function\s+)?([^\s(){};|&<>'\"]+)\s*\(\s*\)\s*\{([^}]*)\}")
 
 
 def _read_word(text: str, i: int) -> int:
@@ -2277,8 +2489,9 @@ def _fallback(text: str, ctx: _Ctx, *, broad: bool) -> None:
             name, body = match.group(1), match.group(2)
             pieces = re.split(r"[\s;|&]+", body)
             if name in pieces and ("|" in body or "&" in body):
-                raise _refuse(match.group(0), "is a fork bomb (a function that runs itself in a pipe or in the "
-                                              "background)")
+                raise _refuse(
+                    match.group(0), "is a fork bomb (a function that runs itself in a pipe or in the background)"
+                )
     items = _lex(text)
     segment: list[str] = []
     redirects: list[tuple[str, str]] = []
@@ -2306,8 +2519,9 @@ def _fallback(text: str, ctx: _Ctx, *, broad: bool) -> None:
     flush("")
 
 
-def _fallback_segment(words: list[str], redirects: list[tuple[str, str]], ctx: _Ctx,
-                      piped_from: list[str] | None, broad: bool) -> None:
+def _fallback_segment(
+    words: list[str], redirects: list[tuple[str, str]], ctx: _Ctx, piped_from: list[str] | None, broad: bool
+) -> None:
     snippet = " ".join(words + [f"{op} {target}" for op, target in redirects])
     args: list[_Arg] = []
     for index, raw in enumerate(words):
@@ -2347,11 +2561,11 @@ def _fallback_segment(words: list[str], redirects: list[tuple[str, str]], ctx: _
     argv = _split_args(args)
     stdin: Callable[[], str | None] | None = None
     if here is not None:
-        stdin = lambda: here
+        stdin = _given(here)
     elif piped_from:
         produced = _transform([_expand(w, ctx)[0].text for w in piped_from], None)
         if produced is not None:
-            stdin = lambda: produced
+            stdin = _given(produced)
     _check_argv(argv, ctx, snippet, stdin)
 
 
@@ -2405,8 +2619,11 @@ def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any]) -> str | Non
         return f"refused: {tool} would read {what} {_FLOOR_NOTE}"
     if tool == "grep" and kind == "keydir":
         name_glob = args.get("glob")
-        if isinstance(name_glob, str) and name_glob and not any(
-                fnmatch.fnmatchcase(sample, name_glob) for sample in _KEY_SAMPLES + _HOST_KEY_SAMPLES):
+        if (
+            isinstance(name_glob, str)
+            and name_glob
+            and not any(fnmatch.fnmatchcase(sample, name_glob) for sample in _KEY_SAMPLES + _HOST_KEY_SAMPLES)
+        ):
             return None
         return f"refused: grep over {what} would read private keys {_FLOOR_NOTE}"
     return None
@@ -2416,8 +2633,9 @@ def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any]) -> str | Non
 # Rules
 # =============================================================================================
 
-_RULE_TEXT = re.compile(r"^\s*(?:(?P<machine>[^:()\s][^:()]*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$",
-                        re.DOTALL)
+_RULE_TEXT = re.compile(
+    r"^\s*(?:(?P<machine>[^:()\s][^:()]*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$", re.DOTALL
+)
 
 
 @dataclass(frozen=True)
@@ -2473,8 +2691,15 @@ class Rule:
         elif arg.startswith("!"):
             negate, arg = True, arg[1:]
         machine = match.group("machine")
-        return cls(tool=match.group("tool"), pattern=arg, verdict=verdict,  # type: ignore[arg-type]
-                   machine=machine.strip() if machine else None, negate=negate, source=source, note=note)
+        return cls(
+            tool=match.group("tool"),
+            pattern=arg,
+            verdict=verdict,  # type: ignore[arg-type]
+            machine=machine.strip() if machine else None,
+            negate=negate,
+            source=source,
+            note=note,
+        )
 
     @property
     def text(self) -> str:
@@ -2581,13 +2806,13 @@ def _path_glob_regex(pattern: str) -> str:
                 out.append(re.escape(ch))
                 i += 1
             else:
-                body = pattern[i + 1:end]
+                body = pattern[i + 1 : end]
                 body = "^" + body[1:] if body.startswith("!") else body
                 out.append("[" + body.replace("\\", "\\\\") + "]")
                 i = end + 1
         elif ch == "{":
             end = _match_close(pattern, i, "{", "}")
-            options = _split_top_commas(pattern[i + 1:end - 1])
+            options = _split_top_commas(pattern[i + 1 : end - 1])
             if len(options) < 2 or end > n or pattern[end - 1] != "}":
                 out.append(re.escape(ch))
                 i += 1
@@ -2684,15 +2909,18 @@ def _collect_parts(node: Any, src: str, out: list[_Part]) -> None:
         pieces: list[str] = []
         trusted = True
         for part in current.parts:
-            raw = src[part.pos[0]:part.pos[1]]
+            raw = src[part.pos[0] : part.pos[1]]
             if part.kind in ("word", "assignment"):
                 pieces.append(raw)
                 for inner in _substitutions(raw):
                     out.extend(_command_parts(inner))
             elif part.kind == "redirect":
                 target = part.output
-                if (part.type in _WRITE_REDIRECTS and hasattr(target, "pos")
-                        and src[target.pos[0]:target.pos[1]] not in _SAFE_TARGETS):
+                if (
+                    part.type in _WRITE_REDIRECTS
+                    and hasattr(target, "pos")
+                    and src[target.pos[0] : target.pos[1]] not in _SAFE_TARGETS
+                ):
                     trusted = False
         out.append(_Part(" ".join(" ".join(pieces).split()), trusted))
 
@@ -2727,11 +2955,11 @@ def _substitutions(raw: str) -> list[str]:
             i = _match_close(raw, i + 1)
         elif (ch == "$" or ch in "<>") and raw.startswith("(", i + 1):
             end = _match_close(raw, i + 1)
-            found.append(raw[i + 2:end - 1])
+            found.append(raw[i + 2 : end - 1])
             i = end
         elif ch == "`":
             end = _find_backtick(raw, i + 1)
-            found.append(raw[i + 1:end])
+            found.append(raw[i + 1 : end])
             i = end + 1
         else:
             i += 1
@@ -2762,8 +2990,9 @@ _SUBCOMMAND_PROGRAMS = _words(
 )
 
 
-def derive_rule(tool: str, args: Mapping[str, Any], machine: str = "local", *, cwd: str | None = None,
-                any_machine: bool = False) -> Rule:
+def derive_rule(
+    tool: str, args: Mapping[str, Any], machine: str = "local", *, cwd: str | None = None, any_machine: bool = False
+) -> Rule:
     """The allow rule that "Allow always" adds for this call.
 
     * execute_command: a simple command gives its program, plus its subcommand for tools such
@@ -2787,14 +3016,20 @@ def derive_rule(tool: str, args: Mapping[str, Any], machine: str = "local", *, c
         normal = _normalise_rule_path(path or ".", machine=machine or "local", cwd=cwd)
         home = _local_home()
         if (machine or "local") == "local" and (normal == home or normal.startswith(home + "/")):
-            normal = "~" + normal[len(home):]
-        directory = normal if tool == "list_dir" or (tool == "grep" and not posixpath.splitext(normal)[1]) else (
-            posixpath.dirname(normal) or ".")
+            normal = "~" + normal[len(home) :]
+        directory = (
+            normal
+            if tool == "list_dir" or (tool == "grep" and not posixpath.splitext(normal)[1])
+            else (posixpath.dirname(normal) or ".")
+        )
         pattern = _escape_path_glob(directory).rstrip("/") + "/**"
     elif tool == "ask_machines":
         hosts = list(dict.fromkeys(argument if isinstance(argument, list) else []))
-        pattern = _escape_path_glob(hosts[0]) if len(hosts) == 1 else "{" + ",".join(
-            _escape_path_glob(h) for h in hosts) + "}"
+        pattern = (
+            _escape_path_glob(hosts[0])
+            if len(hosts) == 1
+            else "{" + ",".join(_escape_path_glob(h) for h in hosts) + "}"
+        )
     else:
         pattern = _escape_path_glob(argument) if isinstance(argument, str) and argument else "*"
     return Rule(tool=tool, pattern=pattern, verdict="allow", machine=prefix, source="global")
@@ -2910,8 +3145,9 @@ class Permissions:
     # --- loading and saving --------------------------------------------------------------------
 
     @classmethod
-    def load(cls, path: Path | None = None, mode: str | None = None, *, audit_path: Path | None = None,
-             audit: bool = True) -> Permissions:
+    def load(
+        cls, path: Path | None = None, mode: str | None = None, *, audit_path: Path | None = None, audit: bool = True
+    ) -> Permissions:
         """Global rules from `path` (default :func:`rules_path`); a missing file means none.
 
         `mode` wins over the file's ``mode``, which wins over ``"default"``. Raises
@@ -3011,9 +3247,17 @@ class Permissions:
             self._global, self._file_mode = kept, file_mode
             return True
 
-    def allow_always(self, tool: str, args: Mapping[str, Any], machine: str = "local", *, cwd: str | None = None,
-                     session: bool = False, any_machine: bool = False) -> Rule:
-        """"Allow always" from the approval modal: add :func:`derive_rule`'s rule and return it.
+    def allow_always(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        machine: str = "local",
+        *,
+        cwd: str | None = None,
+        session: bool = False,
+        any_machine: bool = False,
+    ) -> Rule:
+        """ "Allow always" from the approval modal: add :func:`derive_rule`'s rule and return it.
 
         Saved to the global file, or kept for this session with `session=True`.
         """
@@ -3022,8 +3266,15 @@ class Permissions:
 
     # --- deciding ------------------------------------------------------------------------------
 
-    def decide(self, tool: str, args: Mapping[str, Any], *, machine: str | None = None,
-               mutating: bool | None = None, cwd: str | None = None) -> Decision:
+    def decide(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        machine: str | None = None,
+        mutating: bool | None = None,
+        cwd: str | None = None,
+    ) -> Decision:
         """Decide one tool call: floor, then rules (session, then global), then the mode.
 
         `machine` is the machine the call runs on (``"local"`` for this one; None: the call's
@@ -3060,12 +3311,22 @@ class Permissions:
         if not mutating:
             return Decision("allow", f"{tool} only reads; allowed in {mode} mode")
         if mode == "strict":
-            return Decision("deny", f"strict mode: {tool} changes things and no rule allows this call; "
-                                    f"a user can add an allow rule (cmdop-tui permissions)")
+            return Decision(
+                "deny",
+                f"strict mode: {tool} changes things and no rule allows this call; "
+                f"a user can add an allow rule (cmdop-tui permissions)",
+            )
         return Decision("ask", f"{tool} changes things; approval needed in default mode")
 
-    def _rules_verdict(self, tool: str, args: Mapping[str, Any], machine: str, cwd: str | None,
-                       session: list[Rule], global_: list[Rule]) -> tuple[str | None, Rule | None]:
+    def _rules_verdict(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        machine: str,
+        cwd: str | None,
+        session: list[Rule],
+        global_: list[Rule],
+    ) -> tuple[str | None, Rule | None]:
         session = [r for r in session if r.applies_to(tool, machine)]
         global_ = [r for r in global_ if r.applies_to(tool, machine)]
         if not session and not global_:
@@ -3081,9 +3342,14 @@ class Permissions:
             verdict, rule = _layered(tool, whole, machine, cwd, session, global_)
             if verdict in ("deny", "ask"):
                 results.append((verdict, rule))
-            exact = _layered(tool, _Part(whole.text), machine, cwd,
-                             [r for r in session if not _has_wildcards(r)],
-                             [r for r in global_ if not _has_wildcards(r)])
+            exact = _layered(
+                tool,
+                _Part(whole.text),
+                machine,
+                cwd,
+                [r for r in session if not _has_wildcards(r)],
+                [r for r in global_ if not _has_wildcards(r)],
+            )
             if exact[0] == "allow":
                 results = [res if res[0] in ("deny", "ask") else exact for res in results]
         for wanted in ("deny", "ask"):
@@ -3096,15 +3362,31 @@ class Permissions:
 
     # --- the audit log -------------------------------------------------------------------------
 
-    def check(self, tool: str, args: Mapping[str, Any], *, machine: str | None = None,
-              mutating: bool | None = None, cwd: str | None = None, call_id: str | None = None) -> Decision:
+    def check(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        *,
+        machine: str | None = None,
+        mutating: bool | None = None,
+        cwd: str | None = None,
+        call_id: str | None = None,
+    ) -> Decision:
         """:meth:`decide`, then :meth:`record` the decision; returns it."""
         decision = self.decide(tool, args, machine=machine, mutating=mutating, cwd=cwd)
         self.record(decision, tool, args, machine, call_id=call_id)
         return decision
 
-    def record(self, decision: Decision, tool: str, args: Mapping[str, Any], machine: str | None = None,
-               outcome: str | None = None, *, call_id: str | None = None) -> None:
+    def record(
+        self,
+        decision: Decision,
+        tool: str,
+        args: Mapping[str, Any],
+        machine: str | None = None,
+        outcome: str | None = None,
+        *,
+        call_id: str | None = None,
+    ) -> None:
         """Append one decision (and, if known, its outcome) to the audit log.
 
         Call it again with `outcome` (e.g. "approved", "denied by user", "exit 0") when the
@@ -3158,8 +3440,9 @@ def _has_wildcards(rule: Rule) -> bool:
     return rule.negate or re.search(r"(?<!\\)[*?]", rule.pattern) is not None
 
 
-def _layered(tool: str, part: _Part, machine: str, cwd: str | None, session: list[Rule],
-             global_: list[Rule]) -> tuple[str | None, Rule | None]:
+def _layered(
+    tool: str, part: _Part, machine: str, cwd: str | None, session: list[Rule], global_: list[Rule]
+) -> tuple[str | None, Rule | None]:
     """The verdict for one part: the session layer decides if a rule of it matches, else global."""
     for layer in (session, global_):
         best: Rule | None = None
@@ -3234,7 +3517,7 @@ def _read_rules_file(path: Path) -> tuple[list[Rule], str | None]:
             raise PermissionsError(f"{where}: unknown key(s) {', '.join(extra)} (expected rule, verdict, note)")
         text, verdict, note = entry.get("rule"), entry.get("verdict"), entry.get("note")
         if not isinstance(text, str):
-            raise PermissionsError(f"{where}: `rule` must be a string such as \"execute_command(git status *)\"")
+            raise PermissionsError(f'{where}: `rule` must be a string such as "execute_command(git status *)"')
         if not isinstance(verdict, str) or verdict not in VERDICTS:
             raise PermissionsError(f"{where}: `verdict` must be one of {', '.join(VERDICTS)}, not {verdict!r}")
         if note is not None and not isinstance(note, str):
@@ -3248,8 +3531,12 @@ def _read_rules_file(path: Path) -> tuple[list[Rule], str | None]:
 
 def _write_rules_file(path: Path, rules: Sequence[Rule], mode: str | None) -> None:
     """Write atomically: a temp file in the same directory (0600), fsync, os.replace."""
-    chunks = [("# cmdop-tui permission rules: [[rule]] tables with rule = \"[machine:]tool(argument glob)\"\n"
-               "# and verdict = \"allow\" | \"ask\" | \"deny\". See `cmdop-tui permissions list`.\n")]
+    chunks = [
+        (
+            '# cmdop-tui permission rules: [[rule]] tables with rule = "[machine:]tool(argument glob)"\n'
+            '# and verdict = "allow" | "ask" | "deny". See `cmdop-tui permissions list`.\n'
+        )
+    ]
     if mode is not None:
         chunks.append(tomli_w.dumps({"mode": mode}))
     for rule in rules:
@@ -3292,8 +3579,9 @@ def list_rules_text(permissions: Permissions | None = None, *, path: Path | None
         lines.append("")
     lines.append(f"global rules ({file_path}):")
     if perms.rules:
-        lines.extend(f"  {rule.verdict:<5}  {rule.text}" + (f"    # {rule.note}" if rule.note else "")
-                     for rule in perms.rules)
+        lines.extend(
+            f"  {rule.verdict:<5}  {rule.text}" + (f"    # {rule.note}" if rule.note else "") for rule in perms.rules
+        )
     else:
         lines.append("  (none)" + ("" if file_path.exists() else " - the file does not exist yet"))
     lines += [

@@ -102,8 +102,7 @@ _WORDS = (
     "accesskey", "access_key", "access-key", "secretkey", "secret_key", "privatekey", "private_key",
 )  # fmt: skip
 _NAME_ENDS = "|".join(
-    [f"(?<={re.escape(w)})" for w in _WORDS]
-    + [r"(?<=[_.-]pwd)", r"(?<=[_.-]pass)", r"(?<=(?<![\w.-])pass)"]
+    [f"(?<={re.escape(w)})" for w in _WORDS] + [r"(?<=[_.-]pwd)", r"(?<=[_.-]pass)", r"(?<=(?<![\w.-])pass)"]
 )
 _SECRET_NAME = re.compile(rf"[\w.-]++(?:{_NAME_ENDS})", re.IGNORECASE)
 # Candidates: the end of a secret word right before an optional quote and `:` or `=`. Searched in

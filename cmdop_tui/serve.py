@@ -71,7 +71,11 @@ def serve(
     command = command or app_command(app_args)
     url = (public_url or f"http://{_url_host(host)}:{port}").rstrip("/")
     server = _server_class(Server)(
-        command, host=host, port=port, title="cmdop-tui", public_url=url,
+        command,
+        host=host,
+        port=port,
+        title="cmdop-tui",
+        public_url=url,
     )
     server.allowed_origins = allowed_origins(url, port)
     if warning := exposure_warning(host, port):
@@ -291,7 +295,7 @@ def _server_class(base: type) -> type:
                 await self._process_messages(websocket, service)
             except asyncio.CancelledError:
                 await websocket.close()
-            except Exception as error:  # noqa: BLE001 - as textual-serve: log it, end the session
+            except Exception as error:
                 log.exception(error)
             finally:
                 if service is not None:
@@ -322,8 +326,6 @@ def _to_int(value: str, default: int) -> int:
         return int(value)
     except ValueError:
         return default
-
-
 
 
 if __name__ == "__main__":

@@ -619,9 +619,7 @@ def _repair(messages: Sequence[Message]) -> tuple[list[Message], list[dict[str, 
     missing = list(dict.fromkeys(i for i in asked if i not in answered))
     if missing:
         conversation.append_tool_results([tool_result_block(i, INTERRUPTED_RESULT, is_error=True) for i in missing])
-        notes.append(
-            f"the session stopped while {len(missing)} tool call(s) ran; they are marked as interrupted"
-        )
+        notes.append(f"the session stopped while {len(missing)} tool call(s) ran; they are marked as interrupted")
     cleaned = sanitize(conversation.messages)
     if cleaned != conversation.messages:
         conversation.replace(cleaned)

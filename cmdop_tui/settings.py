@@ -214,7 +214,9 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     for name, table in _table(data, "agents", where).items():
         if not isinstance(table, dict):
             raise SettingsError(f"{where}: [agents.{name}] must be a table")
-        agents[name] = _profile_from(table, replace(agents.get(name, AgentProfile()), name=name), f"{where}: [agents.{name}]")
+        agents[name] = _profile_from(
+            table, replace(agents.get(name, AgentProfile()), name=name), f"{where}: [agents.{name}]"
+        )
     selected = data.get("agent", "default")
     settings = Settings(agents=agents, source=source)
     if isinstance(selected, dict):  # an [agent] table: overrides for the default profile
@@ -227,7 +229,9 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
             settings = replace(settings, **{key: str(data[key])})
     if "stream" in data:
         settings = replace(settings, stream=bool(data["stream"]))
-    settings = replace(settings, machines=tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items()))
+    settings = replace(
+        settings, machines=tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
+    )
     for key in ("ssh_config", "local_model"):
         if key in data:
             settings = replace(settings, **{key: Path(str(data[key])).expanduser()})
@@ -255,7 +259,9 @@ def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float
         try:
             prices[model] = (float(table["input"]), float(table["output"]))
         except (TypeError, KeyError, ValueError):
-            raise SettingsError(f'{where}: [prices."{model}"] needs numbers input and output (USD per million tokens)') from None
+            raise SettingsError(
+                f'{where}: [prices."{model}"] needs numbers input and output (USD per million tokens)'
+            ) from None
     return prices
 
 

@@ -37,9 +37,7 @@ _SEQUENCE = re.compile(
     r"|\x1b(?:[ -/]++[0-~]|[0-OQ-WYZ\\`-~])"  # other ESC sequences (nF, Fp, Fe, Fs)
 )
 # The start of a sequence that may complete in the next chunk, or a `\r` that may pair with `\n`.
-_PARTIAL_TAIL = re.compile(
-    r"\x1b(?:\[[0-?]*+[ -/]*+|[\]PX^_][^\x07\x18\x1a\x1b\x9c]*+\x1b?|[ -/]*+)\Z|\r\Z"
-)
+_PARTIAL_TAIL = re.compile(r"\x1b(?:\[[0-?]*+[ -/]*+|[\]PX^_][^\x07\x18\x1a\x1b\x9c]*+\x1b?|[ -/]*+)\Z|\r\Z")
 # Bidirectional overrides and isolates reorder how text *looks* ("Trojan Source"): shown as codes.
 _BIDI_CONTROLS = [*range(0x202A, 0x202F), *range(0x2066, 0x206A)]
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
@@ -147,9 +145,7 @@ def _join_around_cut(head: str, tail: str, count: int, unit: str) -> str:
     return f"{head}{separator}{cut_note(count, unit)}\n{tail}"
 
 
-def truncate_middle(
-    text: str, limit: int, *, unit: Literal["characters", "lines"] = "characters"
-) -> str:
+def truncate_middle(text: str, limit: int, *, unit: Literal["characters", "lines"] = "characters") -> str:
     """Keep the first and last `limit // 2`-ish characters (or lines) and note what was cut.
 
     The middle goes because the start of output says what ran and the end says how it ended

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import anthropic
 
+from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.llm import ModelClient
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
-from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-
 from fake_anthropic import FakeAnthropic
 from sshd import SshLab, StrPath, sshd_unavailable_reason
 

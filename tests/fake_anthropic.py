@@ -53,9 +53,10 @@ import threading
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Mapping, Union
+from typing import Any
 
 DEFAULT_API_KEY = "sk-ant-test-fake-key-0123456789"
 MAX_CACHE_BREAKPOINTS = 4
@@ -65,9 +66,15 @@ _ALPHABET = string.ascii_letters + string.digits
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 _DOCS = "Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 _ERROR_STATUS = {
-    "invalid_request_error": 400, "authentication_error": 401, "billing_error": 402,
-    "permission_error": 403, "not_found_error": 404, "request_too_large": 413,
-    "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "overloaded_error": 529,
 }
 _ERROR_TYPE = {status: kind for kind, status in _ERROR_STATUS.items()}
 
@@ -82,7 +89,7 @@ def _canonical(obj: Any) -> str:
 
 
 def _pieces(s: str, size: int) -> list[str]:
-    return [s[i:i + size] for i in range(0, len(s), size)] or [""]
+    return [s[i : i + size] for i in range(0, len(s), size)] or [""]
 
 
 def _split_text(s: str, chunk_size: int | None) -> list[str]:
@@ -90,7 +97,7 @@ def _split_text(s: str, chunk_size: int | None) -> list[str]:
     if chunk_size:
         return _pieces(s, chunk_size)
     words = re.findall(r"\s+|\S+\s*", s)
-    return ["".join(words[i:i + 3]) for i in range(0, len(words), 3)] or [""]
+    return ["".join(words[i : i + 3]) for i in range(0, len(words), 3)] or [""]
 
 
 # --------------------------------------------------------------------------- blocks
@@ -139,8 +146,7 @@ class ToolUseBlock:
 
     def deltas(self) -> list[dict]:
         size = max(1, -(-len(self.input_json) // 4))  # about four pieces
-        return [{"type": "input_json_delta", "partial_json": p}
-                for p in ["", *_pieces(self.input_json, size)]]
+        return [{"type": "input_json_delta", "partial_json": p} for p in ["", *_pieces(self.input_json, size)]]
 
     def final(self) -> dict:
         return {"type": "tool_use", "id": self.id, "name": self.name, "input": self.input}
@@ -162,8 +168,9 @@ class ThinkingBlock:
 
     def deltas(self) -> list[dict]:
         parts = _split_text(self.thinking, self.chunk_size)
-        return ([{"type": "thinking_delta", "thinking": p} for p in parts]
-                + [{"type": "signature_delta", "signature": self.signature}])
+        return [{"type": "thinking_delta", "thinking": p} for p in parts] + [
+            {"type": "signature_delta", "signature": self.signature}
+        ]
 
     def final(self) -> dict:
         return {"type": "thinking", "thinking": self.thinking, "signature": self.signature}
@@ -172,7 +179,7 @@ class ThinkingBlock:
         return len(self.thinking)
 
 
-Block = Union[TextBlock, ToolUseBlock, ThinkingBlock]
+Block = TextBlock | ToolUseBlock | ThinkingBlock
 
 
 def text(text: str, *, chunk_size: int | None = None) -> TextBlock:
@@ -231,18 +238,37 @@ class Reply:
         return "tool_use" if any(isinstance(b, ToolUseBlock) for b in self.blocks) else "end_turn"
 
 
-ReplySource = Union[Reply, Callable[[dict], Reply]]
+ReplySource = Reply | Callable[[dict], Reply]
 
 
-def reply(*blocks: Block, stop_reason: str | None = None, stop_sequence: str | None = None,
-          delay_s: float = 0.0, headers: Mapping[str, str] | None = None, **options: Any) -> Reply:
+def reply(
+    *blocks: Block,
+    stop_reason: str | None = None,
+    stop_sequence: str | None = None,
+    delay_s: float = 0.0,
+    headers: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Reply:
     """A successful reply made of ``blocks`` (see the module docstring for ``options``)."""
-    return Reply(blocks=tuple(blocks), stop_reason=stop_reason, stop_sequence=stop_sequence,
-                 delay_s=delay_s, headers=tuple((headers or {}).items()), **options)
+    return Reply(
+        blocks=tuple(blocks),
+        stop_reason=stop_reason,
+        stop_sequence=stop_sequence,
+        delay_s=delay_s,
+        headers=tuple((headers or {}).items()),
+        **options,
+    )
 
 
-def text_reply(text: str, *, chunk_size: int | None = None, thinking: str | None = None,
-               stop_reason: str | None = None, delay_s: float = 0.0, **options: Any) -> Reply:
+def text_reply(
+    text: str,
+    *,
+    chunk_size: int | None = None,
+    thinking: str | None = None,
+    stop_reason: str | None = None,
+    delay_s: float = 0.0,
+    **options: Any,
+) -> Reply:
     """A text answer, optionally preceded by a thinking block with ``thinking`` as its text."""
     blocks: list[Block] = [TextBlock(text, chunk_size)]
     if thinking is not None:
@@ -253,29 +279,47 @@ def text_reply(text: str, *, chunk_size: int | None = None, thinking: str | None
 _thinking_block = thinking  # the parameter of text_reply shadows the helper
 
 
-def tool_reply(name: str, input: Any, *, id: str | None = None, text: str | None = None,
-               **options: Any) -> Reply:
+def tool_reply(name: str, input: Any, *, id: str | None = None, text: str | None = None, **options: Any) -> Reply:
     """A tool call (stop_reason ``tool_use``), optionally preceded by a text block."""
     blocks: list[Block] = [] if text is None else [TextBlock(text)]
     return reply(*blocks, tool_use(name, input, id), **options)
 
 
-def error_reply(status: int, error_type: str | None = None, message: str | None = None,
-                headers: Mapping[str, str] | None = None, **options: Any) -> Reply:
+def error_reply(
+    status: int,
+    error_type: str | None = None,
+    message: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    **options: Any,
+) -> Reply:
     """An HTTP error with the real envelope, e.g. ``error_reply(529)`` (overloaded_error),
     ``error_reply(429, headers={"retry-after": "0"})``. ``error_type`` defaults from the status."""
     kind = error_type or _ERROR_TYPE.get(status, "api_error")
-    return Reply(status=status, error={"type": kind, "message": message or f"fake {kind}"},
-                 headers=tuple((headers or {}).items()), **options)
+    return Reply(
+        status=status,
+        error={"type": kind, "message": message or f"fake {kind}"},
+        headers=tuple((headers or {}).items()),
+        **options,
+    )
 
 
-def stream_error(error_type: str = "overloaded_error", after_events: int = 4, message: str = "Overloaded",
-                 *, text: str = "This answer is cut short by an error", **options: Any) -> Reply:
+def stream_error(
+    error_type: str = "overloaded_error",
+    after_events: int = 4,
+    message: str = "Overloaded",
+    *,
+    text: str = "This answer is cut short by an error",
+    **options: Any,
+) -> Reply:
     """A 200 SSE stream of a text answer that sends ``after_events`` normal events
     (message_start, ping, content_block_start, deltas...) then ``event: error`` and ends.
     A non-streaming request gets the matching HTTP error (529, 500, ...) instead."""
-    return Reply(blocks=(TextBlock(text),), error={"type": error_type, "message": message},
-                 error_after_events=after_events, **options)
+    return Reply(
+        blocks=(TextBlock(text),),
+        error={"type": error_type, "message": message},
+        error_after_events=after_events,
+        **options,
+    )
 
 
 # --------------------------------------------------------------------------- validation
@@ -358,7 +402,9 @@ def _check_sampling(body: dict) -> str | None:
         if not isinstance(temp, (int, float)) or isinstance(temp, bool):
             return "temperature: Input should be a valid number"
         if not 0 <= temp <= 1:
-            return "temperature: Input should be " + ("greater than or equal to 0" if temp < 0 else "less than or equal to 1")
+            return "temperature: Input should be " + (
+                "greater than or equal to 0" if temp < 0 else "less than or equal to 1"
+            )
     cfg = body.get("thinking")
     kind = cfg.get("type") if isinstance(cfg, dict) else None
     if kind == "enabled":
@@ -416,7 +462,12 @@ def _check_messages(messages: Any) -> str | None:
                 if b["id"] in seen_ids:
                     return f"{where}: `tool_use` ids must be unique"
                 seen_ids.add(b["id"])
-        if final_assistant and blocks and blocks[-1].get("type") == "text" and blocks[-1]["text"] != blocks[-1]["text"].rstrip():
+        if (
+            final_assistant
+            and blocks
+            and blocks[-1].get("type") == "text"
+            and blocks[-1]["text"] != blocks[-1]["text"].rstrip()
+        ):
             return "messages: final assistant content cannot end with trailing whitespace"
         if groups and groups[-1][0] == role:
             groups[-1][1].extend((i, j, b) for j, b in enumerate(blocks))
@@ -429,9 +480,11 @@ def _check_messages(messages: Any) -> str | None:
             missing = [b["id"] for _, _, b in blocks if b["type"] == "tool_use" and b["id"] not in answered]
             if missing:
                 index = following[0][0] if following else blocks[-1][0] if blocks else len(messages) - 1
-                return (f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
-                        f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
-                        f"`tool_result` block in the next message.")
+                return (
+                    f"messages.{index}: `tool_use` ids were found without `tool_result` blocks immediately "
+                    f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+                    f"`tool_result` block in the next message."
+                )
             continue
         previous = groups[g - 1][1] if g > 0 else []
         offered = {b["id"] for _, _, b in previous if b["type"] == "tool_use"}
@@ -441,12 +494,16 @@ def _check_messages(messages: Any) -> str | None:
                 other_seen = True
                 continue
             if b.get("tool_use_id") not in offered:
-                return (f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
-                        f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
-                        f"`tool_use` block in the previous message.")
+                return (
+                    f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                    f"{b.get('tool_use_id')}. Each `tool_result` block must have a corresponding "
+                    f"`tool_use` block in the previous message."
+                )
             if other_seen:
-                return (f"messages.{i}.content.{j}: `tool_result` blocks must come first in the user message, "
-                        f"before any other content")
+                return (
+                    f"messages.{i}.content.{j}: `tool_result` blocks must come first in the user message, "
+                    f"before any other content"
+                )
     return None
 
 
@@ -481,7 +538,7 @@ class RecordedRequest:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_HTTPServer"
+    server: _HTTPServer
 
     def do_POST(self) -> None:
         self.server.fake._handle(self)
@@ -494,7 +551,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
-    fake: "FakeAnthropic"
+    fake: FakeAnthropic
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self.fake._lock:  # registered before the handler thread starts, so stop() sees it
@@ -552,11 +609,12 @@ class FakeAnthropic:
             raise RuntimeError("FakeAnthropic is not started")
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
-    def start(self) -> "FakeAnthropic":
+    def start(self) -> FakeAnthropic:
         self._httpd = _HTTPServer(("127.0.0.1", 0), _Handler)
         self._httpd.fake = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01},
-                                        name="fake-anthropic", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.01}, name="fake-anthropic", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -583,7 +641,7 @@ class FakeAnthropic:
             if t is not None:
                 t.join(max(0.0, deadline - time.monotonic()))
 
-    def __enter__(self) -> "FakeAnthropic":
+    def __enter__(self) -> FakeAnthropic:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -646,8 +704,9 @@ class FakeAnthropic:
             return self._send_error(h, rec, req_id, 401, "authentication_error", "invalid x-api-key")
         if (h.command, h.path.split("?")[0]) != ("POST", "/v1/messages"):
             return self._send_error(h, rec, req_id, 404, "not_found_error", f"Not found: {h.command} {h.path}")
-        problem = ("anthropic-version: header is required" if "anthropic-version" not in headers
-                   else validate_request(body))
+        problem = (
+            "anthropic-version: header is required" if "anthropic-version" not in headers else validate_request(body)
+        )
         if problem is None:
             with self._lock:
                 source = self._queue.popleft() if self._queue else None
@@ -670,7 +729,11 @@ class FakeAnthropic:
         as_error = r.error is not None and (r.status != 200 or not rec.stream)  # else an `event: error`
         sse = rec.stream and not as_error
         rec.status = (r.status if r.status != 200 else _ERROR_STATUS.get(r.error["type"], 500)) if as_error else 200
-        if r.hang_before_headers or (r.gate is not None and r.stall_after is None) or (r.stall_after is not None and not sse):
+        if (
+            r.hang_before_headers
+            or (r.gate is not None and r.stall_after is None)
+            or (r.stall_after is not None and not sse)
+        ):
             if not self._hold(r.gate):
                 return
             if r.stall_after is not None and not sse and not r.gate_release_continues:
@@ -728,14 +791,24 @@ class FakeAnthropic:
             read = max((size for key, size in points if key in self._cache), default=0)
             created = points[-1][1] - read if points and points[-1][0] not in self._cache else 0
             self._cache.update(key for key, _ in points)
-        return {"input_tokens": max(1, total - read - created), "cache_creation_input_tokens": created,
-                "cache_read_input_tokens": read,
-                "cache_creation": {"ephemeral_5m_input_tokens": created, "ephemeral_1h_input_tokens": 0}}
+        return {
+            "input_tokens": max(1, total - read - created),
+            "cache_creation_input_tokens": created,
+            "cache_read_input_tokens": read,
+            "cache_creation": {"ephemeral_5m_input_tokens": created, "ephemeral_1h_input_tokens": 0},
+        }
 
     # ---- low-level writing
 
-    def _send_head(self, h: _Handler, status: int, req_id: str, content_type: str,
-                   extra: tuple[tuple[str, str], ...], length: int | None = None) -> None:
+    def _send_head(
+        self,
+        h: _Handler,
+        status: int,
+        req_id: str,
+        content_type: str,
+        extra: tuple[tuple[str, str], ...],
+        length: int | None = None,
+    ) -> None:
         h.send_response(status)
         h.send_header("Content-Type", content_type)
         if length is None:
@@ -749,8 +822,9 @@ class FakeAnthropic:
             h.send_header(name, value)
         h.end_headers()
 
-    def _send_json(self, h: _Handler, status: int, req_id: str, payload: dict,
-                   extra: tuple[tuple[str, str], ...] = ()) -> None:
+    def _send_json(
+        self, h: _Handler, status: int, req_id: str, payload: dict, extra: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         data = json.dumps(payload).encode()
         self._send_head(h, status, req_id, "application/json", extra, len(data))
         h.wfile.write(data)
@@ -758,8 +832,9 @@ class FakeAnthropic:
 
     def _send_error(self, h: _Handler, rec: RecordedRequest, req_id: str, status: int, kind: str, message: str) -> None:
         rec.status = status
-        self._send_json(h, status, req_id, {"type": "error", "error": {"type": kind, "message": message},
-                                            "request_id": req_id})
+        self._send_json(
+            h, status, req_id, {"type": "error", "error": {"type": kind, "message": message}, "request_id": req_id}
+        )
 
     @staticmethod
     def _write_chunk(h: _Handler, data: bytes) -> None:
@@ -784,28 +859,44 @@ def _strip_cache_control(item: Any) -> Any:
 def _message(r: Reply, model: str, usage: dict, content: list, *, done: bool) -> dict:
     """A ``Message`` object: the finished one, or the empty one for ``message_start``."""
     output = max(1, sum(b.output_chars() for b in r.blocks) // 4) if done else 1
-    return {"id": new_id("msg_"), "type": "message", "role": "assistant", "model": model,
-            "content": content, "stop_reason": r.resolved_stop_reason if done else None,
-            "stop_sequence": r.stop_sequence if done else None,
-            "usage": {**usage, "output_tokens": output, "service_tier": "standard"}}
+    return {
+        "id": new_id("msg_"),
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": r.resolved_stop_reason if done else None,
+        "stop_sequence": r.stop_sequence if done else None,
+        "usage": {**usage, "output_tokens": output, "service_tier": "standard"},
+    }
 
 
 def _stream_events(r: Reply, model: str, usage: dict) -> list[tuple[str, dict]]:
     """The full SSE event list for a reply (truncated + ``error`` for stream_error)."""
-    events = [("message_start", {"type": "message_start", "message": _message(r, model, usage, [], done=False)}),
-              ("ping", {"type": "ping"})]
+    events = [
+        ("message_start", {"type": "message_start", "message": _message(r, model, usage, [], done=False)}),
+        ("ping", {"type": "ping"}),
+    ]
     for index, block in enumerate(r.blocks):
-        events.append(("content_block_start", {"type": "content_block_start", "index": index,
-                                               "content_block": block.start()}))
-        events.extend(("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d})
-                      for d in block.deltas())
+        events.append(
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": block.start()})
+        )
+        events.extend(
+            ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": d}) for d in block.deltas()
+        )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
     output = max(1, sum(b.output_chars() for b in r.blocks) // 4)
-    events.append(("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": r.resolved_stop_reason, "stop_sequence": r.stop_sequence},
-        "usage": {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output}}))
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": r.resolved_stop_reason, "stop_sequence": r.stop_sequence},
+                "usage": {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     if r.error_after_events is not None:
-        events = events[:r.error_after_events] + [("error", {"type": "error", "error": dict(r.error or {})})]
+        events = events[: r.error_after_events] + [("error", {"type": "error", "error": dict(r.error or {})})]
     return events

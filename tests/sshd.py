@@ -641,7 +641,7 @@ def stop_servers(servers: Sequence[SshServer]) -> None:
     for server in servers:
         try:
             server.stop()
-        except Exception as exc:  # noqa: BLE001 -- stop the others anyway, then raise
+        except Exception as exc:
             errors.append(exc)
     if errors:
         raise errors[0]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from textual.app import App, ComposeResult
+from tui_helpers import wait_until
 
 from cmdop_tui.tui.markdown_blocks import split_finished
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply, estimate_height
-from tui_helpers import wait_until
 
 REPLY = "\n\n".join(
     [

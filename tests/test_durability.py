@@ -11,9 +11,9 @@ import sys
 import threading
 
 import pytest
+from fake_anthropic import DEFAULT_API_KEY, text_reply, tool_reply
 
 from cmdop_tui import sessions
-from fake_anthropic import DEFAULT_API_KEY, text_reply, tool_reply
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 
@@ -55,7 +55,9 @@ def test_kill_9_during_a_streamed_reply_then_continue(fake_api, env):
     kill_nine(child)
     gate.set()
 
-    done = subprocess.run(CLI + ["--continue", "-p", "second question"], env=env, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        CLI + ["--continue", "-p", "second question"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Continued fine.\n" and "resumed session" in done.stderr
     assert user_texts(fake_api.requests[1].body) == ["first question", "second question"]
@@ -72,7 +74,9 @@ def test_kill_9_during_a_command_then_continue_repairs_the_turn(fake_api, env):
     orphan = int(progress["text"].split("pid=")[1].split()[0])
     os.kill(orphan, signal.SIGKILL)  # a hard kill gives the app no chance to stop its command
 
-    done = subprocess.run(CLI + ["--continue", "-p", "what happened?"], env=env, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        CLI + ["--continue", "-p", "what happened?"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0, done.stderr
     messages = fake_api.requests[1].body["messages"]
     assert messages[1]["content"][0]["id"] == "toolu_01KILLED"
@@ -85,7 +89,9 @@ def test_resume_by_id_and_nothing_to_continue(fake_api, env):
     fake_api.enqueue(text_reply("one"), text_reply("two"), text_reply("fresh"))
     assert subprocess.run(CLI + ["-p", "hello"], env=env, capture_output=True, timeout=30).returncode == 0
     (info,) = sessions.list_sessions()
-    done = subprocess.run(CLI + ["--resume", info.id[:10], "-p", "again"], env=env, capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        CLI + ["--resume", info.id[:10], "-p", "again"], env=env, capture_output=True, text=True, timeout=30
+    )
     assert done.returncode == 0 and user_texts(fake_api.requests[1].body) == ["hello", "again"]
     missing = subprocess.run(CLI + ["--resume", "nope", "-p", "x"], env=env, capture_output=True, text=True, timeout=30)
     assert missing.returncode == 1 and "nope" in missing.stderr and "Traceback" not in missing.stderr

@@ -13,7 +13,6 @@ from pathlib import Path
 import anthropic
 import httpx2
 import pytest
-
 from fake_anthropic import (
     FakeAnthropic,
     error_reply,
@@ -86,8 +85,11 @@ async def test_tool_use_round_trip(fake_api, client):
     block = message.content[1]
     assert (block.type, block.name, block.input) == ("tool_use", "bash", {"command": "ls -la", "timeout": 5})
     assert block.id == call.blocks[-1].id and block.id.startswith("toolu_01")
-    history = [*HI, {"role": "assistant", "content": [b.to_dict() for b in message.content]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "a b"}]}]
+    history = [
+        *HI,
+        {"role": "assistant", "content": [b.to_dict() for b in message.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": block.id, "content": "a b"}]},
+    ]
     assert (await _final(client, messages=history)).content[0].text == "Done."
 
 
@@ -96,24 +98,35 @@ async def test_multiple_tool_uses_need_all_results(fake_api, client):
     message = await _final(client)
     assert [b.input for b in message.content] == [{"path": "a"}, {"path": "b"}]
     fake_api.expect_invalid = True
-    history = [*HI, {"role": "assistant", "content": [b.to_dict() for b in message.content]},
-               {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message.content[0].id}]}]
+    history = [
+        *HI,
+        {"role": "assistant", "content": [b.to_dict() for b in message.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message.content[0].id}]},
+    ]
     with pytest.raises(anthropic.BadRequestError, match=message.content[1].id):
         await _final(client, messages=history)
 
 
 async def test_thinking_and_signature(fake_api, client):
-    fake_api.enqueue(reply(thinking("Considering the options carefully.", signature="sig-123"), text("Answer.")),
-                     text_reply("Second.", thinking="More thought."))
+    fake_api.enqueue(
+        reply(thinking("Considering the options carefully.", signature="sig-123"), text("Answer.")),
+        text_reply("Second.", thinking="More thought."),
+    )
     config = {"type": "enabled", "budget_tokens": 1024}
     async with client.messages.stream(model=MODEL, max_tokens=2000, thinking=config, messages=HI) as stream:
         kinds = [e.type async for e in stream]
         message = await stream.get_final_message()
     assert "thinking" in kinds and "signature" in kinds
     assert message.content[0].type == "thinking"
-    assert (message.content[0].thinking, message.content[0].signature) == ("Considering the options carefully.", "sig-123")
-    history = [*HI, {"role": "assistant", "content": [b.to_dict() for b in message.content]},
-               {"role": "user", "content": "and?"}]
+    assert (message.content[0].thinking, message.content[0].signature) == (
+        "Considering the options carefully.",
+        "sig-123",
+    )
+    history = [
+        *HI,
+        {"role": "assistant", "content": [b.to_dict() for b in message.content]},
+        {"role": "user", "content": "and?"},
+    ]
     second = await _final(client, messages=history, thinking=config, max_tokens=2000)
     assert second.content[0].signature.startswith("Eq") and second.content[1].text == "Second."
 
@@ -148,13 +161,16 @@ async def test_slow_stream_delay(fake_api, client):
 
 
 @pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize(("status", "kind", "exc"), [
-    (400, "invalid_request_error", anthropic.BadRequestError),
-    (401, "authentication_error", anthropic.AuthenticationError),
-    (429, "rate_limit_error", anthropic.RateLimitError),
-    (500, "api_error", anthropic.InternalServerError),
-    (529, "overloaded_error", anthropic.OverloadedError),
-])
+@pytest.mark.parametrize(
+    ("status", "kind", "exc"),
+    [
+        (400, "invalid_request_error", anthropic.BadRequestError),
+        (401, "authentication_error", anthropic.AuthenticationError),
+        (429, "rate_limit_error", anthropic.RateLimitError),
+        (500, "api_error", anthropic.InternalServerError),
+        (529, "overloaded_error", anthropic.OverloadedError),
+    ],
+)
 async def test_error_replies(fake_api, client, stream, status, kind, exc):
     fake_api.enqueue(error_reply(status, headers={"retry-after": "7"}))
     with pytest.raises(exc) as info:
@@ -192,9 +208,12 @@ async def test_auth_check(fake_api):
     assert info.value.type == "authentication_error"
     assert fake_api.requests[0].headers["authorization"] == "Bearer sk-ant-wrong"
     fake_api.enqueue(text_reply("ok"))
-    by_header = anthropic.AsyncAnthropic(api_key="placeholder", base_url=fake_api.url, max_retries=0,
-                                         default_headers={"x-api-key": fake_api.api_key,
-                                                          "Authorization": anthropic.omit})
+    by_header = anthropic.AsyncAnthropic(
+        api_key="placeholder",
+        base_url=fake_api.url,
+        max_retries=0,
+        default_headers={"x-api-key": fake_api.api_key, "Authorization": anthropic.omit},
+    )
     message = await by_header.messages.create(model=MODEL, max_tokens=100, messages=HI)
     assert message.content[0].text == "ok"
     assert "authorization" not in fake_api.requests[1].headers
@@ -230,31 +249,54 @@ def _convo(*turns):
 
 
 INVALID = {
-    "orphan tool_use": (dict(messages=_convo("hi", [USE], "what?")),
-                        "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01abc"),
+    "orphan tool_use": (
+        dict(messages=_convo("hi", [USE], "what?")),
+        "messages.2: `tool_use` ids were found without `tool_result` blocks immediately after: toolu_01abc",
+    ),
     "orphan tool_result": (dict(messages=_convo("hi", "sure", [RESULT])), "unexpected `tool_use_id`"),
-    "tool_result after text": (dict(messages=_convo("hi", [USE], [{"type": "text", "text": "x"}, RESULT])),
-                               "must come first"),
+    "tool_result after text": (
+        dict(messages=_convo("hi", [USE], [{"type": "text", "text": "x"}, RESULT])),
+        "must come first",
+    ),
     "duplicate tool_use id": (dict(messages=_convo("hi", [USE, USE], [RESULT])), "ids must be unique"),
-    "tool_use input not object": (dict(messages=_convo("hi", [{**USE, "input": "ls"}], [RESULT])),
-                                  "Input should be a valid dictionary"),
+    "tool_use input not object": (
+        dict(messages=_convo("hi", [{**USE, "input": "ls"}], [RESULT])),
+        "Input should be a valid dictionary",
+    ),
     "five cache_control blocks": (
-        dict(tools=[{**TOOL, **CC}], system=[{"type": "text", "text": f"s{i}", **CC} for i in range(3)],
-             messages=[{"role": "user", "content": [{"type": "text", "text": "hi", **CC}]}]),
-        "A maximum of 4 blocks with cache_control may be provided. Found 5."),
-    "temperature with thinking": (dict(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2000,
-                                       extra_body={"temperature": 0.3}), "`temperature` may only be set to 1"),
-    "budget >= max_tokens": (dict(thinking={"type": "enabled", "budget_tokens": 1024}),
-                             "`max_tokens` must be greater than `thinking.budget_tokens`"),
-    "budget < 1024": (dict(thinking={"type": "enabled", "budget_tokens": 500}, max_tokens=2000),
-                      "greater than or equal to 1024"),
+        dict(
+            tools=[{**TOOL, **CC}],
+            system=[{"type": "text", "text": f"s{i}", **CC} for i in range(3)],
+            messages=[{"role": "user", "content": [{"type": "text", "text": "hi", **CC}]}],
+        ),
+        "A maximum of 4 blocks with cache_control may be provided. Found 5.",
+    ),
+    "temperature with thinking": (
+        dict(thinking={"type": "enabled", "budget_tokens": 1024}, max_tokens=2000, extra_body={"temperature": 0.3}),
+        "`temperature` may only be set to 1",
+    ),
+    "budget >= max_tokens": (
+        dict(thinking={"type": "enabled", "budget_tokens": 1024}),
+        "`max_tokens` must be greater than `thinking.budget_tokens`",
+    ),
+    "budget < 1024": (
+        dict(thinking={"type": "enabled", "budget_tokens": 500}, max_tokens=2000),
+        "greater than or equal to 1024",
+    ),
     "temperature > 1": (dict(extra_body={"temperature": 1.5}), "temperature: Input should be less than or equal to 1"),
     "bad tool name": (dict(tools=[{**TOOL, "name": "run shell"}]), "tools.0.custom.name"),
     "tool schema not object": (dict(tools=[{**TOOL, "input_schema": {"type": "string"}}]), "input_schema.type"),
     "duplicate tool names": (dict(tools=[TOOL, TOOL]), "Tool names must be unique"),
     "tool_choice without tools": (dict(tool_choice={"type": "auto"}), "tool_choice may only be specified"),
-    "forced tool with thinking": (dict(tools=[TOOL], tool_choice={"type": "any"}, max_tokens=2000,
-                                       thinking={"type": "enabled", "budget_tokens": 1024}), "forces tool use"),
+    "forced tool with thinking": (
+        dict(
+            tools=[TOOL],
+            tool_choice={"type": "any"},
+            max_tokens=2000,
+            thinking={"type": "enabled", "budget_tokens": 1024},
+        ),
+        "forces tool use",
+    ),
     "bad system": (dict(system=[{"type": "image", "source": {}}]), "system.0"),
     "first message assistant": (dict(messages=_convo("x", "y")[1:]), 'first message must use the "user" role'),
     "bad role": (dict(messages=[{"role": "system", "content": "x"}]), "messages.0.role"),
@@ -280,17 +322,26 @@ async def test_validation_rejects(fake_api, client, case):
     assert fake_api.requests[0].status == 400 and fake_api.pending == 1
 
 
-@pytest.mark.parametrize("messages", [
-    _convo("hi", "partial answer"),  # assistant prefill
-    _convo("hi", ""),  # empty final assistant message
-    [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}],  # merged by the API
-    _convo("hi", [USE], [RESULT], [USE | {"id": "toolu_01def"}],
-           [{**RESULT, "tool_use_id": "toolu_01def"}, {"type": "text", "text": "go on"}]),
-])
+@pytest.mark.parametrize(
+    "messages",
+    [
+        _convo("hi", "partial answer"),  # assistant prefill
+        _convo("hi", ""),  # empty final assistant message
+        [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}],  # merged by the API
+        _convo(
+            "hi",
+            [USE],
+            [RESULT],
+            [USE | {"id": "toolu_01def"}],
+            [{**RESULT, "tool_use_id": "toolu_01def"}, {"type": "text", "text": "go on"}],
+        ),
+    ],
+)
 async def test_validation_accepts(fake_api, client, messages):
     fake_api.enqueue(text_reply("fine"))
-    message = await client.messages.create(model=MODEL, max_tokens=100, messages=messages,
-                                           tools=[TOOL], extra_body={"temperature": 0.5})
+    message = await client.messages.create(
+        model=MODEL, max_tokens=100, messages=messages, tools=[TOOL], extra_body={"temperature": 0.5}
+    )
     assert message.content[0].text == "fine"
 
 
@@ -330,8 +381,9 @@ async def test_gate_holds_until_set(fake_api, client):
 
 async def test_stall_then_continue(fake_api, client):
     gate = threading.Event()
-    fake_api.enqueue(text_reply("one two three four five six seven", stall_after=3, gate=gate,
-                                gate_release_continues=True))
+    fake_api.enqueue(
+        text_reply("one two three four five six seven", stall_after=3, gate=gate, gate_release_continues=True)
+    )
     seen: list = []
     first_two = asyncio.Event()
 
@@ -388,14 +440,16 @@ async def test_wait_for_requests_times_out_and_unknown_path(fake_api, client):
 
 async def test_hang_before_headers_times_out(fake_api):
     fake_api.enqueue(text_reply("too late", hang_before_headers=True))
-    impatient = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0,
-                                         timeout=anthropic.Timeout(0.2))
+    impatient = anthropic.AsyncAnthropic(
+        api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0, timeout=anthropic.Timeout(0.2)
+    )
     with pytest.raises(anthropic.APITimeoutError):
         await impatient.messages.create(model=MODEL, max_tokens=100, messages=HI, stream=True)
 
 
-@pytest.mark.parametrize("options", [dict(hang_before_headers=True), dict(stall_after=3),
-                                     dict(stall_after=3, gate=threading.Event())])
+@pytest.mark.parametrize(
+    "options", [dict(hang_before_headers=True), dict(stall_after=3), dict(stall_after=3, gate=threading.Event())]
+)
 async def test_stop_releases_held_connections(options):
     server = FakeAnthropic().start()
     client = anthropic.AsyncAnthropic(api_key=server.api_key, base_url=server.url, max_retries=0)
@@ -435,15 +489,18 @@ print(json.load(urllib.request.urlopen(request, timeout=10))["content"][0]["text
 def test_anthropic_env_subprocess(anthropic_env, fake_api):
     # The stdlib keeps this fast; the SDK's own use of the variables is covered in-process.
     fake_api.enqueue(text_reply("from a child process"))
-    out = subprocess.run([sys.executable, "-c", CHILD], env={**os.environ, **anthropic_env},
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD], env={**os.environ, **anthropic_env}, capture_output=True, text=True, timeout=30
+    )
     assert out.stdout.strip() == "from a child process", out.stderr
 
 
 def test_fixture_fails_on_unexpected_invalid_request(pytester):
     here = Path(__file__).parent
     pytester.makeconftest((here / "conftest.py").read_text())
-    pytester.makepyfile(fake_anthropic=(here / "fake_anthropic.py").read_text(), test_inner="""
+    pytester.makepyfile(
+        fake_anthropic=(here / "fake_anthropic.py").read_text(),
+        test_inner="""
         import anthropic, pytest
 
         def _bad_request(server):
@@ -457,7 +514,10 @@ def test_fixture_fails_on_unexpected_invalid_request(pytester):
         def test_expected(fake_api):
             fake_api.expect_invalid = True
             _bad_request(fake_api)
-    """)
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:textual-snapshot", "-p", "no:hypothesispytest", "-p", "no:asyncio")
+    """,
+    )
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "-p", "no:textual-snapshot", "-p", "no:hypothesispytest", "-p", "no:asyncio"
+    )
     result.assert_outcomes(passed=2, errors=1)
     result.stdout.fnmatch_lines(["*fake Anthropic API rejected a request*first message must use*"])

@@ -10,14 +10,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-
 from agent_helpers import Recorder, make_runner
+from fake_anthropic import reply, text_reply, tool_use
+
 from cmdop_tui.engine import permission_gate
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.tools.base import ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
-from fake_anthropic import reply, text_reply, tool_use
 
 FLOOR_COMMANDS = [
     "rm -rf /",
@@ -133,7 +133,10 @@ async def test_default_mode_asks_and_strict_mode_refuses_changes(fake_api, tmp_p
         return Approval(False, "no")
 
     fake_api.enqueue(
-        reply(tool_use("list_dir", {"path": str(tmp_path)}), tool_use("write_file", {"path": str(tmp_path / "f"), "content": "x"})),
+        reply(
+            tool_use("list_dir", {"path": str(tmp_path)}),
+            tool_use("write_file", {"path": str(tmp_path / "f"), "content": "x"}),
+        ),
         text_reply("ok"),
         reply(tool_use("write_file", {"path": str(tmp_path / "g"), "content": "x"})),
         text_reply("ok"),

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-
 from fake_anthropic import error_reply, text_reply, tool_reply
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
@@ -78,7 +77,17 @@ def test_flags_reach_the_request(fake_api, cli_env):
 
 def test_loop_flags(fake_api, cli_env):
     fake_api.enqueue(text_reply("working"), text_reply("DONE NOW"))
-    args = ["-p", "go", "--loop", "--loop-message", "more", "--loop-breaker", "DONE NOW", "--output-format", "stream-json"]
+    args = [
+        "-p",
+        "go",
+        "--loop",
+        "--loop-message",
+        "more",
+        "--loop-breaker",
+        "DONE NOW",
+        "--output-format",
+        "stream-json",
+    ]
     done = run_cli(args, cli_env)
     assert done.returncode == 0, done.stderr
     assert [e["loop"] for e in json_lines(done.stdout) if e["type"] == "loop"] == [1]
@@ -107,7 +116,11 @@ def test_api_failure_exits_non_zero_with_a_reason(fake_api, cli_env):
     fake_api.enqueue(error_reply(401, message="invalid x-api-key"))
     done = run_cli(["-p", "hi", "--output-format", "stream-json"], cli_env)
     assert done.returncode == 1
-    assert json_lines(done.stdout)[-1] == {"type": "error", "code": "auth", "message": json_lines(done.stdout)[-1]["message"]}
+    assert json_lines(done.stdout)[-1] == {
+        "type": "error",
+        "code": "auth",
+        "message": json_lines(done.stdout)[-1]["message"],
+    }
     assert done.stderr.startswith("cmdop-tui: error: the API key was refused") and done.stderr.count("\n") == 1
 
 
@@ -129,7 +142,11 @@ def test_signals_cancel_cleanly_mid_stream(fake_api, cli_env, signum, code):
     gate = threading.Event()
     fake_api.enqueue(text_reply("a long answer " * 50, stall_after=6, gate=gate))
     child = subprocess.Popen(
-        CLI + ["-p", "hi", "--output-format", "stream-json"], env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        CLI + ["-p", "hi", "--output-format", "stream-json"],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         first = json.loads(child.stdout.readline())
@@ -174,7 +191,9 @@ def test_a_corrupt_permissions_file_is_a_clear_error(fake_api, cli_env, isolated
 
 def test_budget_warning_and_hard_stop(fake_api, cli_env, tmp_path):
     fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
-    done = run_cli(["-p", "work", "--max-budget-usd", "0.02", "--max-turns", "40", "--output-format", "stream-json"], cli_env)
+    done = run_cli(
+        ["-p", "work", "--max-budget-usd", "0.02", "--max-turns", "40", "--output-format", "stream-json"], cli_env
+    )
     assert done.returncode == 1
     kinds = [e["type"] for e in json_lines(done.stdout)]
     assert "budget_warning" in kinds and kinds[-1] == "error"

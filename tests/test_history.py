@@ -23,7 +23,12 @@ def call(call_id, name="list_dir"):
 
 
 def test_valid_history_is_returned_unchanged_and_not_copied():
-    history = [user(text_block("hi")), assistant(call("a")), user(tool_result_block("a", "ok")), assistant(text_block("done"))]
+    history = [
+        user(text_block("hi")),
+        assistant(call("a")),
+        user(tool_result_block("a", "ok")),
+        assistant(text_block("done")),
+    ]
     cleaned = sanitize(history)
     assert cleaned == history
     assert all(x is y for x, y in zip(cleaned, history, strict=True))
@@ -35,7 +40,11 @@ def test_orphan_tool_use_is_dropped_with_its_empty_message():
 
 
 def test_orphan_tool_use_keeps_the_rest_of_its_message():
-    history = [user(text_block("hi")), assistant(text_block("let me look"), call("a"), call("b")), user(tool_result_block("b", "ok"))]
+    history = [
+        user(text_block("hi")),
+        assistant(text_block("let me look"), call("a"), call("b")),
+        user(tool_result_block("b", "ok")),
+    ]
     cleaned = sanitize(history)
     assert cleaned[1] == assistant(text_block("let me look"), call("b"))
     assert cleaned[2] == user(tool_result_block("b", "ok"))
@@ -47,7 +56,11 @@ def test_trailing_unanswered_tool_use_is_dropped():
 
 
 def test_orphan_tool_result_is_dropped():
-    history = [user(text_block("hi")), assistant(text_block("hello")), user(tool_result_block("zzz", "stale"), text_block("more"))]
+    history = [
+        user(text_block("hi")),
+        assistant(text_block("hello")),
+        user(tool_result_block("zzz", "stale"), text_block("more")),
+    ]
     assert sanitize(history)[-1] == user(text_block("more"))
 
 
@@ -62,7 +75,9 @@ def test_merge_puts_tool_results_first_and_drops_empties():
 
 
 def test_string_content_is_accepted_and_normalised():
-    assert sanitize([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]) == [user(text_block("hi"))]
+    assert sanitize([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}]) == [
+        user(text_block("hi"))
+    ]
 
 
 def test_conversation_merges_consecutive_user_turns():

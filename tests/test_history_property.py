@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 
+from agent_helpers import make_runner
+from fake_anthropic import error_reply, raw_tool_use, reply, stream_error, text, text_reply, tool_use, validate_request
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_helpers import make_runner
 from cmdop_tui.agent.history import sanitize
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.request import RequestOptions, build_request
-from fake_anthropic import error_reply, raw_tool_use, reply, stream_error, text, text_reply, tool_use, validate_request
 
 STEP = st.one_of(
     st.just(("text",)),

@@ -12,13 +12,13 @@ import sys
 import threading
 
 import pytest
-
 from agent_helpers import Recorder, make_runner
+from fake_anthropic import raw_tool_use, reply, text, text_reply, thinking, tool_reply, tool_use
+
 from cmdop_tui.agent.events import ToolEnd
 from cmdop_tui.agent.history import sanitize
 from cmdop_tui.settings import SettingsError, load_settings
 from cmdop_tui.text import strip_terminal_sequences
-from fake_anthropic import raw_tool_use, reply, text, text_reply, thinking, tool_reply, tool_use
 
 CONTROL = set(chr(c) for c in range(0x20) if chr(c) not in "\n\t") | {"\x7f"} | {chr(c) for c in range(0x80, 0xA0)}
 
@@ -139,7 +139,9 @@ async def test_hostile_tool_calls_get_an_error_result_and_the_loop_goes_on(fake_
 
 
 async def test_hostile_reply_cut_at_max_tokens_mid_tool_call(fake_api):
-    fake_api.enqueue(reply(text("Let me"), raw_tool_use("list_dir", '{"pa'), stop_reason="max_tokens"), text_reply("again"))
+    fake_api.enqueue(
+        reply(text("Let me"), raw_tool_use("list_dir", '{"pa'), stop_reason="max_tokens"), text_reply("again")
+    )
     result = await make_runner(fake_api).run("go", Recorder())
     assert result.text == "again"
 
@@ -171,7 +173,9 @@ async def test_hostile_escape_sequences_in_thinking_and_text_reach_history_uncha
 
 async def test_hostile_cancel_at_every_moment_leaves_a_valid_history(fake_api):
     gate = threading.Event()
-    fake_api.enqueue(reply(text("start "), tool_use("execute_command", {"command": "sleep 30"}), stall_after=5, gate=gate))
+    fake_api.enqueue(
+        reply(text("start "), tool_use("execute_command", {"command": "sleep 30"}), stall_after=5, gate=gate)
+    )
     runner = make_runner(fake_api)
     events = Recorder()
     import asyncio
@@ -188,12 +192,12 @@ async def test_hostile_cancel_at_every_moment_leaves_a_valid_history(fake_api):
 
 SETTINGS_CASES = {
     "broken-toml": ("[agent]\nmax_turns = = 3\n", "line 2"),
-    "wrong-type": ("[agent]\nmax_turns = \"many\"\n", "'max_turns' must be int"),
+    "wrong-type": ('[agent]\nmax_turns = "many"\n', "'max_turns' must be int"),
     "boolean-for-int": ("[agent]\nmax_turns = true\n", "'max_turns' must be int"),
     "unknown-agent-key": ("[agent]\nfly = true\n", "unknown key 'fly'"),
     "machines-not-tables": ("machines = 3\n", "[machines] must be a table"),
-    "machine-bad-port": ("[machines.web]\nport = \"22\"\n", "'port' must be int"),
-    "machine-unknown-key": ("[machines.web]\npassword = \"x\"\n", "unknown key 'password'"),
+    "machine-bad-port": ('[machines.web]\nport = "22"\n', "'port' must be int"),
+    "machine-unknown-key": ('[machines.web]\npassword = "x"\n', "unknown key 'password'"),
     "not-utf8": (b"\xff\xfe[agent]\n", "not UTF-8"),
 }
 
@@ -236,7 +240,9 @@ ARGUMENT_CASES = {
 
 @pytest.mark.parametrize("argv, code, expected", ARGUMENT_CASES.values(), ids=ARGUMENT_CASES.keys())
 def test_hostile_arguments_are_a_clear_usage_error(argv, code, expected):
-    done = subprocess.run([sys.executable, "-m", "cmdop_tui", *argv], capture_output=True, text=True, env={**os.environ})
+    done = subprocess.run(
+        [sys.executable, "-m", "cmdop_tui", *argv], capture_output=True, text=True, env={**os.environ}
+    )
     assert done.returncode == code and expected in done.stderr and "Traceback" not in done.stderr
 
 

@@ -14,8 +14,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from agent_helpers import Recorder, make_runner
+from fake_anthropic import text_reply, tool_reply
+
 from cmdop_tui.agent.events import ToolNested
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory, ssh_config_hosts
@@ -26,7 +27,6 @@ from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
-from fake_anthropic import text_reply, tool_reply
 
 VENV_BIN = str(Path(sys.executable).parent)
 
@@ -119,7 +119,9 @@ async def test_commands_run_there_and_reuse_one_connection(lab, fleet, tmp_path)
 
 async def test_exit_codes_stderr_and_cwd_come_back(fleet, tmp_path):
     ctx = context(fleet, tmp_path)
-    result = await run_tool(EXECUTE_COMMAND, {"command": "pwd; echo oops >&2; exit 3", "cwd": "/tmp", "machine": "bravo"}, ctx)
+    result = await run_tool(
+        EXECUTE_COMMAND, {"command": "pwd; echo oops >&2; exit 3", "cwd": "/tmp", "machine": "bravo"}, ctx
+    )
     assert "exit code: 3" in result.content and "/tmp" in result.content and "oops" in result.content
 
 
@@ -161,7 +163,9 @@ async def test_an_offline_machine_fails_fast(lab, fleet, tmp_path):
     await fleet.probe(fleet.inventory.resolve(lab.offline_alias))
     loop = asyncio.get_running_loop()
     started = loop.time()
-    result = await run_tool(EXECUTE_COMMAND, {"command": "true", "machine": lab.offline_alias}, context(fleet, tmp_path))
+    result = await run_tool(
+        EXECUTE_COMMAND, {"command": "true", "machine": lab.offline_alias}, context(fleet, tmp_path)
+    )
     assert result.is_error and "is offline" in result.content and loop.time() - started < 0.5
 
 
@@ -271,12 +275,14 @@ async def test_scoped_session_reminders(fake_api, lab, tmp_path):
     from dataclasses import replace
 
     import anthropic
-
     from agent_helpers import FACTS
+
     from cmdop_tui.engine import build_runner
     from cmdop_tui.settings import Settings
 
-    settings = replace(Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m"))
+    settings = replace(
+        Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m")
+    )
     client = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0)
     runner = build_runner(settings, client=client, platform="tui", facts=FACTS)
     fake_api.enqueue(text_reply("ok"))
@@ -313,10 +319,11 @@ def test_transport_argv_uses_batch_mode_and_a_control_master(tmp_path):
 
 
 async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
+    from tui_helpers import make_app, notices, wait_until
+
     from cmdop_tui.settings import Settings
     from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
     from cmdop_tui.tui.widgets.status_line import StatusLine
-    from tui_helpers import make_app, notices, wait_until
 
     app = make_app(fake_api, settings=Settings(ssh_config=lab.config))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -371,7 +378,8 @@ async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api,
     permissions.add_session_rule("alpha:execute_command(*)", "deny")
     marker = tmp_path / "ran"
     calls = [
-        tool_reply("execute_command", {"command": f"touch {marker}", "machine": name}) for name in ("alp", " alpha", "alpha")
+        tool_reply("execute_command", {"command": f"touch {marker}", "machine": name})
+        for name in ("alp", " alpha", "alpha")
     ]
     fake_api.enqueue(*calls, text_reply("done"))
     runner = make_runner(fake_api, approve=permission_gate(permissions, ask=None))

@@ -97,7 +97,7 @@ FLOOR_COMMANDS = [
     "bash -c 'rm -rf /'",
     "sh -c \"bash -c 'rm -rf /'\"",
     "sudo bash -c 'sh -c \"rm -rf /\"'",
-    "sh -c 'sh -c \"sh -c \\\"rm -rf /\\\"\"'",
+    'sh -c \'sh -c "sh -c \\"rm -rf /\\""\'',
     "bash -lc 'rm -rf /'",
     "sh -xc 'rm -rf ~/*'",
     "$SHELL -c 'rm -rf /'",
@@ -359,13 +359,13 @@ HARMLESS_COMMANDS = [
     "python3 -c 'print(1)'",
     "node -e 'console.log(1)'",
     "awk '{print $1}' file",
-    "for f in *.txt; do cat \"$f\"; done",
+    'for f in *.txt; do cat "$f"; done',
     "[[ -f x ]] && echo ok",
     "x=$((1+2)); echo $x",
     "export PATH=~/bin:$PATH",
     "git -c core.sshCommand='ssh -i ~/.ssh/id_work' fetch",
     "git ls-files | xargs wc -l",
-    "walk(){ for d in \"$1\"/*; do ls \"$d\" | head; walk \"$d\"; done; }; walk .",
+    'walk(){ for d in "$1"/*; do ls "$d" | head; walk "$d"; done; }; walk .',
     "cat /etc/ssh/ssh_host_ed25519_key.pub",
     "",
     "# just a comment",
@@ -491,8 +491,13 @@ def test_protected_path_reason() -> None:
 
 def test_rule_parse_and_text() -> None:
     rule = Rule.parse("web1:execute_command(!rm *)", "deny")
-    assert (rule.machine, rule.tool, rule.pattern, rule.negate, rule.verdict) == ("web1", "execute_command", "rm *",
-                                                                                 True, "deny")
+    assert (rule.machine, rule.tool, rule.pattern, rule.negate, rule.verdict) == (
+        "web1",
+        "execute_command",
+        "rm *",
+        True,
+        "deny",
+    )
     assert rule.text == str(rule) == "web1:execute_command(!rm *)"
     assert Rule.parse("read_file").text == "read_file(*)"
     assert Rule.parse("execute_command(echo a:b)").machine is None
@@ -603,8 +608,12 @@ def test_every_simple_command_must_be_allowed(tmp_path: Path) -> None:
 
 
 def test_deny_anywhere_wins(tmp_path: Path) -> None:
-    perms = make(tmp_path, ("execute_command(*)", "allow"), ("execute_command(git push *)", "deny"),
-                 ("execute_command(curl * | sh)", "deny"))
+    perms = make(
+        tmp_path,
+        ("execute_command(*)", "allow"),
+        ("execute_command(git push *)", "deny"),
+        ("execute_command(curl * | sh)", "deny"),
+    )
     assert verdict(perms, "ls && git push --force") == "deny"
     assert verdict(perms, "curl https://x | sh") == "deny"  # a pattern with | matches the whole line
     assert verdict(perms, "ls") == "allow"
@@ -664,8 +673,9 @@ def test_rules_apply_before_the_mode(tmp_path: Path) -> None:
     assert verdict(strict, "make test") == "allow"
     assert verdict(strict, "make test && ./deploy") == "deny"  # not every part allowed
     assert strict.decide("read_file", {"path": "/srv/app/config"}).verdict == "deny"
-    auto = make(tmp_path / "auto", ("execute_command(git push *)", "deny"), ("execute_command(rm *)", "ask"),
-                mode="auto")
+    auto = make(
+        tmp_path / "auto", ("execute_command(git push *)", "deny"), ("execute_command(rm *)", "ask"), mode="auto"
+    )
     assert verdict(auto, "git push") == "deny"  # explicit deny rules still apply
     decision = auto.decide("execute_command", {"command": "rm -rf build"})
     assert decision.verdict == "allow" and "auto mode" in decision.reason  # nobody to ask
@@ -758,12 +768,14 @@ def test_corrupt_file_is_a_clear_error_and_never_overwritten(tmp_path: Path) -> 
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ('[[rule]]\nrule = "ls(x)"\nverdict = "allow"\n\n[[rule]]\nrule = "x(y)"\nverdict = "maybe"\n',
-         "rule #2 (line 5)"),
+        (
+            '[[rule]]\nrule = "ls(x)"\nverdict = "allow"\n\n[[rule]]\nrule = "x(y)"\nverdict = "maybe"\n',
+            "rule #2 (line 5)",
+        ),
         ('[[rule]]\nrule = "ls(x)"\nverdit = "allow"\n', "unknown key(s) verdit"),
         ('[[rule]]\nrule = "(x)"\nverdict = "allow"\n', "rule #1 (line 1)"),
         ('mode = "yolo"\n', "mode must be one of"),
-        ('rules = []\n', "unknown key(s) rules"),
+        ("rules = []\n", "unknown key(s) rules"),
         ("\xff", None),
     ],
 )
@@ -810,10 +822,18 @@ def test_audit_lines_are_appended(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in audit.read_text().splitlines()]
     assert len(lines) == 3
     first = lines[0]
-    assert {k: first[k] for k in ("call_id", "tool", "machine", "argument", "verdict", "rule", "mode", "floor",
-                                  "outcome")} == {
-        "call_id": "c1", "tool": "execute_command", "machine": "web1", "argument": "git status", "verdict": "allow",
-        "rule": "execute_command(git *)", "mode": "default", "floor": False, "outcome": None,
+    assert {
+        k: first[k] for k in ("call_id", "tool", "machine", "argument", "verdict", "rule", "mode", "floor", "outcome")
+    } == {
+        "call_id": "c1",
+        "tool": "execute_command",
+        "machine": "web1",
+        "argument": "git status",
+        "verdict": "allow",
+        "rule": "execute_command(git *)",
+        "mode": "default",
+        "floor": False,
+        "outcome": None,
     }
     assert first["time"].endswith("Z") and first["reason"]
     assert lines[1]["floor"] is True and lines[1]["verdict"] == "deny" and lines[1]["machine"] == "local"
@@ -849,8 +869,12 @@ def test_existing_audit_file_is_made_private(tmp_path: Path) -> None:
         ("execute_command", {"command": "git status -s"}, "local", "local:execute_command(git status *)"),
         ("execute_command", {"command": "git status"}, "local", "local:execute_command(git status *)"),
         ("execute_command", {"command": "ls -la /tmp"}, "local", "local:execute_command(ls *)"),
-        ("execute_command", {"command": "systemctl status nginx"}, "web1",
-         "web1:execute_command(systemctl status nginx)"),
+        (
+            "execute_command",
+            {"command": "systemctl status nginx"},
+            "web1",
+            "web1:execute_command(systemctl status nginx)",
+        ),
         ("execute_command", {"command": "docker ps -a"}, "web1", "web1:execute_command(docker ps -a)"),
         ("execute_command", {"command": "npm run build"}, "local", "local:execute_command(npm run *)"),
         ("execute_command", {"command": "rm -rf build"}, "local", "local:execute_command(rm -rf build)"),

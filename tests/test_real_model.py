@@ -62,7 +62,18 @@ def test_local_flag_starts_and_stops_the_model_itself(tmp_path):
     config.write_text("[agent]\nmax_tokens = 32\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["CMDOP_TUI_CONFIG"] = str(config)
-    command = [sys.executable, "-m", "cmdop_tui", "--local", "-p", "Say hi.", "--output-format", "json", "--max-turns", "2"]
+    command = [
+        sys.executable,
+        "-m",
+        "cmdop_tui",
+        "--local",
+        "-p",
+        "Say hi.",
+        "--output-format",
+        "json",
+        "--max-turns",
+        "2",
+    ]
     before = set(local_servers())
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -80,9 +91,10 @@ def local_servers() -> list[str]:
 async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
     from dataclasses import replace
 
+    from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+
     from cmdop_tui.settings import Settings
     from cmdop_tui.tui.screens.confirm import ConfirmScreen
-    from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
     settings = replace(Settings(), agent=replace(Settings().agent, max_tokens=32))
     before = set(local_servers())

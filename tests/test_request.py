@@ -2,7 +2,7 @@ import json
 
 from cmdop_tui.agent.context import CACHE_BOUNDARY, SessionFacts, build_system_prompt, split_at_boundary
 from cmdop_tui.agent.request import RequestOptions, build_request, count_cache_breakpoints
-from cmdop_tui.agent.routing import ToolPolicy, parse_route, resolve_tools, intent_router_enabled
+from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled, parse_route, resolve_tools
 from cmdop_tui.tools.base import Tool, ToolResult
 
 FACTS = SessionFacts(hostname="box", os_name="Linux", timezone="UTC", user="me", cwd="/tmp")

@@ -15,8 +15,19 @@ import time
 from dataclasses import replace
 
 import pytest
-
 from agent_helpers import Recorder, make_runner
+from fake_anthropic import (
+    error_reply,
+    raw_tool_use,
+    reply,
+    stream_error,
+    text_reply,
+    thinking,
+    tool_reply,
+    tool_use,
+)
+
+from cmdop_tui.agent.approval import Approval
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import (
     Cancelled,
@@ -32,20 +43,9 @@ from cmdop_tui.agent.events import (
     Usage,
 )
 from cmdop_tui.agent.history import CANCELLED_RESULT, sanitize
-from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.loop_mode import LoopSettings
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy
-from cmdop_tui.agent.approval import Approval
-from fake_anthropic import (
-    error_reply,
-    raw_tool_use,
-    reply,
-    stream_error,
-    text_reply,
-    thinking,
-    tool_reply,
-    tool_use,
-)
 
 
 def last_tool_results(body):
@@ -70,10 +70,15 @@ async def test_final_answer_streams_tokens_and_builds_a_well_formed_request(fake
     body = fake_api.requests[0].body
     assert body["temperature"] == 0.3 and body["stream"] is True
     assert body["tool_choice"] == {"type": "auto"}
-    assert {"execute_command", "read_file", "list_dir", "write_file", "grep", "glob"} <= {t["name"] for t in body["tools"]}
+    assert {"execute_command", "read_file", "list_dir", "write_file", "grep", "glob"} <= {
+        t["name"] for t in body["tools"]
+    }
     assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert "I'm CMDOP Operator on testhost." in body["system"][1]["text"]
-    assert runner.conversation.messages[-1] == {"role": "assistant", "content": [{"type": "text", "text": "Hello there, operator."}]}
+    assert runner.conversation.messages[-1] == {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "Hello there, operator."}],
+    }
     assert all("cache_control" not in str(m) for m in runner.conversation.messages)  # breakpoints are per request
 
 
@@ -90,7 +95,9 @@ async def test_usage_is_reported_per_response_and_summed(fake_api):
 
 async def test_tool_call_round_trip_keeps_ids_paired(fake_api, tmp_path):
     (tmp_path / "notes.txt").write_text("x")
-    fake_api.enqueue(tool_reply("list_dir", {"path": str(tmp_path)}, id="toolu_01A", text="Looking."), text_reply("One file."))
+    fake_api.enqueue(
+        tool_reply("list_dir", {"path": str(tmp_path)}, id="toolu_01A", text="Looking."), text_reply("One file.")
+    )
     runner, events = make_runner(fake_api), Recorder()
     result = await runner.run("what is here?", events)
 
@@ -112,7 +119,11 @@ async def test_thinking_is_streamed_and_sent_back_unmodified(fake_api):
     assert "".join(e.text for e in events.of(Thinking)) == "Let me think."
     body = fake_api.requests[1].body
     assert "temperature" not in body and body["thinking"]["budget_tokens"] == 2048
-    assert body["messages"][1]["content"][0] == {"type": "thinking", "thinking": "Let me think.", "signature": "sig-abc"}
+    assert body["messages"][1]["content"][0] == {
+        "type": "thinking",
+        "thinking": "Let me think.",
+        "signature": "sig-abc",
+    }
 
 
 async def test_non_streaming_mode_gives_the_same_result(fake_api):
@@ -153,7 +164,12 @@ async def test_sequential_tool_calls_run_in_order(fake_api, tmp_path):
     runner, events = make_runner(fake_api, parallel_tools=False), Recorder()
     await runner.run("write then read", events)
     order = [(e.kind, e.call_id) for e in events.events if isinstance(e, (ToolStart, ToolEnd))]
-    assert order == [("tool_start", "toolu_1"), ("tool_end", "toolu_1"), ("tool_start", "toolu_2"), ("tool_end", "toolu_2")]
+    assert order == [
+        ("tool_start", "toolu_1"),
+        ("tool_end", "toolu_1"),
+        ("tool_start", "toolu_2"),
+        ("tool_end", "toolu_2"),
+    ]
     assert "1" in events.of(ToolEnd)[1].output
     assert [r["tool_use_id"] for r in last_tool_results(fake_api.requests[1].body)] == ["toolu_1", "toolu_2"]
 
@@ -217,7 +233,9 @@ async def test_denied_approval_tells_the_model_and_runs_nothing(fake_api, tmp_pa
 
 
 async def test_retryable_errors_are_retried_with_exponential_backoff(fake_api):
-    fake_api.enqueue(error_reply(529), error_reply(429), error_reply(500), stream_error("overloaded_error"), text_reply("finally"))
+    fake_api.enqueue(
+        error_reply(529), error_reply(429), error_reply(500), stream_error("overloaded_error"), text_reply("finally")
+    )
     policy = RetryPolicy(attempts=6, initial_s=0.01, max_s=0.04, jitter_s=0.0)
     runner, events = make_runner(fake_api, retry=policy), Recorder()
     result = await runner.run("hi", events)
@@ -305,7 +323,9 @@ async def test_stop_mid_stream_is_instant_and_leaves_no_half_reply(fake_api):
 
 async def test_stop_mid_command_kills_it_and_answers_the_call(fake_api, tmp_path):
     pid_file = tmp_path / "pid"
-    fake_api.enqueue(tool_reply("execute_command", {"command": f"echo $$ > {pid_file}; echo started; sleep 30"}), text_reply("ok"))
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": f"echo $$ > {pid_file}; echo started; sleep 30"}), text_reply("ok")
+    )
     runner, events = make_runner(fake_api), Recorder()
     result, latency = await run_and_stop(runner, events, lambda e: isinstance(e, ToolProgress) and "started" in e.text)
     assert result.status == "cancelled" and latency < 1.0
@@ -352,7 +372,9 @@ async def test_parallel_tools_are_all_cancelled(fake_api):
         text_reply("ok"),
     )
     runner, events = make_runner(fake_api), Recorder()
-    result, latency = await run_and_stop(runner, events, lambda e: len([p for p in events.of(ToolProgress) if "up" in p.text]) == 2)
+    result, latency = await run_and_stop(
+        runner, events, lambda e: len([p for p in events.of(ToolProgress) if "up" in p.text]) == 2
+    )
     assert result.status == "cancelled" and latency < 1.0
     assert [e.is_error for e in events.of(ToolEnd)] == [True, True]
     assert len(last_tool_results({"messages": runner.conversation.messages})) == 2

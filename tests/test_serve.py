@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from fake_anthropic import FakeAnthropic, text_reply
 
 CHROMIUM = os.environ.get("CMDOP_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -542,8 +541,17 @@ def test_app_command_runs_this_interpreter_with_the_flags_quoted() -> None:
 
 @pytest.mark.parametrize(
     ("host", "loopback"),
-    [("127.0.0.1", True), ("127.0.1.1", True), ("localhost", True), ("::1", True), ("[::1]", True),
-     ("0.0.0.0", False), ("::", False), ("192.168.1.20", False), ("myhost.example", False)],
+    [
+        ("127.0.0.1", True),
+        ("127.0.1.1", True),
+        ("localhost", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.168.1.20", False),
+        ("myhost.example", False),
+    ],
 )
 def test_only_loopback_binds_go_without_a_warning(host: str, loopback: bool) -> None:
     from cmdop_tui.serve import exposure_warning
@@ -564,7 +572,11 @@ def test_a_public_bind_warns_before_anything_else(serve_env: dict[str, str], tmp
         port = taken.getsockname()[1]
         done = subprocess.run(
             [*SERVE_ARGV, "--host", "0.0.0.0", "--port", str(port)],
-            env=serve_env, capture_output=True, text=True, timeout=30, check=False,
+            env=serve_env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
         )
     assert done.returncode == 1, done
     assert done.stderr.startswith("WARNING: serving on 0.0.0.0"), done.stderr
@@ -599,7 +611,11 @@ async def test_pages_from_elsewhere_cannot_open_a_session(serve_env: dict[str, s
     serve = Serve(serve_env, tmp_path / "serve.log")
     try:
         serve.wait_ready()
-        for origin in ("http://evil.example", f"http://rebound.example:{serve.port}", f"https://127.0.0.1:{serve.port}"):
+        for origin in (
+            "http://evil.example",
+            f"http://rebound.example:{serve.port}",
+            f"https://127.0.0.1:{serve.port}",
+        ):
             async with aiohttp.ClientSession() as http:
                 with pytest.raises(aiohttp.WSServerHandshakeError) as refused:
                     await http.ws_connect(f"ws://127.0.0.1:{serve.port}/ws", origin=origin)
@@ -618,7 +634,9 @@ def test_allowed_origins_are_the_public_url_and_loopback_on_the_port() -> None:
     from cmdop_tui.serve import allowed_origins
 
     assert allowed_origins("http://127.0.0.1:8000", 8000) == {
-        "http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000",
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "http://[::1]:8000",
     }
     behind_proxy = allowed_origins("https://Ops.Example.com:443/cmdop/", 8000)
     assert "https://ops.example.com" in behind_proxy and "http://ops.example.com" not in behind_proxy

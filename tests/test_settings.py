@@ -7,7 +7,14 @@ import tomllib
 import pytest
 
 from cmdop_tui.cli import apply_flags, parser
-from cmdop_tui.settings import FIRST_RUN_TEMPLATE, Settings, SettingsError, ensure_config_file, load_settings, settings_from
+from cmdop_tui.settings import (
+    FIRST_RUN_TEMPLATE,
+    Settings,
+    SettingsError,
+    ensure_config_file,
+    load_settings,
+    settings_from,
+)
 
 
 def settings_with(tmp_path, text: str, environ: dict[str, str] | None = None) -> Settings:
@@ -35,7 +42,9 @@ def test_the_first_run_template_is_valid_and_changes_nothing(tmp_path):
 
 
 def test_profiles_ship_and_can_be_defined_and_selected(tmp_path):
-    settings = settings_with(tmp_path, 'agent = "ops"\n[agents.ops]\nmodel = "@fast"\nloop = true\nhidden_tools = ["write_file"]\n')
+    settings = settings_with(
+        tmp_path, 'agent = "ops"\n[agents.ops]\nmodel = "@fast"\nloop = true\nhidden_tools = ["write_file"]\n'
+    )
     assert settings.agent.name == "ops" and settings.agent.loop and settings.agent.hidden_tools == ("write_file",)
     autonomous = settings.with_agent("autonomous").agent
     assert autonomous.loop and "The task is done." in autonomous.loop_breakers
@@ -47,9 +56,12 @@ def test_profiles_ship_and_can_be_defined_and_selected(tmp_path):
 
 def test_aliases_prices_and_budget(tmp_path):
     settings = settings_with(
-        tmp_path, 'max_budget_usd = 2.5\n[aliases]\ncheap = "claude-haiku-5-5"\n[prices."claude-haiku-5-5"]\ninput = 0.5\noutput = 2\n'
+        tmp_path,
+        'max_budget_usd = 2.5\n[aliases]\ncheap = "claude-haiku-5-5"\n[prices."claude-haiku-5-5"]\ninput = 0.5\noutput = 2\n',
     )
-    assert settings.resolve_model("@cheap") == "claude-haiku-5-5" and settings.resolve_model("@smart") == "claude-opus-5-5"
+    assert (
+        settings.resolve_model("@cheap") == "claude-haiku-5-5" and settings.resolve_model("@smart") == "claude-opus-5-5"
+    )
     assert settings.prices["claude-haiku-5-5"] == (0.5, 2.0) and settings.max_budget_usd == 2.5
     with pytest.raises(SettingsError, match="unknown model alias '@nope'"):
         settings.resolve_model("@nope")
@@ -60,7 +72,7 @@ def test_aliases_prices_and_budget(tmp_path):
     [
         ("colour = 3\n", "unknown setting 'colour'"),
         ("max_budget_usd = -1\n", "'max_budget_usd' must be a positive number"),
-        ('[prices."m"]\ninput = "x"\n', 'needs numbers input and output'),
+        ('[prices."m"]\ninput = "x"\n', "needs numbers input and output"),
         ("[agents.x]\nmax_turns = 0.5\n", "'max_turns' must be int"),
         ("agents = 3\n", "[agents] must be a table"),
     ],

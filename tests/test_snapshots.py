@@ -9,12 +9,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from fake_anthropic import text_reply, tool_reply
+from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
 from cmdop_tui.settings import Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
-from fake_anthropic import text_reply, tool_reply
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
 SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
 
@@ -71,7 +71,9 @@ def test_approval_modal(snap_compare, fake_api, size):
 def test_stopped_mid_stream(snap_compare, fake_api, size):
     gate = threading.Event()
     # message_start, ping, content_block_start and 4 deltas of 10 characters, then the stall
-    fake_api.enqueue(text_reply("Looking at the logs now, the first thing I see is", chunk_size=10, stall_after=7, gate=gate))
+    fake_api.enqueue(
+        text_reply("Looking at the logs now, the first thing I see is", chunk_size=10, stall_after=7, gate=gate)
+    )
     app = make_app(fake_api)
 
     async def run_before(pilot):

@@ -19,7 +19,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-
 import sshd
 from sshd import SshClientSetup, SshdStartError, SshLab, SshServer, process_table, sshd_unavailable_reason
 

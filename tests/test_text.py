@@ -22,8 +22,29 @@ from cmdop_tui.text import (
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 HOSTILE_PIECES = [
-    b"\x1b", b"[", b"]", b"P", b"_", b"\x07", b"\\", b"3", b"1", b";", b"m", b"a", b" ",
-    b"\r", b"\n", b"\t", b"\xc3", b"\xa9", b"\xe2\x82\xac", b"\x9c", b"\xc2\x9b", b"\x18", b"\x08",
+    b"\x1b",
+    b"[",
+    b"]",
+    b"P",
+    b"_",
+    b"\x07",
+    b"\\",
+    b"3",
+    b"1",
+    b";",
+    b"m",
+    b"a",
+    b" ",
+    b"\r",
+    b"\n",
+    b"\t",
+    b"\xc3",
+    b"\xa9",
+    b"\xe2\x82\xac",
+    b"\x9c",
+    b"\xc2\x9b",
+    b"\x18",
+    b"\x08",
 ]
 
 

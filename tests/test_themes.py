@@ -147,8 +147,11 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 def test_user_theme_overrides_a_builtin_and_adds_new_ones(tmp_path):
     write(tmp_path, "dark.toml", 'name = "cmdop-dark"\nprimary = "#ff00ff"\n')
-    write(tmp_path, "zz-mine.toml", 'name = "mine"\ndark = false\nprimary = "rgb(10, 20, 30)"\n'
-          '[variables]\n"footer-key-foreground" = "#123456"\n')
+    write(
+        tmp_path,
+        "zz-mine.toml",
+        'name = "mine"\ndark = false\nprimary = "rgb(10, 20, 30)"\n[variables]\n"footer-key-foreground" = "#123456"\n',
+    )
     write(tmp_path, "notes.txt", "not a theme")
     themes, problems = load_themes(tmp_path)
     assert problems == []

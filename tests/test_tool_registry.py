@@ -63,8 +63,8 @@ def test_valid_input_has_no_problems() -> None:
         ({"command": "x", "verbose": 1}, ["'verbose' must be a boolean"]),
         ({"command": "x", "timeout_ms": 0}, ["'timeout_ms' must be >= 1"]),
         ({"command": "x", "timeout_ms": 600_001}, ["'timeout_ms' must be <= 600000"]),
-        ({"command": "x", "mode": "slow"}, ["'mode' must be one of \"fast\", \"safe\", 1"]),
-        ({"command": "x", "mode": True}, ["'mode' must be one of \"fast\", \"safe\", 1"]),
+        ({"command": "x", "mode": "slow"}, ['\'mode\' must be one of "fast", "safe", 1']),
+        ({"command": "x", "mode": True}, ['\'mode\' must be one of "fast", "safe", 1']),
         ({"command": "x", "paths": "a"}, ["'paths' must be an array"]),
         ({"command": "x", "paths": ["a", 2]}, ["'paths[1]' must be a string"]),
         ({"command": "x", "opts": {}}, ["missing required field 'opts.name'"]),
@@ -162,9 +162,7 @@ async def test_run_tool_reports_invalid_input_without_running(ctx: ToolContext) 
 
     result = await run_tool(make_tool("a", record), {"n": "one", "m": 2}, ctx)
     assert result.is_error
-    assert result.content == (
-        "invalid input for tool 'a':\n- 'n' must be an integer\n- unexpected field 'm'"
-    )
+    assert result.content == ("invalid input for tool 'a':\n- 'n' must be an integer\n- unexpected field 'm'")
     assert calls == []
 
 
@@ -185,9 +183,7 @@ async def test_run_tool_rejects_a_non_result(ctx: ToolContext) -> None:
 
 
 @pytest.mark.parametrize("exception", [asyncio.CancelledError, KeyboardInterrupt, SystemExit])
-async def test_run_tool_never_swallows_base_exceptions(
-    ctx: ToolContext, exception: type[BaseException]
-) -> None:
+async def test_run_tool_never_swallows_base_exceptions(ctx: ToolContext, exception: type[BaseException]) -> None:
     async def stop(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise exception()
 

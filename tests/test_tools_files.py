@@ -66,9 +66,7 @@ async def test_read_file_caps_lines_and_says_how_to_continue(tmp_path: Path) -> 
     lines = result.content.split("\n")
     assert len(lines) == 2_001
     assert lines[-2] == "  2000\tline 2000"
-    assert lines[-1] == (
-        "[showing lines 1-2,000 of 2,500; call read_file with start=2001 to read more]"
-    )
+    assert lines[-1] == ("[showing lines 1-2,000 of 2,500; call read_file with start=2001 to read more]")
 
 
 async def test_read_file_caps_characters(tmp_path: Path) -> None:

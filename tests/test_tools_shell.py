@@ -34,9 +34,7 @@ class Recorder:
         return "".join(text for text, name in self.chunks if name == stream)
 
 
-async def run(
-    command: str, session_dir: Path, recorder: Recorder | None = None, **extra: object
-) -> ToolResult:
+async def run(command: str, session_dir: Path, recorder: Recorder | None = None, **extra: object) -> ToolResult:
     """Run execute_command with `extra` arguments in a session whose cwd is `session_dir`."""
     ctx = ToolContext(call_id="t", cwd=session_dir, progress=recorder or Recorder())
     return await EXECUTE_COMMAND.run({"command": command, **extra}, ctx)

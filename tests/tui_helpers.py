@@ -20,7 +20,12 @@ FAST_RETRY = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.004, jitter_s=0.0)
 
 
 def make_app(
-    fake_api=None, *, settings: Settings | None = None, retry: RetryPolicy = FAST_RETRY, offer_local: bool = False, **agent
+    fake_api=None,
+    *,
+    settings: Settings | None = None,
+    retry: RetryPolicy = FAST_RETRY,
+    offer_local: bool = False,
+    **agent,
 ) -> CmdopApp:
     settings = settings or Settings()
     if agent:

@@ -7,9 +7,8 @@ local server, another endpoint) have no estimate, so no budget can be enforced f
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -59,4 +58,6 @@ def estimate_request_cost(model: str, request: dict[str, Any], last: Usage | Non
     known = last.total_input_tokens if last is not None else 0
     fresh = max(0, tokens - known)
     earlier = estimate_cost(model, replace(last, output_tokens=0), prices) if last else 0.0  # its input, as billed
-    return (earlier or 0.0) + (fresh * input_price * CACHE_WRITE_FACTOR + EXPECTED_OUTPUT_TOKENS * output_price) / 1_000_000
+    return (earlier or 0.0) + (
+        fresh * input_price * CACHE_WRITE_FACTOR + EXPECTED_OUTPUT_TOKENS * output_price
+    ) / 1_000_000

@@ -126,7 +126,9 @@ def session_reminders(facts: SessionFacts, *, tools_available: bool) -> str:
 
 def build_system_prompt(facts: SessionFacts, *, tools_available: bool, extra_instructions: str = "") -> str:
     """The whole system prompt, static prefix first, then the cache-boundary marker."""
-    return static_prefix(extra_instructions) + CACHE_BOUNDARY + session_reminders(facts, tools_available=tools_available)
+    return (
+        static_prefix(extra_instructions) + CACHE_BOUNDARY + session_reminders(facts, tools_available=tools_available)
+    )
 
 
 def split_at_boundary(system_prompt: str) -> tuple[str, str]:

@@ -48,7 +48,11 @@ class Inventory:
 
     @classmethod
     def load(cls, configured: Iterable[MachineSpec], ssh_config: Path | None) -> Inventory:
-        from_ssh = [MachineSpec(name=alias, host=alias, source="ssh_config") for alias in ssh_config_hosts(ssh_config)] if ssh_config else []
+        from_ssh = (
+            [MachineSpec(name=alias, host=alias, source="ssh_config") for alias in ssh_config_hosts(ssh_config)]
+            if ssh_config
+            else []
+        )
         return cls([local_spec(), *configured, *from_ssh])
 
     def __iter__(self) -> Iterator[MachineSpec]:

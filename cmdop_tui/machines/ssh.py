@@ -154,7 +154,9 @@ class SshTransport:
         pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
         read = f"p=$(cat {pgid_file} 2>/dev/null) || {{ touch {stop_file}; exit 0; }}; "
         term = 'kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
-        wait = f"for i in $(seq {max(1, int(grace_s * 20))}); do kill -0 -- -\"$p\" 2>/dev/null || break; sleep 0.05; done; "
+        wait = (
+            f'for i in $(seq {max(1, int(grace_s * 20))}); do kill -0 -- -"$p" 2>/dev/null || break; sleep 0.05; done; '
+        )
         kill = f'kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f {pgid_file}'
         script = read + (term + wait if grace_s > 0 else "") + kill
         try:

@@ -97,9 +97,7 @@ def _check_range(value: Any, schema: dict[str, Any], path: str, errors: list[str
         errors.append(f"{_label(path)} must be <= {schema['maximum']}")
 
 
-def _check_object(
-    value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]
-) -> None:
+def _check_object(value: dict[str, Any], schema: dict[str, Any], path: str, errors: list[str]) -> None:
     """`required`, `properties` and `additionalProperties` for an object."""
     properties: dict[str, Any] = schema.get("properties", {})
     for name in schema.get("required", []):
@@ -120,9 +118,7 @@ def prop(kind: str, description: str, **constraints: Any) -> dict[str, Any]:
     return {"type": kind, "description": description, **constraints}
 
 
-def object_schema(
-    properties: dict[str, dict[str, Any]], required: Iterable[str] = ()
-) -> dict[str, Any]:
+def object_schema(properties: dict[str, dict[str, Any]], required: Iterable[str] = ()) -> dict[str, Any]:
     """A tool's input schema: an object with these properties and no others."""
     return {
         "type": "object",

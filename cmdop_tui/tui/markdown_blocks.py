@@ -30,7 +30,12 @@ def split_finished(text: str) -> tuple[list[str], str]:
         line = lines[index]
         marker = _fence_marker(line)
         if fence is not None:
-            if marker is not None and marker[0] == fence[0] and len(marker) >= len(fence) and not line.strip()[len(marker):].strip():
+            if (
+                marker is not None
+                and marker[0] == fence[0]
+                and len(marker) >= len(fence)
+                and not line.strip()[len(marker) :].strip()
+            ):
                 fence = None
             continue
         if marker is not None:

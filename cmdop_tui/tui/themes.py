@@ -107,7 +107,7 @@ def _toml_error(path: Path | Traversable, text: str, exc: tomllib.TOMLDecodeErro
 
 def _check_color(path: Path | Traversable, key: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise ThemeError(path, f"{key} must be a colour string like \"#5fafff\", not {value!r}")
+        raise ThemeError(path, f'{key} must be a colour string like "#5fafff", not {value!r}')
     try:
         Color.parse(value)
     except ColorParseError as exc:
@@ -145,7 +145,7 @@ def theme_from_mapping(data: dict[str, Any], path: Path | Traversable | str = "<
     try:
         # Textual derives all the shades here; anything it cannot use fails now, not at render.
         theme.to_color_system().generate()
-    except Exception as exc:  # noqa: BLE001 - any failure here means the theme is unusable
+    except Exception as exc:
         raise ThemeError(path, f"Textual cannot use this theme: {exc}") from None
     return theme
 
@@ -205,9 +205,7 @@ def load_themes(user_dir: Path | None = None) -> tuple[list[Theme], list[str]]:
             problems.append(f"theme skipped: {exc}")
             continue
         if theme.name in seen:
-            problems.append(
-                f"theme {theme.name!r} is defined in both {seen[theme.name]} and {path}; using {path}"
-            )
+            problems.append(f"theme {theme.name!r} is defined in both {seen[theme.name]} and {path}; using {path}")
         seen[theme.name] = path
         themes[theme.name] = theme
     return list(themes.values()), problems

@@ -28,7 +28,7 @@ class ApprovalChoice(Enum):
     STOP = "stop"
 
 
-class ApprovalScreen(ModalScreen[ApprovalChoice]):
+class ApprovalScreen(ModalScreen[ApprovalChoice | None]):
     BINDINGS = [
         Binding("y", "choose('once')", "Allow once"),
         Binding("a", "choose('session')", "Allow for session"),
@@ -64,9 +64,11 @@ class ApprovalScreen(ModalScreen[ApprovalChoice]):
 
     def _tick(self) -> None:
         if self.remaining <= 0:
-            self.dismiss(ApprovalChoice.DENY)
+            self.dismiss(None)  # no answer: the caller denies, saying why
             return
-        self.query_one("#approval-countdown", Static).update(f"Denied automatically in {self.remaining}s · s stops the turn")
+        self.query_one("#approval-countdown", Static).update(
+            f"Denied automatically in {self.remaining}s · s stops the turn"
+        )
         self.remaining -= 1
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

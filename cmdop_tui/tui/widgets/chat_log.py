@@ -63,7 +63,6 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._cards.clear()
         await self.remove_children()
 
-
     # --- streaming -----------------------------------------------------------------------------
 
     async def _append_reply(self, text: str) -> None:
@@ -99,7 +98,9 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def on_agent_retrying(self, message: Agent.Retrying) -> None:
         await self._end_reply(discard=True)
         event = message.event
-        await self.add_notice(f"Retrying in {event.delay_s:.1f}s (attempt {event.attempt + 1}): {event.reason}", "warning")
+        await self.add_notice(
+            f"Retrying in {event.delay_s:.1f}s (attempt {event.attempt + 1}): {event.reason}", "warning"
+        )
 
     async def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         await self.add_tool_card(message.record)

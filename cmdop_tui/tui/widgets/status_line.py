@@ -8,8 +8,8 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cmdop_tui.agent.events import UsageTotals
 from cmdop_tui.agent.budget import cache_read_share
+from cmdop_tui.agent.events import UsageTotals
 from cmdop_tui.tui.messages import Agent
 
 
