@@ -9,28 +9,28 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import anthropic
 
 from cmdop_tui import sessions
-from cmdop_tui.agent.cancel import UICancel
-from cmdop_tui.agent.events import Event
-from cmdop_tui.agent.context import Platform, SessionFacts
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.context import Platform, SessionFacts
+from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.llm import ModelClient
-from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.loop_mode import LoopSettings
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
-from cmdop_tui.settings import Settings
 from cmdop_tui.local_model import LocalModelServer
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, PermissionsError  # noqa: F401 (the app reaches it through engine)
 from cmdop_tui.secrets import CREDENTIAL_ENV, configured_secrets, redact_json
+from cmdop_tui.settings import Settings
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
@@ -124,11 +124,15 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
         elif decision.verdict == "deny":
             approval = Approval(False, decision.reason)
         elif ask is None:
-            approval = Approval(False, "it needs approval and no one can approve it here (rerun with --yes, or add a rule)")
+            approval = Approval(
+                False, "it needs approval and no one can approve it here (rerun with --yes, or add a rule)"
+            )
         else:
             approval = await ask(call)
         audited = redact_json(call.input, configured_secrets())  # the audit log is a file: no secrets
-        permissions.record(decision, call.name, audited, call.machine, outcome="allowed" if approval.allowed else "denied")
+        permissions.record(
+            decision, call.name, audited, call.machine, outcome="allowed" if approval.allowed else "denied"
+        )
         return approval
 
     return gate
@@ -146,7 +150,7 @@ def build_runner(
     stream: StreamPolicy | None = None,
     facts: SessionFacts | None = None,
     fleet: Fleet | None = None,
-) -> Runner[None, str]:
+) -> Runner:
     """A runner for the session. `fleet` defaults to the machines the settings name."""
     fleet = fleet or build_fleet(settings)
     remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
@@ -176,7 +180,7 @@ class SessionRecorder:
     stops a turn.
     """
 
-    def __init__(self, runner: Runner[None, str], secrets: list[str] | None = None) -> None:
+    def __init__(self, runner: Runner, secrets: list[str] | None = None) -> None:
         self.runner = runner
         self.secrets = configured_secrets() if secrets is None else secrets
         self.transcript: Transcript | None = None

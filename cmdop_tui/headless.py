@@ -19,9 +19,9 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
+from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import BudgetWarning, Event
-from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.engine import (
     SessionRecorder,
@@ -85,7 +85,7 @@ def _terminal_can_ask() -> bool:
     return sys.stdin.isatty() and sys.stderr.isatty()
 
 
-def summary_json(result: RunResult[str]) -> dict[str, object]:
+def summary_json(result: RunResult) -> dict[str, object]:
     return {
         "type": "result",
         "status": result.status,
@@ -154,7 +154,7 @@ def _for(stream: TextIO, text: str) -> str:
     return strip_terminal_sequences(text) if stream.isatty() else text
 
 
-def report(result: RunResult[str], output_format: OutputFormat, signum: signal.Signals | None) -> int:
+def report(result: RunResult, output_format: OutputFormat, signum: signal.Signals | None) -> int:
     if output_format == "json":
         write_json_line(sys.stdout, summary_json(result))
     elif output_format == "text" and result.status == "final":

@@ -21,9 +21,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.events import (
@@ -41,7 +42,6 @@ from cmdop_tui.agent.events import (
     Usage,
     UsageTotals,
 )
-from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
 from cmdop_tui.agent.history import (
     CANCELLED_RESULT,
     Block,
@@ -57,9 +57,6 @@ from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, par
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, run_tool
-
-DepsT = TypeVar("DepsT")
-OutT = TypeVar("OutT")
 
 EventSink = Callable[[Event], None]
 Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
@@ -86,11 +83,10 @@ class AgentConfig:
 
 
 @dataclass
-class RunResult(Generic[OutT]):
+class RunResult:
     status: Status
     text: str = ""
     code: str = ""
-    output: OutT | None = None
     message: str = ""
     turns: int = 0
     loops: int = 0
@@ -113,11 +109,7 @@ class _Progress:
         self.usage = UsageTotals()
 
 
-def _identity(text: str) -> Any:
-    return text
-
-
-class Runner(Generic[DepsT, OutT]):
+class Runner:
     """Runs prompts through the agent loop, keeping the conversation between runs."""
 
     def __init__(
@@ -127,8 +119,6 @@ class Runner(Generic[DepsT, OutT]):
         tools: ToolRegistry,
         config: AgentConfig,
         facts: SessionFacts,
-        deps: DepsT = None,  # type: ignore[assignment]
-        parse_output: Callable[[str], OutT] = _identity,
         approve: Approver | None = None,
         ui_cancel: UICancel | None = None,
         cwd: Path | None = None,
@@ -139,8 +129,6 @@ class Runner(Generic[DepsT, OutT]):
         self.tools = tools
         self.config = config
         self.facts = facts
-        self.deps = deps
-        self.parse_output = parse_output
         self.approve = approve
         self.ui_cancel = ui_cancel or UICancel()
         self.cwd = cwd or Path.cwd()
@@ -155,7 +143,7 @@ class Runner(Generic[DepsT, OutT]):
 
     # --- the run -----------------------------------------------------------------------------
 
-    async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult[OutT]:
+    async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult:
         """Run one user prompt to a final answer, a limit, an error or a cancel.
 
         The turns run in a child task, which is what the UI cancel signal cancels: a Stop can
@@ -168,7 +156,7 @@ class Runner(Generic[DepsT, OutT]):
         self._finished_results = {}
         self.ui_cancel.reset()
         self.conversation.append_user(prompt)
-        outcome: list[RunResult[OutT]] = []
+        outcome: list[RunResult] = []
         body = asyncio.create_task(self._run_body(emit, operation, progress, outcome))
         with self.ui_cancel.bind(body):
             try:
@@ -181,8 +169,8 @@ class Runner(Generic[DepsT, OutT]):
                 raise
 
     async def _run_body(
-        self, emit: EventSink, operation: Operation, progress: _Progress, outcome: list[RunResult[OutT]]
-    ) -> RunResult[OutT]:
+        self, emit: EventSink, operation: Operation, progress: _Progress, outcome: list[RunResult]
+    ) -> RunResult:
         try:
             async with asyncio.timeout(operation.remaining()):
                 result = await self._run_loops(emit, operation, progress)
@@ -209,7 +197,7 @@ class Runner(Generic[DepsT, OutT]):
 
         return tee
 
-    async def _run_loops(self, emit: EventSink, operation: Operation, progress: _Progress) -> RunResult[OutT]:
+    async def _run_loops(self, emit: EventSink, operation: Operation, progress: _Progress) -> RunResult:
         loop = self.config.loop
         guard = RepeatGuard(self.config.repeat_limit)
         while True:
@@ -225,7 +213,7 @@ class Runner(Generic[DepsT, OutT]):
 
     async def _run_turns(
         self, emit: EventSink, operation: Operation, progress: _Progress, guard: RepeatGuard
-    ) -> RunResult[OutT]:
+    ) -> RunResult:
         route = await self._route(operation) if progress.turns == 0 else "agent"
         for turn in range(1, self.config.max_turns + 1):
             self._check_boundary(operation)
@@ -423,7 +411,6 @@ class Runner(Generic[DepsT, OutT]):
             call_id=call.id,
             cwd=self.cwd,
             progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
-            deps=self.deps,
             machines=self.machines,
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
         )
@@ -436,7 +423,7 @@ class Runner(Generic[DepsT, OutT]):
 
     def _result(
         self, status: Status, progress: _Progress, *, text: str = "", code: str = "", message: str = ""
-    ) -> RunResult[OutT]:
+    ) -> RunResult:
         return RunResult(
             status=status,
             text=text,
@@ -447,15 +434,14 @@ class Runner(Generic[DepsT, OutT]):
             usage=progress.usage,
         )
 
-    def _finish(self, result: RunResult[OutT], emit: EventSink) -> RunResult[OutT]:
+    def _finish(self, result: RunResult, emit: EventSink) -> RunResult:
         if result.status == "final":
-            result.output = self.parse_output(result.text)
             emit(Final(text=result.text, turns=result.turns, loops=result.loops))
         else:
             emit(Error(code=result.code, message=result.message))
         return result
 
-    def _cancelled(self, reason: CancelReason, emit: EventSink, progress: _Progress) -> RunResult[OutT]:
+    def _cancelled(self, reason: CancelReason, emit: EventSink, progress: _Progress) -> RunResult:
         """Repair history (answer open tool calls) and report the cancel."""
         self.conversation.close_open_tool_calls(self._finished_results)
         message = {

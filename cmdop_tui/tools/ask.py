@@ -18,7 +18,7 @@ from typing import Any
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, ssh_failure
-from cmdop_tui.tools.base import NestedSink, Tool, ToolContext, ToolResult
+from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult
 from cmdop_tui.tools.schema import object_schema, prop
 from cmdop_tui.tools.shell import run_process
 
@@ -112,7 +112,7 @@ async def ask(fleet: Fleet | None, hostname: str, prompt: str, timeout_ms: int, 
             return (
                 f"cmdop-tui is not installed on {spec.name} (or not on the PATH of a non-interactive "
                 f"ssh session there): `{spec.cmdop}` was not found. Install it there, or set "
-                f"[machines.{spec.name}] cmdop = \"/path/to/cmdop-tui\"."
+                f'[machines.{spec.name}] cmdop = "/path/to/cmdop-tui".'
             )
         return None
 
@@ -172,13 +172,16 @@ ASK_MACHINE = Tool(
         {
             "hostname": prop("string", "The machine: a name from the machines list."),
             "prompt": prop("string", "The task, complete and self-contained."),
-            "timeout_ms": prop("integer", "Give up after this long (default 120000).", minimum=1000, maximum=ASK_MAX_TIMEOUT_MS),
+            "timeout_ms": prop(
+                "integer", "Give up after this long (default 120000).", minimum=1000, maximum=ASK_MAX_TIMEOUT_MS
+            ),
         },
         required=["hostname", "prompt"],
     ),
     run=_ask_machine,
     tags=_TAGS,
     mutating=True,
+    subject=Subject("host", "hostname"),
 )
 
 ASK_MACHINES = Tool(
@@ -203,6 +206,7 @@ ASK_MACHINES = Tool(
     run=_ask_machines,
     tags=_TAGS,
     mutating=True,
+    subject=Subject("host", "hostnames", many=True),
 )
 
 ASK_TOOLS: tuple[Tool, ...] = (ASK_MACHINE, ASK_MACHINES)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import posixpath
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -38,7 +39,6 @@ class ToolContext:
     call_id: str
     cwd: Path
     progress: ProgressSink = lambda text, stream: None
-    deps: Any = None
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
 
@@ -58,13 +58,44 @@ class ToolContext:
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
+SubjectKind = Literal["command", "path", "host"]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """What one call of a tool acts on, as the tool declares it: the argument permission rules
+    match (`execute_command(git *)`, `read_file(/etc/**)`) and what kind of thing it names.
+
+    `default` stands in when the call leaves the argument out; `relative_to` names an argument
+    the value is relative to (glob's pattern under its `cwd`); `many` marks a list of them.
+    """
+
+    kind: SubjectKind
+    argument: str
+    default: str | None = None
+    relative_to: str | None = None
+    many: bool = False
+
+    def value(self, args: Mapping[str, Any]) -> str | list[str]:
+        """The subject of this call: a string, or a list of strings when `many`."""
+        raw = args.get(self.argument)
+        if self.many:
+            return [str(item) for item in raw] if isinstance(raw, list) else []
+        if raw is None and self.default is not None:
+            return self.default
+        if not isinstance(raw, str):
+            return ""
+        base = args.get(self.relative_to) if self.relative_to else None
+        return posixpath.join(base, raw) if isinstance(base, str) and base else raw
+
 
 @dataclass(frozen=True)
 class Tool:
     """A tool the model can call.
 
     `tags` are categories for the turn-1 allowlist; `core` tools survive that allowlist;
-    `mutating` tools change the machine and need approval unless the user waived it.
+    `mutating` tools change the machine and need approval unless the user waived it; `subject`
+    is what a call acts on, which permission rules match (None: rules match the tool name only).
     """
 
     name: str
@@ -74,6 +105,7 @@ class Tool:
     tags: frozenset[str] = field(default_factory=frozenset)
     core: bool = False
     mutating: bool = False
+    subject: Subject | None = None
 
     def definition(self) -> dict[str, Any]:
         """The tool as the Messages API expects it in `tools`."""

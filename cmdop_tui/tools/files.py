@@ -21,7 +21,7 @@ from typing import IO, Any
 
 from cmdop_tui.text import decode_output, inert_line
 
-from .base import Tool, ToolContext, ToolFn, ToolResult
+from .base import Subject, Tool, ToolContext, ToolFn, ToolResult
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
 __all__ = [
@@ -134,7 +134,7 @@ def _open_regular(path: Path) -> tuple[IO[bytes], int]:
     mode = path.stat().st_mode
     if not stat.S_ISREG(mode):
         raise OSError(0, "not a regular file", str(path))
-    stream = open(path, "rb")  # noqa: SIM115 - returned to the caller, who closes it
+    stream = open(path, "rb")
     return stream, os.fstat(stream.fileno()).st_size
 
 
@@ -150,9 +150,7 @@ def _read_file(args: dict[str, Any], cwd: Path) -> ToolResult:
     stream, size = _open_regular(path)
     with stream:
         if _is_binary(stream.read(BINARY_SNIFF_BYTES)):
-            return ToolResult.error(
-                f"{_show(path)} is a binary file ({size:,} bytes); read_file shows text only"
-            )
+            return ToolResult.error(f"{_show(path)} is a binary file ({size:,} bytes); read_file shows text only")
         stream.seek(0)
         return _numbered(stream, start, end, size)
 
@@ -198,10 +196,7 @@ def _read_on_note(first: int, last: int, consumed: int, stream: IO[bytes], size:
         total = f"of {consumed + 1 + _count_rest(stream):,}"
     else:
         total = f"of a {size:,}-byte file"
-    return (
-        f"[showing lines {first:,}-{last:,} {total}; "
-        f"call read_file with start={last + 1} to read more]"
-    )
+    return f"[showing lines {first:,}-{last:,} {total}; call read_file with start={last + 1} to read more]"
 
 
 READ_FILE = Tool(
@@ -223,6 +218,7 @@ READ_FILE = Tool(
     run=_threaded(_read_file),
     tags=_TAGS,
     core=True,
+    subject=Subject("path", "path"),
 )
 
 
@@ -288,12 +284,11 @@ LIST_DIR = Tool(
         "List a directory on a machine (this one unless `machine` says otherwise), sorted by name: directories end with `/`, files "
         f"show their size, symlinks their target. At most {LIST_MAX_ENTRIES:,} entries."
     ),
-    input_schema=object_schema(
-        {"path": prop("string", f"Directory; {_DEFAULT_CWD}."), "machine": MACHINE_PROPERTY}
-    ),
+    input_schema=object_schema({"path": prop("string", f"Directory; {_DEFAULT_CWD}."), "machine": MACHINE_PROPERTY}),
     run=_threaded(_list_dir),
     tags=_TAGS,
     core=True,
+    subject=Subject("path", "path", default="."),
 )
 
 
@@ -360,6 +355,7 @@ WRITE_FILE = Tool(
     run=_threaded(_write_file),
     tags=_TAGS,
     mutating=True,
+    subject=Subject("path", "path"),
 )
 
 
@@ -484,6 +480,7 @@ GREP = Tool(
     ),
     run=_threaded(_grep),
     tags=_TAGS,
+    subject=Subject("path", "path", default="."),
 )
 
 
@@ -540,6 +537,7 @@ GLOB = Tool(
     ),
     run=_threaded(_glob),
     tags=_TAGS,
+    subject=Subject("path", "pattern", relative_to="cwd"),
 )
 
 FILE_TOOLS: tuple[Tool, ...] = (READ_FILE, LIST_DIR, WRITE_FILE, GREP, GLOB)

@@ -12,17 +12,24 @@ from typing import Any
 
 from cmdop_tui.machines.spec import MachineError
 
+from .ask import ASK_TOOLS
 from .base import Tool, ToolContext, ToolResult
 from .files import FILE_TOOLS
 from .schema import validate
 from .shell import EXECUTE_COMMAND
 
-__all__ = ["ToolRegistry", "builtin_tools", "run_tool"]
+__all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "run_tool"]
 
 
 def builtin_tools() -> list[Tool]:
     """The local tools every session has: execute_command and the file tools."""
     return [EXECUTE_COMMAND, *FILE_TOOLS]
+
+
+def declared_tool(name: str) -> Tool | None:
+    """The built-in tool called `name` (the machine tools included), whatever a session offers:
+    its declaration (mutating, subject) is the one source of truth about it."""
+    return next((tool for tool in (*builtin_tools(), *ASK_TOOLS) if tool.name == name), None)
 
 
 class ToolRegistry:
@@ -75,7 +82,5 @@ async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
     except Exception as exc:
         return ToolResult.error(f"tool '{tool.name}' failed: {type(exc).__name__}: {exc}")
     if not isinstance(result, ToolResult):
-        return ToolResult.error(
-            f"tool '{tool.name}' failed: returned {type(result).__name__}, not a ToolResult"
-        )
+        return ToolResult.error(f"tool '{tool.name}' failed: returned {type(result).__name__}, not a ToolResult")
     return result

@@ -15,14 +15,14 @@ import logging
 import os
 import signal
 import subprocess
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from cmdop_tui.text import BoundedBuffer, StreamSanitizer, inert_line
 
-from .base import ProgressSink, Tool, ToolContext, ToolResult
+from .base import ProgressSink, Subject, Tool, ToolContext, ToolResult
 from .files import resolve_path
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
@@ -168,9 +168,7 @@ async def _supervise(
         "stdout": shell.protocol.stdout,
         "stderr": shell.protocol.stderr,
     }
-    pumps = asyncio.gather(
-        *(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items())
-    )
+    pumps = asyncio.gather(*(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items()))
     try:
         timed_out = not await _wait_for_exit(shell, timeout_s)
         if timed_out:
@@ -319,6 +317,7 @@ def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
         tags=frozenset({"shell", "local"}),
         core=True,
         mutating=True,
+        subject=Subject("command", "command"),
     )
 
 

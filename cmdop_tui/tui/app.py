@@ -62,10 +62,9 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 if TYPE_CHECKING:
     import anthropic
 
+    from cmdop_tui.agent.runner import Runner
     from cmdop_tui.engine import SessionRecorder
     from cmdop_tui.permissions import Permissions
-
-    from cmdop_tui.agent.runner import Runner
 
 NARROW_WIDTH = 100  # below this the side panels fold away
 HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
@@ -148,7 +147,7 @@ class CmdopApp(App[None]):
         self.ui_cancel = UICancel()
         self.tool_records: dict[str, ToolRecord] = {}
         self.setup_error: str | None = None
-        self.runner: Runner[None, str] | None = None
+        self.runner: Runner | None = None
         self._client = client
         self._owns_client = client is None
         self._engine_ready = asyncio.Event()
@@ -218,8 +217,15 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(self.setup_error, "error")
         self._show_status()
         self._watch_machines()
-        if self.runner is None and self.setup_error == NO_KEY_HELP and self._offer_local and local_model_available(self.settings):
-            self.push_screen(ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now"), self._local_offer_answered)
+        if (
+            self.runner is None
+            and self.setup_error == NO_KEY_HELP
+            and self._offer_local
+            and local_model_available(self.settings)
+        ):
+            self.push_screen(
+                ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now"), self._local_offer_answered
+            )
 
     async def _local_offer_answered(self, start: bool | None) -> None:
         if start:
@@ -245,7 +251,9 @@ class CmdopApp(App[None]):
         notice = Notice("Loading the local model…")
         await self.chat.add(notice)
         started = time.monotonic()
-        ticker = self.set_interval(0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s"))
+        ticker = self.set_interval(
+            0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s")
+        )
         try:
             self.local_server = LocalModelServer(self.settings.local_model)  # stoppable on quit
             self.settings, _ = await asyncio.to_thread(engine.start_local_model, self.settings, self.local_server)
@@ -455,7 +463,12 @@ class CmdopApp(App[None]):
         return True
 
     async def _slash_help(self, argument: str) -> None:
-        keys = [("Enter", "send"), ("ctrl+j", "new line"), ("Up/Down", "earlier prompts"), ("ctrl+p", "command palette")]
+        keys = [
+            ("Enter", "send"),
+            ("ctrl+j", "new line"),
+            ("Up/Down", "earlier prompts"),
+            ("ctrl+p", "command palette"),
+        ]
         keys += [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
         await self.chat.add_notice(help_text(keys))
 
@@ -472,7 +485,9 @@ class CmdopApp(App[None]):
     async def _slash_model(self, argument: str) -> None:
         if not argument or self.runner is None:
             current = self.runner.config.model if self.runner else "(none)"
-            await self.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(self.settings.aliases)})")
+            await self.chat.add_notice(
+                f"Model: {current}. Usage: /model NAME (an id or {', '.join(self.settings.aliases)})"
+            )
             return
         try:
             model = self.settings.resolve_model(argument)
@@ -517,7 +532,9 @@ class CmdopApp(App[None]):
             return
         path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{self.recorder.session_id}.md"
         markdown = export_markdown(
-            self.runner.conversation.messages, title=f"cmdop-tui session {self.recorder.session_id}", extra_secrets=self.recorder.secrets
+            self.runner.conversation.messages,
+            title=f"cmdop-tui session {self.recorder.session_id}",
+            extra_secrets=self.recorder.secrets,
         )
         try:
             path.write_text(markdown, encoding="utf-8")
@@ -591,8 +608,6 @@ class CmdopApp(App[None]):
         if event.state in (WorkerState.SUCCESS, WorkerState.ERROR, WorkerState.CANCELLED):
             self.set_timer(GC_AFTER_TURN_S, settle_heap)
 
-
-
     def action_stop(self) -> None:
         if not self.running:
             return
@@ -653,7 +668,9 @@ class CmdopApp(App[None]):
             if screen.is_attached and screen is self.screen:
                 screen.dismiss(ApprovalChoice.DENY)
         if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and self.permissions is not None:
-            rule = self.permissions.allow_always(call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION)
+            rule = self.permissions.allow_always(
+                call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION
+            )
             where = "for this session" if choice is ApprovalChoice.SESSION else "from now on (saved)"
             await self.chat.add_notice(f"Allowed {where}: {rule.text}")
         if choice is ApprovalChoice.STOP:
