@@ -19,7 +19,7 @@ from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.events import Token, Usage
 from cmdop_tui.agent.llm import ModelClient
 from cmdop_tui.agent.runner import AgentConfig, Runner
-from cmdop_tui.local_model import LocalModelServer
+from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
-from cmdop_tui.sessions import Transcript, load
+from cmdop_tui.transcripts import Transcript, load
 
 API_KEY = "sk-ant-api03-" + "x" * 80
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from cmdop_tui import __version__
-from cmdop_tui.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
+from cmdop_tui.config.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
 
 EXIT_USAGE = 2
 
@@ -184,12 +184,12 @@ def permissions_command(argv: list[str]) -> int:
 
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
-    from cmdop_tui.engine import MissingKeyError
     from cmdop_tui.headless import HeadlessOptions, run_headless
-    from cmdop_tui.local_model import LocalModelError
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
-    from cmdop_tui.sessions import SessionError
+    from cmdop_tui.session.engine import MissingKeyError
+    from cmdop_tui.session.local_model import LocalModelError
+    from cmdop_tui.transcripts import SessionError
 
     options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:

@@ -23,7 +23,8 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import BudgetWarning, Event
 from cmdop_tui.agent.runner import RunResult
-from cmdop_tui.engine import (
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.session.engine import (
     SessionRecorder,
     build_runner,
     load_permissions,
@@ -31,9 +32,8 @@ from cmdop_tui.engine import (
     permission_gate,
     start_local_model,
 )
-from cmdop_tui.local_model import LocalModelServer
-from cmdop_tui.settings import Settings
-from cmdop_tui.text import strip_terminal_sequences, truncate_middle
+from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.support.text import strip_terminal_sequences, truncate_middle
 from cmdop_tui.tools.describe import describe_arguments
 
 OutputFormat = Literal["text", "stream-json", "json"]

@@ -3095,14 +3095,14 @@ class Decision:
 
 def rules_path() -> Path:
     """Where the global rules live: ``config_dir()/permissions.toml``."""
-    from cmdop_tui.settings import config_dir
+    from cmdop_tui.config.settings import config_dir
 
     return config_dir() / "permissions.toml"
 
 
 def audit_path() -> Path:
     """Where decisions are logged: ``data_dir()/audit.jsonl``."""
-    from cmdop_tui.settings import data_dir
+    from cmdop_tui.config.settings import data_dir
 
     return data_dir() / "audit.jsonl"
 

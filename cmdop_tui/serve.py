@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from cmdop_tui.processes import parent_death_signal
+from cmdop_tui.support.processes import parent_death_signal
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -180,7 +180,7 @@ def _port(text: str) -> int:
 def _check_app_args(app_args: list[str]) -> str | None:
     """A bad flag would otherwise fail in every browser tab, after the page loaded."""
     from cmdop_tui.cli import apply_flags, parser
-    from cmdop_tui.settings import SettingsError, load_settings
+    from cmdop_tui.config.settings import SettingsError, load_settings
 
     app_parser = parser()
     app_parser.prog = "cmdop-tui serve"

@@ -13,7 +13,7 @@ import threading
 import pytest
 from fake_anthropic import DEFAULT_API_KEY, text_reply, tool_reply
 
-from cmdop_tui import sessions
+from cmdop_tui import transcripts as sessions
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 

@@ -17,8 +17,8 @@ from fake_anthropic import raw_tool_use, reply, text, text_reply, thinking, tool
 
 from cmdop_tui.agent.events import ToolEnd
 from cmdop_tui.agent.history import sanitize
-from cmdop_tui.settings import SettingsError, load_settings
-from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.config.settings import SettingsError, load_settings
+from cmdop_tui.support.text import strip_terminal_sequences
 
 CONTROL = set(chr(c) for c in range(0x20) if chr(c) not in "\n\t") | {"\x7f"} | {chr(c) for c in range(0x80, 0xA0)}
 

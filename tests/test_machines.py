@@ -277,8 +277,8 @@ async def test_scoped_session_reminders(fake_api, lab, tmp_path):
     import anthropic
     from agent_helpers import FACTS
 
-    from cmdop_tui.engine import build_runner
-    from cmdop_tui.settings import Settings
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.session.engine import build_runner
 
     settings = replace(
         Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m")
@@ -321,7 +321,7 @@ def test_transport_argv_uses_batch_mode_and_a_control_master(tmp_path):
 async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
     from tui_helpers import make_app, notices, wait_until
 
-    from cmdop_tui.settings import Settings
+    from cmdop_tui.config.settings import Settings
     from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
     from cmdop_tui.tui.widgets.status_line import StatusLine
 
@@ -370,8 +370,8 @@ async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_p
 
 
 async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api, lab, tmp_path):
-    from cmdop_tui.engine import permission_gate
     from cmdop_tui.permissions import Permissions
+    from cmdop_tui.session.engine import permission_gate
 
     fleet = fleet_for(lab)
     permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")

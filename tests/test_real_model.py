@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from cmdop_tui.local_model import LocalModelServer, default_gguf
+from cmdop_tui.session.local_model import LocalModelServer, default_gguf
 
 pytest.importorskip("xllamacpp")
 
@@ -84,7 +84,7 @@ def test_local_flag_starts_and_stops_the_model_itself(tmp_path):
 
 
 def local_servers() -> list[str]:
-    found = subprocess.run(["pgrep", "-f", "cmdop_tui.local_model"], capture_output=True, text=True)
+    found = subprocess.run(["pgrep", "-f", "cmdop_tui.session.local_model"], capture_output=True, text=True)
     return found.stdout.split()
 
 
@@ -93,7 +93,7 @@ async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
 
     from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
-    from cmdop_tui.settings import Settings
+    from cmdop_tui.config.settings import Settings
     from cmdop_tui.tui.screens.confirm import ConfirmScreen
 
     settings = replace(Settings(), agent=replace(Settings().agent, max_tokens=32))

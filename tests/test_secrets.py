@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cmdop_tui.secrets import MARKER, MIN_LITERAL, Redactor, redact, redact_json
+from cmdop_tui.support.secrets import MARKER, MIN_LITERAL, Redactor, redact, redact_json
 
 ANTHROPIC = "sk-ant-api03-" + "Ab3dEfGh1jKlMnOpQrStUvWxYz0123456789_-abcdEFGHijklMNOPqrstUVWX-0123AA"
 OPENAI = "sk-proj-" + "T3BlbkFJabcdefGHIJKLmnopqrstUVWXyz0123456789"

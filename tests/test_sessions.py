@@ -28,8 +28,8 @@ from cmdop_tui.agent.history import (
     tool_result_ids,
     tool_use_ids,
 )
-from cmdop_tui.secrets import MARKER
-from cmdop_tui.sessions import (
+from cmdop_tui.support.secrets import MARKER
+from cmdop_tui.transcripts import (
     INTERRUPTED_RESULT,
     SessionError,
     SessionLockedError,
@@ -458,7 +458,7 @@ CHILD = textwrap.dedent(
     """
     import os, sys
     from pathlib import Path
-    from cmdop_tui.sessions import Transcript
+    from cmdop_tui.transcripts import Transcript
 
     directory, report = Path(sys.argv[1]), int(sys.argv[2])
     transcript = Transcript.create(directory, model="kill-test")

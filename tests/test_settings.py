@@ -7,7 +7,7 @@ import tomllib
 import pytest
 
 from cmdop_tui.cli import apply_flags, parser
-from cmdop_tui.settings import (
+from cmdop_tui.config.settings import (
     FIRST_RUN_TEMPLATE,
     Settings,
     SettingsError,

@@ -12,7 +12,7 @@ import pytest
 from fake_anthropic import text_reply, tool_reply
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
-from cmdop_tui.settings import Settings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cmdop_tui.text import (
+from cmdop_tui.support.text import (
     BoundedBuffer,
     StreamSanitizer,
     Utf8StreamDecoder,

@@ -9,7 +9,7 @@ import pytest
 from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
-from cmdop_tui.settings import Settings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
@@ -444,7 +444,7 @@ async def test_continue_at_start_shows_the_last_conversation(fake_api):
 
 
 async def test_secrets_are_masked_on_screen(fake_api, monkeypatch):
-    import cmdop_tui.secrets as secrets
+    import cmdop_tui.support.secrets as secrets
 
     monkeypatch.setattr(secrets, "_display", None)  # masks the configured key of this test's env
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-api03-configured-secret-value-123456")

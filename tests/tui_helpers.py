@@ -10,7 +10,7 @@ import anthropic
 
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
-from cmdop_tui.settings import Settings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.app import CmdopApp
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
-from cmdop_tui.text import decode_output, strip_terminal_sequences, truncate_middle
+from cmdop_tui.support.text import decode_output, strip_terminal_sequences, truncate_middle
 from cmdop_tui.tools.base import ToolContext, ToolResult
 from cmdop_tui.tools.shell import DEFAULT_TIMEOUT_MS, run_process
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from cmdop_tui.text import decode_output, inert_line
+from cmdop_tui.support.text import decode_output, inert_line
 
 from .base import Subject, Tool, ToolContext, ToolFn, ToolResult
 from .schema import MACHINE_PROPERTY, object_schema, prop

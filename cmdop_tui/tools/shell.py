@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cmdop_tui.text import BoundedBuffer, StreamSanitizer, inert_line
+from cmdop_tui.support.text import BoundedBuffer, StreamSanitizer, inert_line
 
 from .base import ProgressSink, Subject, Tool, ToolContext, ToolResult
 from .files import resolve_path

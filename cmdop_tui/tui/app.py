@@ -30,11 +30,11 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
-from cmdop_tui.local_model import LocalModelError, LocalModelServer, local_model_available
+from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.machines.spec import LOCAL, MachineError
-from cmdop_tui.secrets import mask
-from cmdop_tui.sessions import SessionError, export_markdown, list_sessions
-from cmdop_tui.settings import Settings, SettingsError
+from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
+from cmdop_tui.support.secrets import mask
+from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
 from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.messages import (
@@ -63,8 +63,8 @@ if TYPE_CHECKING:
     import anthropic
 
     from cmdop_tui.agent.runner import Runner
-    from cmdop_tui.engine import SessionRecorder
     from cmdop_tui.permissions import Permissions
+    from cmdop_tui.session.engine import SessionRecorder
 
 NARROW_WIDTH = 100  # below this the side panels fold away
 HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
@@ -201,7 +201,7 @@ class CmdopApp(App[None]):
         """
         notes: list[str] = []
         try:
-            engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.engine")
+            engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.session.engine")
             if self.settings.local:
                 await self._start_local_model(engine)
             self._build_runner(engine)
@@ -235,7 +235,7 @@ class CmdopApp(App[None]):
     @work(group="setup", exit_on_error=False)
     async def start_local_session(self) -> None:
         """After the offer: start the local model, then the runner and the session."""
-        engine = importlib.import_module("cmdop_tui.engine")
+        engine = importlib.import_module("cmdop_tui.session.engine")
         self.setup_error = None
         await self._start_local_model(engine)
         self._build_runner(engine)
@@ -567,7 +567,7 @@ class CmdopApp(App[None]):
             return
         try:
             self.settings = self.settings.with_agent(argument)
-            config = importlib.import_module("cmdop_tui.engine").agent_config(self.settings)
+            config = importlib.import_module("cmdop_tui.session.engine").agent_config(self.settings)
         except SettingsError as exc:
             await self.chat.add_notice(str(exc), "error")
             return

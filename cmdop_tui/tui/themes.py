@@ -86,7 +86,7 @@ def builtin_theme_files() -> list[Traversable]:
 
 def user_themes_dir() -> Path:
     """``<platformdirs config dir>/themes``: where users put their own theme files."""
-    from cmdop_tui.settings import config_dir
+    from cmdop_tui.config.settings import config_dir
 
     return config_dir() / "themes"
 

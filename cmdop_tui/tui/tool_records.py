@@ -8,8 +8,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from cmdop_tui.secrets import mask
-from cmdop_tui.text import inert_line
+from cmdop_tui.support.secrets import mask
+from cmdop_tui.support.text import inert_line
 
 Status = Literal["running", "ok", "error"]
 

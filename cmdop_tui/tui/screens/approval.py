@@ -14,7 +14,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import describe_arguments
 
 APPROVAL_TIMEOUT_S = 60.0

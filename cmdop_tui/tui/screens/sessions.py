@@ -10,8 +10,8 @@ from textual.screen import ModalScreen
 from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
-from cmdop_tui.sessions import SessionInfo
-from cmdop_tui.text import inert_line
+from cmdop_tui.support.text import inert_line
+from cmdop_tui.transcripts import SessionInfo
 
 
 class SessionsScreen(ModalScreen[str | None]):

@@ -30,8 +30,8 @@ from textual.theme import Theme as TextualTheme
 from textual.timer import Timer
 from textual.widget import Widget
 
-from cmdop_tui.secrets import mask
-from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.support.secrets import mask
+from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tui.markdown_blocks import FENCE, split_finished
 
 

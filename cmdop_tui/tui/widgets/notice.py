@@ -7,7 +7,7 @@ from typing import Literal
 from textual.content import Content
 from textual.widgets import Static
 
-from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.support.text import strip_terminal_sequences
 
 NoticeKind = Literal["info", "warning", "error", "stopped"]
 

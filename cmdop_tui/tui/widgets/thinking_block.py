@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widgets import Collapsible, Static
 
-from cmdop_tui.secrets import mask
-from cmdop_tui.text import strip_terminal_sequences
+from cmdop_tui.support.secrets import mask
+from cmdop_tui.support.text import strip_terminal_sequences
 
 
 class ThinkingBlock(Collapsible):

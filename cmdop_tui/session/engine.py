@@ -14,7 +14,7 @@ from typing import Any
 
 import anthropic
 
-from cmdop_tui import sessions
+from cmdop_tui import transcripts as sessions
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import Platform, SessionFacts
@@ -24,13 +24,13 @@ from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
-from cmdop_tui.local_model import LocalModelServer
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, PermissionsError  # noqa: F401 (the app reaches it through engine)
-from cmdop_tui.secrets import CREDENTIAL_ENV, configured_secrets, redact_json
-from cmdop_tui.settings import Settings
+from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.support.secrets import CREDENTIAL_ENV, configured_secrets, redact_json
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 

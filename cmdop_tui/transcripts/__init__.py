@@ -16,7 +16,7 @@ File format (version 1), one JSON object per line, UTF-8, written with ``separat
 ``append``/``replace``/``clear`` are `Conversation`'s operation records (see
 ``cmdop_tui.agent.history.Conversation.apply``), stored as they were told: replaying them through a
 `Conversation` rebuilds the history exactly, merges included. ``event`` lines are UI events kept for
-export and never touch the history. Every record is redacted (`cmdop_tui.secrets`) before it is
+export and never touch the history. Every record is redacted (`cmdop_tui.support.secrets`) before it is
 written, so a resumed session sees ``[REDACTED]`` where a secret was. A ``thinking`` block whose text
 would change under redaction is dropped rather than stored with a signature that no longer matches.
 
@@ -68,7 +68,7 @@ from cmdop_tui.agent.history import (
     tool_result_ids,
     tool_use_ids,
 )
-from cmdop_tui.secrets import Redactor
+from cmdop_tui.support.secrets import Redactor
 
 __all__ = [
     "INTERRUPTED_RESULT",
@@ -116,7 +116,7 @@ class SessionNotFoundError(SessionError, FileNotFoundError):
 
 def sessions_dir() -> Path:
     """Where transcripts live: ``data_dir() / "sessions"`` (not created here)."""
-    from cmdop_tui.settings import data_dir
+    from cmdop_tui.config.settings import data_dir
 
     return data_dir() / "sessions"
 

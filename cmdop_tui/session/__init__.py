@@ -1,0 +1,1 @@
+"""One session: the client, runner, permission gate, transcript, fleet and local model."""

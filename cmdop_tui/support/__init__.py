@@ -1,0 +1,1 @@
+"""Support code every layer may use: inert text, secrets, child processes."""
