@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from cmdop_tui import permissions as perms_mod
 from cmdop_tui.permissions import (
     Decision,
     Permissions,
@@ -22,10 +21,11 @@ from cmdop_tui.permissions import (
     Rule,
     check_command,
     derive_rule,
+    floor,
     floor_violation,
     list_rules_text,
     main_argument,
-    protected_path_reason,
+    store,
 )
 
 # --- the floor: shell commands that must be refused --------------------------------------------
@@ -422,7 +422,7 @@ def test_internal_errors_refuse_rather_than_allow(monkeypatch: pytest.MonkeyPatc
     def boom(*args: object, **kwargs: object) -> None:
         raise KeyError("bug")
 
-    monkeypatch.setattr(perms_mod, "_check_script", boom)
+    monkeypatch.setattr(floor, "check_script", boom)
     assert "could not be checked" in check_command("ls")
 
 
@@ -478,12 +478,12 @@ def test_file_tools_harmless(tool: str, args: dict) -> None:
     assert floor_violation(tool, args) is None
 
 
-def test_protected_path_reason() -> None:
-    assert protected_path_reason("/home/u/.ssh/id_rsa") is not None
-    assert protected_path_reason("src/.env") is not None
-    assert protected_path_reason("/etc/sudoers") is None
-    assert protected_path_reason("/etc/sudoers", write=True) is not None
-    assert protected_path_reason("README.md") is None
+def test_paths_are_protected_by_name() -> None:
+    assert floor_violation("read_file", {"path": "/home/u/.ssh/id_rsa"}) is not None
+    assert floor_violation("read_file", {"path": "src/.env"}) is not None
+    assert floor_violation("read_file", {"path": "/etc/sudoers"}) is None
+    assert floor_violation("write_file", {"path": "/etc/sudoers", "content": ""}) is not None
+    assert floor_violation("read_file", {"path": "README.md"}) is None
 
 
 # --- rules: syntax and globs ------------------------------------------------------------------
@@ -663,7 +663,7 @@ def test_modes(tmp_path: Path, mode: str, read_only: str, mutating: str) -> None
     perms = make(tmp_path, mode=mode)
     assert perms.decide("read_file", {"path": "README.md"}, mutating=False).verdict == read_only
     assert perms.decide("write_file", {"path": "x", "content": ""}, mutating=True).verdict == mutating
-    # mutating=None: the built-in table decides
+    # mutating=None: the tool's declaration decides
     assert perms.decide("write_file", {"path": "x", "content": ""}).verdict == mutating
     assert perms.decide("list_dir", {}).verdict == read_only
 
@@ -687,7 +687,7 @@ def test_floor_beats_rules_and_auto_mode(tmp_path: Path) -> None:
     perms.add_session_rule("execute_command(rm -rf /)", "allow")
     decision = perms.decide("execute_command", {"command": "rm -rf /"})
     assert decision == Decision("deny", decision.reason, None, True)
-    assert decision.floor and decision.denied and not decision.allowed
+    assert decision.floor and decision.verdict == "deny"
     assert perms.decide("read_file", {"path": "~/.ssh/id_rsa"}).floor
 
 
@@ -741,7 +741,7 @@ def test_write_is_atomic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     def fail(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(perms_mod.os, "replace", fail)
+    monkeypatch.setattr(store.os, "replace", fail)
     with pytest.raises(OSError):
         perms.add_rule("execute_command(git *)", "allow")
     assert perms.path.read_bytes() == before  # the old file is intact

@@ -1,0 +1,79 @@
+"""Permissions: the safety floor, rules, modes, their TOML file and the audit log.
+
+Every tool call, in the TUI and in headless mode alike, goes through :meth:`Permissions.decide`
+before it runs. The decision is made in three layers, first match wins:
+
+1. **The floor** (:func:`floor_violation`). Catastrophic or secret-leaking calls are refused,
+   whatever the rules, the mode or the user say (``--yes`` included).
+2. **Rules**: ``[machine:]tool(argument glob)`` with a verdict ``allow``, ``ask`` or ``deny``
+   (see :class:`Rule`); session rules first, then the global rules file.
+3. **The mode** decides what no rule matched: ``default``, ``strict`` or ``auto`` (``--yes``).
+
+What a tool call acts on, and whether it changes things, comes from the tool's own declaration
+(``Tool.subject``, ``Tool.mutating``): pass it as ``spec``, or the built-in tool of that name is
+looked up.
+
+The map, from the bottom up:
+
+* the floor: :mod:`.scanning` (reading shell text), :mod:`.paths` (what is critical or secret),
+  :mod:`.context` (what a walk carries), :mod:`.parsing` (bashlex and the fallback lexer),
+  :mod:`.expansion` (words as bash expands them), :mod:`.programs` (rm, find, dd, chmod, mkfs...),
+  :mod:`.secret_args`, :mod:`.wrappers` (sudo, env, shells, ssh, xargs...),
+  :mod:`.interpreters` (python -c...), :mod:`.fallback` (unparsed text), :mod:`.walk` (the
+  parsed tree) and :mod:`.floor` (its entry points);
+* the rules: :mod:`.arguments` (what rules judge), :mod:`.rules` (Rule and its globs),
+  :mod:`.allow_always` (derive_rule), :mod:`.decisions` (floor, rules, mode);
+* the files and the object: :mod:`.store` (the TOML file, the audit log), :mod:`.rulebook`
+  (Permissions), :mod:`.listing` (``cmdop-tui permissions list``).
+
+API
+---
+``floor_violation(tool, args, *, spec=None) -> str | None``
+    The floor alone: a reason the model can read, or None.
+``check_command(command, *, cwd=None) -> str | None``
+    The floor for one shell command line.
+``Rule``, ``Rule.parse(text, verdict)``; ``derive_rule(tool, args, machine, *, spec=None)``
+    Rules and the rule "Allow always" would add.
+``main_argument(tool, args, *, spec=None)``
+    The argument rules match for a call.
+``Decision(verdict, reason, rule, floor)``
+    ``verdict`` is ``"allow"``, ``"ask"`` or ``"deny"``; ``rule`` the deciding rule (or None);
+    ``floor`` True when the floor refused.
+``Permissions`` (thread-safe)
+    ``Permissions.load(path=None, mode=None, *, audit_path=None, audit=True)``: the global rules
+    file (default ``config_dir()/permissions.toml``); `mode` wins over the file's ``mode``.
+    ``decide(tool, args, *, machine=None, mutating=None, cwd=None, spec=None) -> Decision``:
+    pure, records nothing. ``check(...)``: decide, then record. ``record(decision, tool, args,
+    machine=None, outcome=None, *, call_id=None, spec=None)``: one audit line.
+    ``add_session_rule``, ``add_rule`` (saved at once), ``remove_rule``, ``allow_always(tool,
+    args, machine="local", *, cwd=None, session=False, any_machine=False, spec=None) -> Rule``,
+    ``save()``.
+``list_rules_text(permissions=None, *, path=None) -> str``
+    The rules with their source, for ``cmdop-tui permissions list``.
+``PermissionsError``
+    A rules file that cannot be used; the message names the file and the line.
+``rules_path()``
+    Where the global rules file lives.
+"""
+
+from .allow_always import derive_rule
+from .arguments import main_argument
+from .decisions import Decision
+from .floor import check_command, floor_violation
+from .listing import list_rules_text
+from .rulebook import Permissions
+from .rules import Rule
+from .store import PermissionsError, rules_path
+
+__all__ = [
+    "Decision",
+    "Permissions",
+    "PermissionsError",
+    "Rule",
+    "check_command",
+    "derive_rule",
+    "floor_violation",
+    "list_rules_text",
+    "main_argument",
+    "rules_path",
+]

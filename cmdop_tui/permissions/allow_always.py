@@ -1,0 +1,119 @@
+"""The rule "Allow always" adds: as wide as is safe for the call the user just approved."""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from cmdop_tui.tools.base import Tool
+
+from .arguments import command_parts, declaration, main_argument
+from .rules import Rule, local_home, normalise_rule_path
+from .scanning import words
+
+# programs that delete, run other code or escalate: their rule is the exact command line
+_EXACT_PROGRAMS = words(
+    "rm rmdir dd mkfs shred wipefs chmod chown chgrp mv kill killall pkill reboot shutdown halt "
+    "poweroff bash sh zsh dash ksh fish eval exec xargs env sudo doas su python python3 perl ruby "
+    "node php curl wget ssh scp rsync find crontab systemctl iptables nft ufw truncate tee source "
+    ". docker kubectl"
+)
+# programs whose first word is a subcommand worth keeping in the rule (git status *)
+_SUBCOMMAND_PROGRAMS = words(
+    "git docker kubectl systemctl journalctl apt apt-get dnf yum brew npm pnpm yarn pip pip3 uv "
+    "cargo go make poetry helm terraform gh podman service snap flatpak conda rustup gcloud aws "
+    "az"
+)
+# how far a path tool's rule reaches: the file's directory, the directory named, or for a search
+# the directory named (a file with an extension: its directory); other path tools, such as glob,
+# keep their pattern exactly
+_PATH_REACH: Mapping[str, Literal["parent", "itself", "search"]] = {
+    "read_file": "parent",
+    "write_file": "parent",
+    "list_dir": "itself",
+    "grep": "search",
+}
+
+
+def derive_rule(
+    tool: str,
+    args: Mapping[str, Any],
+    machine: str = "local",
+    *,
+    cwd: str | None = None,
+    any_machine: bool = False,
+    spec: Tool | None = None,
+) -> Rule:
+    """The allow rule that "Allow always" adds for this call.
+
+    * a command (execute_command): a simple command gives its program, plus its subcommand for
+      tools such as git, docker, systemctl, apt, npm (``git status -s`` -> ``git status *``,
+      ``ls -la`` -> ``ls *``); a command line with several commands, redirections,
+      substitutions or variables, and any command of a program that deletes, runs other code
+      or escalates (rm, dd, chmod, bash, python, sudo, ssh, curl, find, xargs, systemctl...;
+      with their subcommand for systemctl/docker/kubectl) gives the exact command line.
+    * read_file, write_file, grep, list_dir: the directory of the path with ``/**``
+      (``~/projects/app/src/x.py`` -> ``~/projects/app/src/**``); list_dir the directory itself.
+    * glob: its pattern; ask_machine: the host; ask_machines: ``{a,b}`` of the hosts.
+
+    `spec` is the tool's declaration (None: the built-in tool called `tool`). The rule is
+    scoped to `machine` (``web1:...``, ``local:...``) unless `any_machine`.
+    """
+    prefix = None if any_machine else (machine or "local")
+    declared = declaration(tool, spec)
+    subject = declared.subject if declared is not None else None
+    argument = main_argument(tool, args, spec=declared)
+    if subject is not None and subject.kind == "command":
+        pattern = _command_pattern(argument if isinstance(argument, str) else "")
+    elif subject is not None and subject.kind == "path" and tool in _PATH_REACH:
+        pattern = _path_pattern(_PATH_REACH[tool], argument if isinstance(argument, str) else "", machine, cwd)
+    elif subject is not None and subject.many:
+        hosts = list(dict.fromkeys(argument if isinstance(argument, list) else []))
+        pattern = (
+            _escape_path_glob(hosts[0])
+            if len(hosts) == 1
+            else "{" + ",".join(_escape_path_glob(h) for h in hosts) + "}"
+        )
+    else:
+        pattern = _escape_path_glob(argument) if isinstance(argument, str) and argument else "*"
+    return Rule(tool=tool, pattern=pattern, verdict="allow", machine=prefix, source="global")
+
+
+def _path_pattern(reach: Literal["parent", "itself", "search"], path: str, machine: str, cwd: str | None) -> str:
+    normal = normalise_rule_path(path or ".", machine=machine or "local", cwd=cwd)
+    home = local_home()
+    if (machine or "local") == "local" and (normal == home or normal.startswith(home + "/")):
+        normal = "~" + normal[len(home) :]
+    names_directory = reach == "itself" or (reach == "search" and not posixpath.splitext(normal)[1])
+    directory = normal if names_directory else (posixpath.dirname(normal) or ".")
+    return _escape_path_glob(directory).rstrip("/") + "/**"
+
+
+def _escape_path_glob(text: str) -> str:
+    return re.sub(r"([*?\[\]{}\\])", r"\\\1", text)
+
+
+def _escape_command_glob(text: str) -> str:
+    return re.sub(r"([*?\\])", r"\\\1", " ".join(text.split()))
+
+
+def _command_pattern(command: str) -> str:
+    parts = command_parts(command)
+    simple = len(parts) == 1 and parts[0].trusted and not re.search(r"[;&|<>`$\n(){}]", command)
+    command_words = command.split()
+    if not simple or not command_words:
+        return _escape_command_glob(command)
+    program = command_words[0]
+    base = posixpath.basename(program)
+    if not re.fullmatch(r"[\w.+-]+", base) or re.match(r"[A-Za-z_]\w*=", program):
+        return _escape_command_glob(command)
+    subcommand = (
+        command_words[1] if len(command_words) > 1 and re.fullmatch(r"[a-z][a-z0-9_-]*", command_words[1]) else None
+    )
+    if base in _EXACT_PROGRAMS:
+        return _escape_command_glob(command)
+    if base in _SUBCOMMAND_PROGRAMS and subcommand:
+        return f"{_escape_command_glob(program)} {subcommand} *"
+    return f"{_escape_command_glob(program)} *"

@@ -1,0 +1,199 @@
+"""Deciding one tool call: the floor, then the rules (session, then global), then the mode.
+
+1. **The floor** (:mod:`.floor`) refuses what nothing may allow.
+2. **Rules**: session rules are consulted first: a session rule that matches decides; otherwise
+   the global rules (the TOML file) decide. Within a layer, ``deny`` beats ``ask`` beats
+   ``allow``. For a command, every simple command of the line is a part (:mod:`.arguments`): an
+   ``allow`` rule must cover every one of them, while one ``deny`` or ``ask`` match anywhere is
+   enough.
+3. **The mode** decides what no rule matched: ``default`` allows read-only tools and asks for
+   mutating ones (``Tool.mutating``: execute_command, write_file, ask_machine, ask_machines;
+   a tool nobody declared counts as mutating); ``strict`` denies mutating tools; ``auto``
+   (``--yes``) allows everything, and turns ``ask`` rules into ``allow`` (there is no one to
+   ask); ``deny`` rules and the floor still apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeGuard
+
+from cmdop_tui.tools.base import Tool
+
+from .arguments import Part, call_parts, main_argument, subject_kind
+from .floor import floor_violation
+from .rules import Rule, Verdict
+
+Mode = Literal["default", "strict", "auto"]
+MODES: tuple[str, ...] = ("default", "strict", "auto")
+_SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The answer for one tool call.
+
+    `verdict`: ``"allow"`` (run it), ``"ask"`` (ask the user), ``"deny"`` (the reason goes back
+    to the model as the tool result). `rule`: the rule that decided, or None (the mode or the
+    floor decided). `floor`: True when the safety floor refused; then nothing may override it.
+    """
+
+    verdict: Verdict
+    reason: str
+    rule: Rule | None = None
+    floor: bool = False
+
+
+def is_mode(value: object) -> TypeGuard[Mode]:
+    return value in MODES
+
+
+def check_mode(mode: str) -> Mode:
+    """`mode` if it is one of :data:`MODES`; ValueError otherwise."""
+    if not is_mode(mode):
+        raise ValueError(f"unknown permission mode {mode!r} (one of {', '.join(MODES)})")
+    return mode
+
+
+def machine_of(machine: str | None, args: Mapping[str, Any]) -> str:
+    """The machine a call runs on: `machine`, else the call's own `machine` argument, else local."""
+    if machine:
+        return machine
+    own = args.get("machine")
+    return own if isinstance(own, str) and own else "local"
+
+
+def decide(
+    tool: str,
+    args: Mapping[str, Any],
+    *,
+    machine: str,
+    mutating: bool | None,
+    cwd: str | None,
+    spec: Tool | None,
+    mode: Mode,
+    session: Sequence[Rule],
+    global_: Sequence[Rule],
+) -> Decision:
+    """The decision for one call, given the rules and the mode (see the module doc)."""
+    reason = floor_violation(tool, args, spec=spec)
+    if reason is not None:
+        return Decision("deny", reason, None, True)
+    if mutating is None:
+        mutating = spec.mutating if spec is not None else True
+    verdict, rule = _rules_verdict(tool, args, machine, cwd, spec, session, global_)
+    if rule is not None:
+        return _by_rule(verdict, rule, mode)
+    return _by_mode(tool, mutating, mode)
+
+
+def _by_rule(verdict: str | None, rule: Rule, mode: Mode) -> Decision:
+    if verdict == "deny":
+        return Decision("deny", f"denied by rule {_describe(rule)}", rule)
+    if verdict == "ask":
+        if mode == "auto":
+            return Decision("allow", f"auto mode: allowed without asking (rule {_describe(rule)} asks)", rule)
+        return Decision("ask", f"rule {_describe(rule)} asks for approval", rule)
+    return Decision("allow", f"allowed by rule {_describe(rule)}", rule)
+
+
+def _by_mode(tool: str, mutating: bool, mode: Mode) -> Decision:
+    if mode == "auto":
+        return Decision("allow", "auto mode: allowed without asking")
+    if not mutating:
+        return Decision("allow", f"{tool} only reads; allowed in {mode} mode")
+    if mode == "strict":
+        return Decision(
+            "deny",
+            f"strict mode: {tool} changes things and no rule allows this call; "
+            f"a user can add an allow rule (cmdop-tui permissions)",
+        )
+    return Decision("ask", f"{tool} changes things; approval needed in default mode")
+
+
+def _describe(rule: Rule) -> str:
+    return f"`{rule.text}` ({rule.source})"
+
+
+def _rules_verdict(
+    tool: str,
+    args: Mapping[str, Any],
+    machine: str,
+    cwd: str | None,
+    spec: Tool | None,
+    session: Sequence[Rule],
+    global_: Sequence[Rule],
+) -> tuple[str | None, Rule | None]:
+    """The rules' verdict and the deciding rule, or (None, None) when the rules say nothing."""
+    session = [r for r in session if r.applies_to(tool, machine)]
+    global_ = [r for r in global_ if r.applies_to(tool, machine)]
+    if not session and not global_:
+        return None, None
+    layers = _Layers(tool, machine, cwd, spec, session, global_)
+    results = [layers.verdict(part) for part in call_parts(tool, args, spec)]
+    if subject_kind(tool, spec) == "command":
+        results = _with_whole_line(results, main_argument(tool, args, spec=spec), layers)
+    for wanted in ("deny", "ask"):
+        for verdict, rule in results:
+            if verdict == wanted:
+                return verdict, rule
+    if results and all(verdict == "allow" for verdict, _ in results):
+        return "allow", results[0][1]
+    return None, None
+
+
+def _with_whole_line(
+    results: list[tuple[str | None, Rule | None]], argument: str | list[str], layers: _Layers
+) -> list[tuple[str | None, Rule | None]]:
+    """The whole command line too: deny/ask rules written with operators (curl * | sh), and exact
+    allow rules (what "Allow always" saves for a compound command)."""
+    whole = Part(" ".join(argument.split()) if isinstance(argument, str) else "", trusted=False)
+    verdict, rule = layers.verdict(whole)
+    if verdict in ("deny", "ask"):
+        results = [*results, (verdict, rule)]
+    exact = layers.exact().verdict(Part(whole.text))
+    if exact[0] == "allow":
+        results = [res if res[0] in ("deny", "ask") else exact for res in results]
+    return results
+
+
+@dataclass(frozen=True)
+class _Layers:
+    """The rules that concern one call, session layer first."""
+
+    tool: str
+    machine: str
+    cwd: str | None
+    spec: Tool | None
+    session: Sequence[Rule]
+    global_: Sequence[Rule]
+
+    def exact(self) -> _Layers:
+        """The same layers with only the rules that match one exact argument."""
+        return _Layers(
+            self.tool,
+            self.machine,
+            self.cwd,
+            self.spec,
+            [r for r in self.session if not r.has_wildcards],
+            [r for r in self.global_ if not r.has_wildcards],
+        )
+
+    def verdict(self, part: Part) -> tuple[str | None, Rule | None]:
+        """The verdict for one part: the session layer decides if a rule of it matches, else global."""
+        for layer in (self.session, self.global_):
+            best: Rule | None = None
+            matched = False
+            for rule in layer:
+                if rule.matches_argument(self.tool, part.text, machine=self.machine, cwd=self.cwd, spec=self.spec):
+                    matched = True
+                    if rule.verdict == "allow" and not part.trusted:
+                        continue  # it decides for its layer, but cannot allow an untrusted part
+                    if best is None or _SEVERITY[rule.verdict] > _SEVERITY[best.verdict]:
+                        best = rule
+            if best is not None:
+                return best.verdict, best
+            if matched:
+                return None, None
+        return None, None

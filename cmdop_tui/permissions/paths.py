@@ -1,0 +1,248 @@
+"""The floor's map of the file system: what is critical to keep, what is a secret, what a disk.
+
+Paths are judged after :func:`resolve` (``..`` folded, relative paths joined to a known
+directory). ``~`` and ``$HOME`` become :data:`HOME`, a home directory whose name is not known;
+a value that cannot be known before the command runs is :data:`UNKNOWN`. A path may still hold
+glob characters (``rm -rf /*``): it is then judged by what it could match.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import posixpath
+import re
+from typing import Literal
+
+from .scanning import words
+
+HOME = "/home/~"  # where ~ and $HOME point: a home directory whose name we do not know
+UNKNOWN = "\x00"  # a non-empty value that cannot be known before the command runs
+FLOOR_NOTE = "(safety floor: no rule, mode or approval can allow this)"
+_GLOB_CHARS = frozenset("*?[")
+
+_SYSTEM_TOP = words(
+    "bin boot dev etc home lib lib32 lib64 libx32 mnt media opt proc root sbin snap srv sys usr "
+    "var Users System Library Applications Volumes private"
+)
+_SYSTEM_SECOND = words(
+    "usr/bin usr/sbin usr/lib usr/lib32 usr/lib64 usr/libexec usr/local usr/share usr/include "
+    "var/lib boot/efi System/Library private/etc private/var"
+)
+# names most directories hold: a glob matching several of them matches "everything"
+_BROAD_SAMPLES = (
+    "bin",
+    "lib",
+    "etc",
+    "share",
+    "local",
+    "passwd",
+    "hosts",
+    "Documents",
+    "src",
+    ".ssh",
+    ".config",
+    ".bashrc",
+    ".profile",
+    ".local",
+)
+KEY_SAMPLES = ("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk")
+HOST_KEY_SAMPLES = ("ssh_host_rsa_key", "ssh_host_ed25519_key", "ssh_host_ecdsa_key")
+_ENV_SAMPLES = (".env", ".env.local", ".env.production")
+_ENV_SAFE_SUFFIXES = frozenset({"example", "sample", "template", "dist"})
+_SHADOW_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/master.passwd")
+_SUDOERS_FILES = ("/etc/sudoers", "/etc/sudoers.d", "/etc/sudoers.d/x", "/private/etc/sudoers")
+
+_BLOCK_DEVICE = re.compile(
+    r"^/dev/(?:"
+    r"(?:sd|hd|vd|xvd)[a-z]+\d*"
+    r"|nvme\d+(?:n\d+(?:p\d+)?)?"
+    r"|mmcblk\d+(?:p\d+|boot\d+)?"
+    r"|r?disk\d+(?:s\d+)*"
+    r"|md\d+|md/.+|dm-\d+|mapper/.+|disk/by-[^/]+/.+|block/.+|root|ubi\w*|loop\d+"
+    r"|mem|kmem|port"
+    r")$"
+)
+_BLOCK_SAMPLES = (
+    "/dev/sda",
+    "/dev/sda1",
+    "/dev/vda",
+    "/dev/xvda",
+    "/dev/hda",
+    "/dev/nvme0n1",
+    "/dev/mmcblk0",
+    "/dev/disk0",
+    "/dev/md0",
+    "/dev/dm-0",
+)
+
+
+def has_glob(text: str) -> bool:
+    return any(ch in _GLOB_CHARS for ch in text)
+
+
+def glob_matches(pattern: str, name: str) -> bool:
+    """Does one path component `pattern` (a bash glob) match `name`? A leading dot must be
+    matched literally (bash without dotglob)."""
+    if not has_glob(pattern):
+        return pattern == name
+    if name.startswith(".") and not pattern.startswith("."):
+        return False
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _path_matches(pattern: str, path: str) -> bool:
+    """Component-wise glob match of a whole path (so `*` never crosses `/`)."""
+    pat, concrete = pattern.split("/"), path.split("/")
+    return len(pat) == len(concrete) and all(glob_matches(p, c) for p, c in zip(pat, concrete, strict=True))
+
+
+def broad(glob: str) -> bool:
+    """A glob that matches most names in a directory (`*`, `.*`, `?*`, `[a-z]*`...)."""
+    return sum(glob_matches(glob, name) for name in _BROAD_SAMPLES) >= 3
+
+
+def show(path: str) -> str:
+    """A resolved path as the user wrote it, near enough."""
+    if path == HOME or path.startswith(HOME + "/"):
+        path = "~" + path[len(HOME) :]
+    return path.replace(UNKNOWN, "…") or "''"
+
+
+def resolve(value: str, cwd: str | None) -> str:
+    """`value` as a normalised path: relative paths joined to `cwd` when it is known."""
+    if value == "":
+        return ""
+    path = value
+    if not path.startswith("/") and cwd:
+        path = cwd.rstrip("/") + "/" + path
+    path = re.sub(r"/{2,}", "/", path)
+    normal = posixpath.normpath(path)
+    if normal.startswith("//"):
+        normal = "/" + normal.lstrip("/")
+    return normal
+
+
+def expand_tilde(path: str) -> str:
+    """`~`, `~user` and `$HOME` at the start of a path, as the floor spells them."""
+    if path == "~" or path.startswith("~/"):
+        return HOME + path[1:]
+    match = re.match(r"~([A-Za-z_][\w.-]*)(/.*)?$", path)
+    if match:
+        user = match.group(1)
+        base = "/root" if user == "root" else f"/home/{user}"
+        return base + (match.group(2) or "")
+    if path == "$HOME" or path.startswith("$HOME/"):
+        return HOME + path[5:]
+    return path
+
+
+def home_dir(path: str) -> bool:
+    parts = path.split("/")
+    if path in ("/root", "/var/root"):
+        return True
+    return len(parts) == 3 and parts[0] == "" and parts[1] in ("home", "Users") and parts[2] != ""
+
+
+def critical(path: str) -> str | None:
+    """What deleting (or moving away, or chmod -R) `path` would destroy, or None."""
+    if not path.startswith("/"):
+        return None
+    if path == "/":
+        return "the whole file system"
+    comps = path[1:].split("/")
+    if len(comps) == 1:
+        return _critical_top(path, comps[0])
+    if len(comps) == 2:
+        return _critical_second(path, comps)
+    if len(comps) == 3 and comps[0] in ("home", "Users") and has_glob(comps[2]) and broad(comps[2]):
+        return f"everything in a home directory ({show(path)})"
+    return None
+
+
+def _critical_top(path: str, name: str) -> str | None:
+    """`/name`: the root's own directories."""
+    if has_glob(name) and any(glob_matches(name, top) for top in _SYSTEM_TOP):
+        return f"everything in / ({path})"
+    if name in ("root",):
+        return "the home directory of root (/root)"
+    if name in _SYSTEM_TOP:
+        return f"the system directory {path}"
+    return None
+
+
+def _critical_second(path: str, comps: list[str]) -> str | None:
+    """`/a/b`: home directories and the system's second level."""
+    if comps[0] in ("home", "Users") or (has_glob(comps[0]) and glob_matches(comps[0], "home")):
+        if has_glob(comps[1]):
+            return f"every home directory ({show(path)})" if broad(comps[1]) or comps[1] == "*" else None
+        return f"a home directory ({show(path)})"
+    if path == "/var/root":
+        return "a home directory (/var/root)"
+    joined = "/".join(comps)
+    if any(_path_matches(joined, sys2) for sys2 in _SYSTEM_SECOND):
+        return f"the system directory {path}"
+    if (comps[0] in _SYSTEM_TOP or comps[0] == "root") and has_glob(comps[1]) and broad(comps[1]):
+        what = "the home directory of root" if comps[0] == "root" else f"/{comps[0]}"
+        return f"everything in {what} ({path})"
+    return None
+
+
+def block_device(path: str) -> bool:
+    if not path.startswith("/dev/"):
+        return False
+    if has_glob(path):
+        return any(_path_matches(path, sample) for sample in _BLOCK_SAMPLES)
+    return bool(_BLOCK_DEVICE.match(path))
+
+
+PathClass = Literal["key", "env", "shadow", "sudoers", "keydir"]
+
+
+def path_class(path: str) -> tuple[PathClass, str] | None:
+    """Is `path` (resolved, possibly a glob) a protected secret? (class, description)."""
+    if not path:
+        return None
+    comps = path.split("/")
+    name = comps[-1]
+    parent = comps[-2] if len(comps) > 1 else ""
+    shown = show(path)
+    found = _key_class(name, parent, shown) or _env_class(name, shown)
+    if found is not None:
+        return found
+    # password hashes
+    for shadow in _SHADOW_FILES:
+        if _path_matches(path, shadow) if has_glob(path) else path == shadow:
+            return "shadow", f"{shadow} (password hashes)"
+    for sudoers in _SUDOERS_FILES:
+        if _path_matches(path, sudoers) if has_glob(path) else (path == sudoers or path.startswith("/etc/sudoers.d/")):
+            return "sudoers", f"the sudo configuration ({shown})"
+    # directories that hold private keys
+    if glob_matches(name, ".ssh") or path == "/etc/ssh":
+        return "keydir", f"the SSH key directory {shown}"
+    return None
+
+
+def _key_class(name: str, parent: str, shown: str) -> tuple[PathClass, str] | None:
+    """SSH private keys: .ssh/id_* (not *.pub), ssh_host_*_key."""
+    if parent and glob_matches(parent, ".ssh"):
+        if has_glob(name):
+            if any(glob_matches(name, sample) for sample in KEY_SAMPLES):
+                return "key", f"an SSH private key ({shown})"
+        elif name.startswith("id_") and not name.endswith(".pub"):
+            return "key", f"an SSH private key ({shown})"
+    if has_glob(name):
+        if any(glob_matches(name, sample) for sample in HOST_KEY_SAMPLES) and parent and glob_matches(parent, "ssh"):
+            return "key", f"an SSH host key ({shown})"
+    elif re.fullmatch(r"ssh_host_\w+_key", name):
+        return "key", f"an SSH host key ({shown})"
+    return None
+
+
+def _env_class(name: str, shown: str) -> tuple[PathClass, str] | None:
+    """.env files, but not .env.example and its kind."""
+    if has_glob(name):
+        if any(glob_matches(name, sample) for sample in _ENV_SAMPLES):
+            return "env", f"a .env file ({shown})"
+    elif name == ".env" or (name.startswith(".env.") and name[5:].lower() not in _ENV_SAFE_SUFFIXES):
+        return "env", f"a .env file ({shown})"
+    return None

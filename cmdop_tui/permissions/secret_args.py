@@ -1,0 +1,143 @@
+"""Arguments that name a secret (an SSH private key, a .env file, /etc/shadow, the sudo
+configuration): refused unless the command only *uses* it.
+
+Commands that only use a secret pass (``ssh -i key``, ``scp -i key``, ``ssh-add``,
+``ssh-keygen -y``, ``chmod 600 key``, ``ls``/``stat``/``test``/``echo`` of a path, ``set -a;
+. ./.env``, ``docker --env-file .env``, ``git rm --cached .env``); every other command naming
+one is refused, writes included (``cp .env.example .env``). A directory of keys may be named,
+but not copied or searched recursively.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .context import Arg, Ctx, refuse
+from .paths import path_class, resolve
+from .programs import long_flag, short_flags, split_options
+from .scanning import words
+
+# commands that look at a path without reading what is in it
+_META = words(
+    "ls stat test [ [[ file echo printf basename dirname realpath readlink du wc md5sum sha1sum "
+    "sha224sum sha256sum sha384sum sha512sum b2sum cksum lsattr getfacl namei which type true "
+    "false : find tree exa eza lsof"
+)
+_KEY_USERS = _META | words("ssh ssh-add ssh-keygen ssh-copy-id ssh-agent sftp autossh chmod chown chgrp mosh sshfs")
+_ENV_USERS = _META | frozenset({"source", ".", "chmod", "chown", "chgrp"})
+# git subcommands that name a secret without reading it (untracking a committed .env is good)
+_GIT_HARMLESS = frozenset({"check-ignore", "ls-files", "status"})
+_SUDOERS_READERS = _META | words("cat less more head tail grep egrep fgrep rg diff cmp visudo view bat zcat")
+_ALLOWED_USERS: Mapping[str, frozenset[str]] = {
+    "key": _KEY_USERS,
+    "env": _ENV_USERS,
+    "shadow": _META,
+    "sudoers": _SUDOERS_READERS,
+}
+# option values that use a secret without revealing it (ssh keys for scp, env files for docker)
+_SKIP_OPTION_VALUES: Mapping[str, frozenset[str]] = {
+    "scp": frozenset({"-i", "-F", "-S", "-o"}),
+    "rsync": frozenset({"-e", "--rsh"}),
+    "docker": frozenset({"--env-file"}),
+    "podman": frozenset({"--env-file"}),
+    "docker-compose": frozenset({"--env-file"}),
+    "git": frozenset({"-c"}),
+}
+_RECURSIVE_READERS = frozenset(
+    {
+        "cp",
+        "scp",
+        "rsync",
+        "tar",
+        "zip",
+        "7z",
+        "7za",
+        "rar",
+        "grep",
+        "egrep",
+        "rg",
+        "ag",
+        "rm",
+        "mv",
+        "cpio",
+        "pax",
+        "gsutil",
+        "rclone",
+        "aws",
+    }
+)
+# these read whole trees whatever their options say
+_ALWAYS_RECURSIVE = frozenset(
+    {"tar", "rsync", "rg", "ag", "mv", "7z", "7za", "rar", "cpio", "pax", "rclone", "gsutil", "aws"}
+)
+
+
+def check_secret_args(name: str, argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    """Arguments naming a secret: refused unless the command only uses it (ssh -i key)."""
+    if name == "ssh":
+        return
+    if name == "git":
+        subcommand = next((a.text for a in argv[1:] if not a.text.startswith("-")), None)
+        if subcommand in _GIT_HARMLESS or (subcommand == "rm" and any(a.text == "--cached" for a in argv)):
+            return
+    skip = _SKIP_OPTION_VALUES.get(name, frozenset())
+    recursive = _recursive_reader(name, argv)
+    skip_next = False
+    for arg in argv[1:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg.text in skip:
+            skip_next = True
+            continue
+        if any(arg.text.startswith(option + "=") for option in skip if option.startswith("--")):
+            continue
+        for value in arg.values:
+            _check_value(name, value, recursive, ctx, snippet)
+
+
+def _check_value(name: str, value: str, recursive: bool, ctx: Ctx, snippet: str) -> None:
+    """One possible value of an argument, and the path after its `=` or `@` (curl -d @file)."""
+    candidates = [value]
+    if "=" in value:
+        candidates.append(value.split("=", 1)[1])
+    candidates += [c[1:] for c in candidates if c.startswith("@")]
+    for candidate in candidates:
+        if candidate.startswith(("ssh ", "/usr/bin/ssh ")):
+            ctx.walk.script(candidate, ctx)
+            continue
+        found = path_class(resolve(candidate, ctx.cwd))
+        if found is None:
+            continue
+        kind, what = found
+        if kind == "keydir":
+            if recursive:
+                raise refuse(snippet, f"would copy or read {what}, which holds private keys")
+            continue
+        if name in _ALLOWED_USERS[kind]:
+            continue
+        if kind == "sudoers":
+            raise refuse(snippet, f"would change {what}; use visudo")
+        if kind == "env":
+            raise refuse(
+                snippet,
+                f"would read or write {what}; to load it into the shell without "
+                f"showing it, `set -a; . ./.env; set +a` is allowed",
+            )
+        raise refuse(snippet, f"would read or write {what}")
+
+
+def _recursive_reader(name: str, argv: list[Arg]) -> bool:
+    if name not in _RECURSIVE_READERS:
+        return False
+    if name in _ALWAYS_RECURSIVE:
+        return True
+    options, _ = split_options(argv[1:])
+    flags = short_flags(options)
+    if name in ("grep", "egrep"):
+        return (
+            bool(flags & {"r", "R"})
+            or long_flag(options, "--recursive", "--dereference-recursive")
+            or any(o.startswith("--directories=rec") for o in options)
+        )
+    return bool(flags & {"r", "R", "a"}) or long_flag(options, "--recursive", "--archive")
