@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from cmdop_tui.machines.local import resolve_path
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
-from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE, resolve_path
+from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE
 
 UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 HOSTILE = "\x1b]52;c;aGVsbG8=\x07\x1b[31mred\x1b[0m\x07"

@@ -10,9 +10,12 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from cmdop_tui.machines.health import local_health, probe
 from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.spec import Health, MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
@@ -58,18 +61,20 @@ class Fleet:
             self._transports[spec.name] = SshTransport(spec, self.options)
         return self._transports[spec.name]
 
-    def remote_for(self, name: str | None) -> RemoteMachine | None:
-        """Where a tool call with `machine=name` runs: a remote machine, or None for here."""
+    def machine(self, name: str | None, *, cwd: Path | None = None) -> Machine:
+        """Where a tool call with `machine=name` runs (no name: the target, else this machine).
+
+        `cwd` is where relative paths start on the local machine (default: this process's
+        directory). Raises MachineError for an unknown, ambiguous, offline or hidden machine.
+        """
         spec = self.inventory.resolve(name) if name else self.target
-        if spec is None:
-            return None
-        if spec.is_local:
+        if spec is None or spec.is_local:
             if self.target is not None:
                 raise MachineError(
                     f"this session is scoped to {self.target.name}: the local machine is hidden. "
                     f"Work on {self.target.name} (leave `machine` out)."
                 )
-            return None
+            return LocalMachine(cwd or Path.cwd())
         self.check_reachable(spec)
         return RemoteMachine(spec, self.transport(spec))
 

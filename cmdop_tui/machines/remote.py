@@ -1,4 +1,4 @@
-"""The tools on a remote machine: the same six, done with POSIX tools over ssh.
+"""A machine reached over ssh: the same operations as the local one, done with POSIX tools there.
 
 Nothing needs installing there beyond bash and the usual utilities (awk, grep, ls, mktemp).
 Output is made inert and cut like local output, so a remote file can no more take over the
@@ -8,19 +8,24 @@ terminal than a local one.
 from __future__ import annotations
 
 import shlex
-from typing import Any
+from dataclasses import dataclass
 
+from cmdop_tui.machines.machine import (
+    GLOB_MAX_RESULTS,
+    GREP_MAX_MATCHES,
+    LIST_MAX_ENTRIES,
+    READ_MAX_LINES,
+    MachineResult,
+    ProgressSink,
+)
+from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
 from cmdop_tui.support.text import decode_output, strip_terminal_sequences, truncate_middle
-from cmdop_tui.tools.base import ToolContext, ToolResult
-from cmdop_tui.tools.shell import DEFAULT_TIMEOUT_MS, run_process
 
-OUTPUT_LIMIT = 100_000  # characters shown to the model from a remote file tool
-READ_MAX_LINES = 2_000
-LIST_MAX_ENTRIES = 1_000
-GREP_MAX_MATCHES = 500
-GLOB_MAX_RESULTS = 1_000
+__all__ = ["RemoteMachine"]
+
+OUTPUT_LIMIT = 100_000  # characters shown to the model from a remote file operation
 
 READ_SCRIPT = r"""
 f={path}
@@ -74,19 +79,23 @@ for match in $pattern; do printf '%s\n' "$match"; done | head -n {limit}
 """
 
 
+@dataclass(frozen=True)
 class RemoteMachine:
-    """A machine reached over ssh, with the tools' remote implementations."""
+    """A machine of the inventory, reached through its ssh transport."""
 
-    def __init__(self, spec: MachineSpec, transport: SshTransport) -> None:
-        self.spec = spec
-        self.transport = transport
+    spec: MachineSpec
+    transport: SshTransport
 
     @property
     def name(self) -> str:
         return self.spec.name
 
-    async def execute(self, args: dict[str, Any], ctx: ToolContext, output_limit: int) -> ToolResult:
-        remote_command, run_id = self.transport.stoppable(args["command"], args.get("cwd"))
+    async def run_command(
+        self, command: str, *, cwd: str | None, timeout_ms: int, progress: ProgressSink, output_limit: int
+    ) -> MachineResult:
+        """Run it there in its own process group, which Stop kills there too (killing the local
+        ssh client alone would leave it running)."""
+        remote_command, run_id = self.transport.stoppable(command, cwd)
 
         async def stop_remote() -> None:
             await self.transport.kill(run_id)
@@ -97,53 +106,53 @@ class RemoteMachine:
         return await run_process(
             self.transport.argv(remote_command),
             cwd=None,
-            timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
-            progress=ctx.progress,
+            timeout_ms=timeout_ms,
+            progress=progress,
             output_limit=output_limit,
             on_abort=stop_remote,
             exit_line=ssh_error,
         )
 
-    async def read_file(self, args: dict[str, Any]) -> ToolResult:
-        start, end = args.get("start", 1), args.get("end", 0)
-        script = READ_SCRIPT.format(path=_q(args["path"]), start=int(start), end=int(end), limit=READ_MAX_LINES)
+    async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
+        script = READ_SCRIPT.format(path=_q(path), start=int(start), end=int(end or 0), limit=READ_MAX_LINES)
         result = await self._script(script)
         if result.is_error:
             return result
-        body, _, total = result.content.rpartition("lines in file: ")
+        body, _, total = result.text.rpartition("lines in file: ")
         note = f"\n[{self.name}: {total.strip()} lines in the file; read more with start/end]" if body else ""
-        return ToolResult((body.rstrip("\n") or "(no lines in that range)") + note)
+        return MachineResult((body.rstrip("\n") or "(no lines in that range)") + note)
 
-    async def list_dir(self, args: dict[str, Any]) -> ToolResult:
-        return await self._script(LIST_SCRIPT.format(path=_q(args.get("path", ".")), limit=LIST_MAX_ENTRIES + 1))
+    async def list_dir(self, path: str) -> MachineResult:
+        return await self._script(LIST_SCRIPT.format(path=_q(path), limit=LIST_MAX_ENTRIES + 1))
 
-    async def write_file(self, args: dict[str, Any]) -> ToolResult:
-        content = args["content"].encode("utf-8")
-        return await self._script(WRITE_SCRIPT.format(path=_q(args["path"])), input=content)
+    async def write_file(self, path: str, content: str) -> MachineResult:
+        return await self._script(WRITE_SCRIPT.format(path=_q(path)), input=content.encode("utf-8"))
 
-    async def grep(self, args: dict[str, Any]) -> ToolResult:
-        include = f"--include={_q(args['glob'])}" if args.get("glob") else ""
-        script = GREP_SCRIPT.format(
-            include=include, pattern=_q(args["pattern"]), path=_q(args.get("path", ".")), limit=GREP_MAX_MATCHES
-        )
-        result = await self._script(script)
-        return result if result.content.strip() or result.is_error else ToolResult("no matches")
+    async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
+        include = f"--include={_q(glob)}" if glob else ""
+        script = GREP_SCRIPT.format(include=include, pattern=_q(pattern), path=_q(path), limit=GREP_MAX_MATCHES)
+        return _or_no_matches(await self._script(script))
 
-    async def glob(self, args: dict[str, Any]) -> ToolResult:
-        script = GLOB_SCRIPT.format(cwd=_q(args.get("cwd", ".")), pattern=_q(args["pattern"]), limit=GLOB_MAX_RESULTS)
-        result = await self._script(script)
-        return result if result.content.strip() or result.is_error else ToolResult("no matches")
+    async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
+        script = GLOB_SCRIPT.format(cwd=_q(cwd), pattern=_q(pattern), limit=GLOB_MAX_RESULTS)
+        return _or_no_matches(await self._script(script))
 
-    async def _script(self, script: str, *, input: bytes | None = None) -> ToolResult:
+    async def _script(self, script: str, *, input: bytes | None = None) -> MachineResult:
+        """Run a short script there; its stdout (inert, cut) or its stderr as an error."""
         try:
             result = await self.transport.run(script, input=input)
         except MachineError as exc:
-            return ToolResult.error(str(exc))
+            return MachineResult.error(str(exc))
         text = truncate_middle(strip_terminal_sequences(decode_output(result.stdout)), OUTPUT_LIMIT)
         if result.status != 0:
             reason = strip_terminal_sequences(result.stderr_text) or f"exit status {result.status}"
-            return ToolResult.error(f"{self.name}: {reason}")
-        return ToolResult(text)
+            return MachineResult.error(f"{self.name}: {reason}")
+        return MachineResult(text)
+
+
+def _or_no_matches(result: MachineResult) -> MachineResult:
+    """`no matches` instead of an empty answer."""
+    return result if result.text.strip() or result.is_error else MachineResult("no matches")
 
 
 def _q(text: str) -> str:

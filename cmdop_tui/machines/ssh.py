@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import signal
 import stat
 import tempfile
 import uuid
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.support.processes import kill_process_group
 
 SSH_FAILED = 255  # ssh's own exit status when it could not connect or authenticate
 
@@ -120,7 +120,7 @@ class SshTransport:
             raise MachineError(f"{self.spec.name} did not answer within {timeout_s:.0f} s") from None
         finally:
             if process.returncode is None:
-                _kill_local(process.pid)
+                kill_process_group(process.pid)
                 await process.wait()
         result = RemoteResult(process.returncode or 0, stdout, stderr)
         if result.status == SSH_FAILED:
@@ -175,10 +175,3 @@ class SshTransport:
 
 def _run_file(run_id: str, kind: str) -> str:
     return f'"${{TMPDIR:-/tmp}}/cmdop-{run_id}.{kind}"'
-
-
-def _kill_local(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -8,6 +8,14 @@ import sys
 from collections.abc import Callable
 
 
+def kill_process_group(pgid: int) -> None:
+    """SIGKILL a whole process group (a shell and everything it started); gone already is fine."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def parent_death_signal() -> Callable[[], None] | None:
     """On Linux, a pre-exec hook by which the kernel sends the child SIGTERM when we die, even by
     SIGKILL (so a served app or a local model server never outlives us). None elsewhere."""

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, ssh_failure
 from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult
 from cmdop_tui.tools.schema import object_schema, prop
-from cmdop_tui.tools.shell import run_process
 
 ASK_TIMEOUT_MS = 120_000
 ASK_MAX_TIMEOUT_MS = 300_000
@@ -125,7 +125,7 @@ async def ask(fleet: Fleet | None, hostname: str, prompt: str, timeout_ms: int, 
         exit_line=failure,
     )
     if outcome.is_error and answer.final is None:
-        return outcome if answer.error is None else answer.result(spec.name)
+        return ToolResult.error(outcome.text) if answer.error is None else answer.result(spec.name)
     return answer.result(spec.name)
 
 

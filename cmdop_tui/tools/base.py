@@ -8,9 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.machine import Machine
+from cmdop_tui.machines.spec import LOCAL, MachineError
+
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
-    from cmdop_tui.machines.remote import RemoteMachine
 
 ProgressSink = Callable[[str, Literal["stdout", "stderr", "info"]], None]
 NestedSink = Callable[[dict[str, Any]], None]
@@ -42,18 +45,18 @@ class ToolContext:
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
 
-    def remote(self, args: dict[str, Any]) -> RemoteMachine | None:
-        """The remote machine this call is for, or None to run here.
+    def machine(self, args: Mapping[str, Any]) -> Machine:
+        """The machine this call is for (its `machine` argument), relative paths starting at `cwd`
+        when it is this one.
 
         Raises MachineError for an unknown, ambiguous, offline or hidden machine.
         """
-        if self.machines is None:
-            if args.get("machine") not in (None, "", "local"):
-                from cmdop_tui.machines.spec import MachineError
-
-                raise MachineError(f"unknown machine {args['machine']!r}: this session has only the local machine")
-            return None
-        return self.machines.remote_for(args.get("machine"))
+        name = args.get("machine")
+        if self.machines is not None:
+            return self.machines.machine(name, cwd=self.cwd)
+        if name not in (None, "", LOCAL):
+            raise MachineError(f"unknown machine {name!r}: this session has only the local machine")
+        return LocalMachine(self.cwd)
 
 
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]

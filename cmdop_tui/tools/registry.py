@@ -76,7 +76,7 @@ async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
         listing = "\n".join(f"- {problem}" for problem in problems)
         return ToolResult.error(f"invalid input for tool '{tool.name}':\n{listing}")
     try:
-        result = await tool.run(raw_input, ctx)
+        result: object = await tool.run(raw_input, ctx)  # a tool may break its contract
     except MachineError as exc:  # unknown, ambiguous, offline or hidden machine: say just that
         return ToolResult.error(str(exc))
     except Exception as exc:

@@ -1,0 +1,71 @@
+"""What the tools may ask of a machine, wherever it is: run a command, read, write, list, search.
+
+`LocalMachine` (machines/local.py) does it here; `RemoteMachine` (machines/remote.py) over ssh.
+Every answer is a `MachineResult`: text already made inert and cut to size, ready for the model,
+and whether it reports a failure. Operations never raise for a failure of the operation itself
+(a missing file, a command that cannot start): that is an error result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+# What an operation shows at most, on any machine (the tools promise it in their descriptions).
+READ_MAX_LINES = 2_000
+READ_MAX_CHARS = 100_000
+LIST_MAX_ENTRIES = 1_000
+GREP_MAX_MATCHES = 500
+GREP_MAX_FILE_BYTES = 10 * 1024 * 1024  # bigger files are skipped (by the local grep)
+GLOB_MAX_RESULTS = 1_000
+
+OutputStream = Literal["stdout", "stderr", "info"]
+ProgressSink = Callable[[str, OutputStream], None]
+
+
+@dataclass(frozen=True)
+class MachineResult:
+    """The outcome of one operation: inert text for the model, and whether it is an error."""
+
+    text: str
+    is_error: bool = False
+
+    @classmethod
+    def error(cls, message: str) -> MachineResult:
+        return cls(text=message, is_error=True)
+
+
+class Machine(Protocol):
+    """A machine the tools act on. Relative paths start at the machine's working directory."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def run_command(
+        self, command: str, *, cwd: str | None, timeout_ms: int, progress: ProgressSink, output_limit: int
+    ) -> MachineResult:
+        """Run `command` with bash (in `cwd`, None: the default directory), its output streamed
+        to `progress` and at most about `output_limit` bytes of it kept; killed after
+        `timeout_ms` or when the caller is cancelled."""
+        ...
+
+    async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
+        """Lines `start`..`end` (1-based, inclusive; None: to the end) numbered like `cat -n`."""
+        ...
+
+    async def write_file(self, path: str, content: str) -> MachineResult:
+        """Replace the file's content atomically (UTF-8), keeping its mode, creating parents."""
+        ...
+
+    async def list_dir(self, path: str) -> MachineResult:
+        """The directory's entries, one a line."""
+        ...
+
+    async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
+        """`path:line:text` for lines matching `pattern` in a file or a tree (files named like `glob`)."""
+        ...
+
+    async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
+        """Paths under `cwd` matching `pattern` (`**` spans directories), relative to `cwd`."""
+        ...

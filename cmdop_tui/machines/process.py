@@ -1,0 +1,263 @@
+"""Run a command as a child process: streamed, bounded, killed as a group on timeout or Stop.
+
+The command runs in its own session (so its own process group and no controlling terminal: a
+password prompt fails instead of hanging on the user's tty), stdin from /dev/null. A timeout,
+cancellation (the UI's Stop button) or an error kills the whole group, grandchildren included; a
+normal exit leaves deliberate background jobs running. Output is streamed live, made inert, to a
+progress sink and kept in bounded buffers, so a command that prints gigabytes costs a fixed
+amount of memory. The local machine runs its commands this way, and so does anything run over
+the ssh client (whose group is then killed here, and the remote side through `on_abort`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import subprocess
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from cmdop_tui.machines.machine import MachineResult, ProgressSink
+from cmdop_tui.support.processes import kill_process_group
+from cmdop_tui.support.text import BoundedBuffer, StreamSanitizer, inert_line
+
+__all__ = ["DEFAULT_OUTPUT_LIMIT", "AbortHook", "ExitLine", "run_process"]
+
+DEFAULT_OUTPUT_LIMIT = 30_000  # bytes of stdout + stderr shown to the model
+READ_CHUNK = 64 * 1024
+# After the shell exits, how long to keep reading from background processes that inherited
+# its stdout/stderr before giving up on them.
+PIPE_GRACE_S = 0.5
+REAP_TIMEOUT_S = 2.0
+
+_log = logging.getLogger(__name__)
+AbortHook = Callable[[], Awaitable[None]]
+# (returncode, stderr tail) -> an error replacing the `exit code: N` report, or None to keep it.
+ExitLine = Callable[[int | None, str], str | None]
+StreamName = Literal["stdout", "stderr"]
+
+
+class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The protocol `create_subprocess_exec` uses, plus an event for "the shell has exited".
+
+    `Process.wait()` also waits for stdout/stderr to close, which never happens while a
+    background job (`server &`) holds them; this event fires when the shell itself is reaped.
+    """
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+
+@dataclass
+class _Shell:
+    """A running shell: its transport (to close), protocol (exit event) and output streams."""
+
+    transport: asyncio.SubprocessTransport
+    protocol: _ShellProtocol
+    pid: int
+    buffers: dict[StreamName, BoundedBuffer] = field(default_factory=dict)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.transport.get_returncode()
+
+
+async def _spawn(argv: list[str], cwd: Path | None, output_limit: int) -> _Shell:
+    """Start `argv` in a new session with stdin from /dev/null."""
+    loop = asyncio.get_running_loop()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _ShellProtocol(limit=READ_CHUNK, loop=loop),
+        *argv,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+    buffers: dict[StreamName, BoundedBuffer] = {
+        "stdout": BoundedBuffer(output_limit),
+        "stderr": BoundedBuffer(output_limit),
+    }
+    return _Shell(transport, protocol, transport.get_pid(), buffers)
+
+
+async def _pump(
+    reader: asyncio.StreamReader, buffer: BoundedBuffer, stream: StreamName, progress: ProgressSink
+) -> None:
+    """Copy one output stream into its buffer and, made inert, to the progress sink."""
+    sanitizer = StreamSanitizer()
+    live = True
+    while True:
+        chunk = await reader.read(READ_CHUNK)
+        text = sanitizer.feed(chunk) if chunk else sanitizer.flush()
+        buffer.append(chunk)
+        if text and live:
+            live = _report(progress, text, stream)
+        if not chunk:
+            return
+
+
+def _report(progress: ProgressSink, text: str, stream: StreamName) -> bool:
+    """Send text to the progress sink; a failing sink is logged and not called again.
+
+    A broken display must neither kill the user's command nor stall it on a full pipe.
+    """
+    try:
+        progress(text, stream)
+    except Exception:
+        _log.exception("progress sink failed; further output of this command is not streamed")
+        return False
+    return True
+
+
+async def _wait_for_exit(shell: _Shell, timeout_s: float) -> bool:
+    """Whether the shell exited within the timeout."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await shell.protocol.exited.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _drain(pumps: asyncio.Future[Any]) -> bool:
+    """Let the readers finish what is left in the pipes; False if something still holds them."""
+    done, _ = await asyncio.wait({pumps}, timeout=PIPE_GRACE_S)
+    if done:
+        pumps.result()  # surface an unexpected reader error instead of losing it
+    return bool(done)
+
+
+async def _reap(shell: _Shell) -> None:
+    """Wait (briefly) for the killed shell to be reaped, so it does not linger as a zombie."""
+    try:
+        async with asyncio.timeout(REAP_TIMEOUT_S):
+            await shell.protocol.exited.wait()
+    except TimeoutError:
+        _log.warning("shell %d did not exit after SIGKILL", shell.pid)
+
+
+async def _supervise(
+    shell: _Shell, timeout_s: float, progress: ProgressSink, on_abort: AbortHook | None = None
+) -> tuple[bool, bool]:
+    """Run the shell to completion or timeout; returns (timed_out, output_complete).
+
+    Any way out other than a normal return (cancellation, an error) kills the process group
+    and reaps the shell before propagating. `on_abort` then also runs: for a command on another
+    machine it kills what runs there, which killing the local ssh client does not.
+    """
+    readers: dict[StreamName, Any] = {
+        "stdout": shell.protocol.stdout,
+        "stderr": shell.protocol.stderr,
+    }
+    pumps = asyncio.gather(*(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items()))
+    try:
+        timed_out = not await _wait_for_exit(shell, timeout_s)
+        if timed_out:
+            await _abort(shell, on_abort)
+        return timed_out, await _drain(pumps)
+    except BaseException:
+        await asyncio.shield(_abort(shell, on_abort))
+        raise
+    finally:
+        pumps.cancel()
+        pumps.add_done_callback(_retrieve)
+        shell.transport.close()
+
+
+async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
+    """Kill the process group here (and, through the hook, whatever it started elsewhere)."""
+    if on_abort is not None:
+        try:
+            await on_abort()
+        except Exception:
+            _log.exception("could not stop the command's remote side")
+    kill_process_group(shell.pid)
+    await _reap(shell)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a cancelled reader group's outcome as seen, so asyncio does not log it as lost."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _split_budget(sizes: list[int], limit: int) -> list[int]:
+    """Share `limit` between streams: small ones get all they need, big ones split the rest."""
+    shares = [0] * len(sizes)
+    remaining, left = limit, len(sizes)
+    for index in sorted(range(len(sizes)), key=lambda i: sizes[i]):
+        shares[index] = min(sizes[index], remaining // left)
+        remaining -= shares[index]
+        left -= 1
+    return shares
+
+
+def _exit_line(returncode: int | None) -> str:
+    """`exit code: N`, naming the signal when the shell was killed by one."""
+    if returncode is None:
+        return "exit code: unknown"
+    if returncode < 0:
+        try:
+            return f"exit code: {returncode} (killed by {signal.Signals(-returncode).name})"
+        except ValueError:
+            return f"exit code: {returncode} (killed by signal {-returncode})"
+    return f"exit code: {returncode}"
+
+
+def _report_text(shell: _Shell, header: str, output_limit: int, complete: bool) -> str:
+    """Header, then the stdout and stderr sections (empty ones left out), within the limit."""
+    names: list[StreamName] = ["stdout", "stderr"]
+    shares = _split_budget([shell.buffers[name].total for name in names], output_limit)
+    parts = [header]
+    for name, share in zip(names, shares, strict=True):
+        if shell.buffers[name].total:
+            parts.append(f"{name}:\n" + shell.buffers[name].render(share).rstrip("\n"))
+    if len(parts) == 1:
+        parts.append("(no output)")
+    if not complete:
+        parts.append(
+            "note: background processes still hold the output open; later output is not "
+            "captured (redirect it, e.g. `cmd > /tmp/cmd.log 2>&1 &`)"
+        )
+    return "\n\n".join(parts)
+
+
+async def run_process(
+    argv: list[str],
+    *,
+    cwd: Path | None,
+    timeout_ms: int,
+    progress: ProgressSink,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    on_abort: AbortHook | None = None,
+    exit_line: ExitLine | None = None,
+) -> MachineResult:
+    """Run `argv` to completion, timeout or cancellation; report its exit code and output.
+
+    `exit_line(returncode, stderr_tail)` may replace the `exit code: N` header with an error
+    (the ssh client's own failures, for instance); returning None keeps the default.
+    """
+    try:
+        shell = await _spawn(argv, cwd, output_limit)
+    except (OSError, ValueError) as exc:  # bad cwd, missing program, NUL byte in the command
+        reason = getattr(exc, "strerror", None) or exc
+        where = inert_line(str(cwd))
+        return MachineResult.error(f"could not start the command in {where}: {reason}")
+    timed_out, complete = await _supervise(shell, timeout_ms / 1000, progress, on_abort)
+    if timed_out:
+        header = f"error: the command timed out after {timeout_ms} ms and was killed"
+        return MachineResult.error(_report_text(shell, header, output_limit, complete))
+    failure = exit_line(shell.returncode, shell.buffers["stderr"].render(400)) if exit_line else None
+    if failure is not None:
+        return MachineResult.error(failure)
+    header = _exit_line(shell.returncode)
+    return MachineResult(_report_text(shell, header, output_limit, complete))
