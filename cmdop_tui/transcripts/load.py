@@ -1,0 +1,172 @@
+"""Reading a transcript back: replay, skip what is damaged, repair, and resume writing.
+
+Loading never raises for damaged content: a torn last line (a kill mid-write) and unreadable or
+malformed lines elsewhere are skipped, each with a note for the user.
+
+Typical use (``--continue``)::
+
+    session_id = latest()                                    # None: nothing to continue
+    transcript, loaded = resume(session_id, extra_secrets=[api_key])  # repairs, and records the repair
+    conversation = loaded.conversation()                     # show loaded.notes to the user
+    conversation.listeners.append(transcript.append)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cmdop_tui.agent.history import Conversation, Message, blocks_of
+from cmdop_tui.transcripts.paths import resolve
+from cmdop_tui.transcripts.records import ROLES, VERSION, parse_record, valid_blocks, valid_message
+from cmdop_tui.transcripts.repair import repair_history
+from cmdop_tui.transcripts.transcript import Transcript
+
+_NumberedRecord = tuple[int, dict[str, Any]]  # (line number from 1, record)
+
+
+@dataclass(frozen=True)
+class LoadedSession:
+    """A session read back: the history (repaired, ready for the next request) and what else was kept."""
+
+    id: str
+    path: Path
+    header: dict[str, Any]
+    messages: list[Message]  # repaired: `sanitize(messages) == messages`
+    events: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what was skipped or repaired, for the user
+    replayed: list[Message] = field(default_factory=list)  # the history as stored, before repair
+    repair_records: list[dict[str, Any]] = field(default_factory=list)  # ops turning replayed into messages
+
+    @property
+    def repaired(self) -> bool:
+        return bool(self.repair_records)
+
+    def conversation(self) -> Conversation:
+        """A `Conversation` holding (a copy of) the repaired history."""
+        return Conversation(messages=[dict(m) for m in self.messages])
+
+
+@dataclass(frozen=True)
+class _Replay:
+    header: dict[str, Any]
+    messages: list[Message]
+    events: list[dict[str, Any]]
+
+
+def load(session: str | Path, directory: Path | str | None = None) -> LoadedSession:
+    """Read a session (id, id prefix or path), replay its records and repair the result.
+
+    Never raises for damaged content: what is skipped gets a note in `LoadedSession.notes`.
+    """
+    path = resolve(session, directory)
+    records, notes = _read_records(path.read_bytes())
+    replay = _replay(records, notes)
+    if not replay.header:
+        notes.append("no session header; the id is taken from the file name")
+    repaired = repair_history(replay.messages)
+    return LoadedSession(
+        id=str(replay.header.get("id") or path.stem),
+        path=path,
+        header=replay.header,
+        messages=repaired.messages,
+        events=replay.events,
+        notes=notes + repaired.notes,
+        replayed=replay.messages,
+        repair_records=repaired.records,
+    )
+
+
+def resume(
+    session: str | Path,
+    directory: Path | str | None = None,
+    *,
+    extra_secrets: Iterable[str | None] = (),
+    fsync: bool = False,
+) -> tuple[Transcript, LoadedSession]:
+    """Open a session for appending and load it (`--continue`, `--resume ID`).
+
+    The lock is taken first, so what is loaded is what will be continued. When the history needed
+    repair, the repair records are appended too: the file then replays to exactly
+    `LoadedSession.messages`, and the next prompt continues from there.
+    """
+    transcript = Transcript.open(session, directory, extra_secrets=extra_secrets, fsync=fsync)
+    try:
+        loaded = load(transcript.path)
+        loaded.notes[:0] = transcript.notes
+        for record in loaded.repair_records:
+            transcript.append(record)
+    except BaseException:
+        transcript.close()
+        raise
+    return transcript, loaded
+
+
+def _read_records(data: bytes) -> tuple[list[_NumberedRecord], list[str]]:
+    lines = data.split(b"\n")
+    torn = lines.pop()  # b"" when the file ends with a newline, as every complete file does
+    records: list[_NumberedRecord] = []
+    notes: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        record = parse_record(line)
+        if record is None:
+            notes.append(f"line {number}: unreadable record; skipped")
+        else:
+            records.append((number, record))
+    if torn.strip():
+        record = parse_record(torn)
+        if record is None:
+            notes.append(
+                f"line {len(lines) + 1}: the last record was cut off (the app stopped while writing it); skipped"
+            )
+        else:
+            records.append((len(lines) + 1, record))
+    return records, notes
+
+
+def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
+    """Rebuild the stored history and collect the header and events; what is skipped goes to `notes`."""
+    header: dict[str, Any] = {}
+    conversation = Conversation()
+    events: list[dict[str, Any]] = []
+    for number, record in records:
+        op = record["op"]
+        if op == "session":
+            if not header:
+                header = record
+                if isinstance(record.get("version"), int) and record["version"] > VERSION:
+                    notes.append(
+                        f"written by a newer cmdop-tui (format version {record['version']}); read as version {VERSION}"
+                    )
+        elif op == "event":
+            events.append(record)
+        elif op in ("append", "replace", "clear"):
+            problem = _apply(conversation, record)
+            if problem:
+                notes.append(f"line {number}: {problem}; skipped")
+        else:
+            notes.append(f"line {number}: unknown record {op!r}; skipped")
+    return _Replay(header, conversation.messages, events)
+
+
+def _apply(conversation: Conversation, record: dict[str, Any]) -> str | None:
+    """Replay one operation record; a description of what is wrong with it, or None."""
+    op = record["op"]
+    if op == "append":
+        if record.get("role") not in ROLES:
+            return "append with no valid role"
+        if not valid_blocks(record.get("blocks")):
+            return "append with malformed blocks"
+        if not record["blocks"]:
+            return None  # nothing to add (Conversation never tells an empty append)
+    elif op == "replace":
+        messages = record.get("messages")
+        if not isinstance(messages, list) or not all(valid_message(m) for m in messages):
+            return "malformed replace"
+        record = {"op": "replace", "messages": [{**m, "content": blocks_of(m)} for m in messages]}
+    conversation.apply(record)
+    return None

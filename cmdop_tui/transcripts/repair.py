@@ -1,0 +1,79 @@
+"""Making a stored history valid for the next request after the app stopped mid-turn."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmdop_tui.agent.history import (
+    Conversation,
+    Message,
+    blocks_of,
+    sanitize,
+    tool_result_block,
+    tool_result_ids,
+    tool_use_ids,
+)
+
+INTERRUPTED_RESULT = (
+    "The session was interrupted before this tool call finished (the app stopped); "
+    "it may or may not have run, and its output is lost."
+)
+
+
+@dataclass(frozen=True)
+class RepairedHistory:
+    """A history made valid, how it was done, and what the user should hear about it."""
+
+    messages: list[Message]  # `sanitize(messages) == messages`
+    records: list[dict[str, Any]]  # the operation records that turn the input into `messages`
+    notes: list[str]
+
+
+def repair(messages: Sequence[Message]) -> list[Message]:
+    """`messages` made valid for the next request, as `load` does it: open tool calls at the end get
+    an ``is_error`` `INTERRUPTED_RESULT`, then `sanitize` drops whatever else is unpaired. The
+    result is a fixed point of `sanitize`. The input is not modified."""
+    return repair_history(messages).messages
+
+
+def repair_history(messages: Sequence[Message]) -> RepairedHistory:
+    """Close the tool calls a dead process left open, then `sanitize` whatever else is off.
+
+    Open calls are those of the last assistant message with no result after it: the app died
+    while they ran (or while their results were coming in). Each gets an ``is_error`` result
+    saying the session was interrupted.
+    """
+    conversation = Conversation(messages=[dict(m) for m in messages])
+    records: list[dict[str, Any]] = []
+    notes: list[str] = []
+    conversation.listeners.append(records.append)
+    missing = _open_tool_calls(conversation.messages)
+    if missing:
+        conversation.append_tool_results([tool_result_block(i, INTERRUPTED_RESULT, is_error=True) for i in missing])
+        notes.append(f"the session stopped while {len(missing)} tool call(s) ran; they are marked as interrupted")
+    cleaned = sanitize(conversation.messages)
+    if cleaned != conversation.messages:
+        conversation.replace(cleaned)
+        notes.append("unpaired tool calls or results were dropped to make the history valid again")
+    if not missing and conversation.messages and conversation.messages[-1]["role"] == "user":
+        # Valid as it is (the next prompt joins this user turn), but worth telling.
+        if any(b.get("type") == "text" for b in blocks_of(conversation.messages[-1])):
+            notes.append("the last prompt has no answer (the session stopped before the reply was stored)")
+        else:
+            notes.append("the session stopped before the model answered the last tool results")
+    return RepairedHistory(conversation.messages, records, notes)
+
+
+def _open_tool_calls(messages: Sequence[Message]) -> list[str]:
+    """The ids of the last assistant message's tool calls that have no result after it."""
+    last = messages[-1] if messages else None
+    asked: list[str] = []
+    answered: set[str] = set()
+    if last is not None and last.get("role") == "assistant":
+        asked = tool_use_ids(last)
+    elif last is not None and len(messages) >= 2:
+        asked = tool_use_ids(messages[-2])
+        answered = set(tool_result_ids(last))
+    return list(dict.fromkeys(i for i in asked if i not in answered))

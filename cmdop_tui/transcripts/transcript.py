@@ -1,0 +1,269 @@
+"""The writer of one session's transcript, appended to as things happen.
+
+Durability: each record is one ``os.write`` of one line on an ``O_APPEND`` descriptor, no buffering
+in the process. Once `Transcript.append` returns, the line is in the kernel's page cache, which
+survives the process being killed at any moment (``kill -9``, a crash, the terminal closing): nothing
+completed is lost. A kill *during* the write can leave a torn last line; loading skips it (with a
+note) and `Transcript.open` cuts it off before appending. What the page cache does not survive is
+power loss or a kernel crash; ``fsync=True`` closes that gap at the cost of a disk flush per record
+(milliseconds on most disks, instead of microseconds).
+
+One writer per session: the file is locked with ``flock(LOCK_EX | LOCK_NB)`` for the life of its
+`Transcript`; a second writer gets `SessionLockedError`. The descriptor is close-on-exec, so commands
+the agent runs do not inherit the file or its lock.
+
+Typical use::
+
+    transcript = Transcript.create(model=model, cwd=str(cwd), extra_secrets=[api_key])
+    conversation.listeners.append(transcript.append)         # every change, as it happens
+    transcript.event("tool_end", name="execute_command", ok=True)   # optional UI events
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import time
+import weakref
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Self
+
+from cmdop_tui.support.secrets import Redactor
+from cmdop_tui.transcripts.errors import SessionError, SessionLockedError
+from cmdop_tui.transcripts.paths import (
+    SESSION_ID,
+    SUFFIX,
+    ensure_private_dir,
+    new_session_id,
+    resolve,
+    session_directory,
+)
+from cmdop_tui.transcripts.records import VERSION, encode_record, parse_record
+from cmdop_tui.transcripts.redaction import RecordRedactor
+
+_CREATE_ATTEMPTS = 100  # fresh ids tried before giving up on a directory
+_TAIL_CHUNK = 65536  # bytes read at a time when looking backwards for the last line
+_HEADER_LIMIT = 1 << 20  # bytes read at most when looking for the end of the header line
+
+
+class Transcript:
+    """The writer of one session's transcript. Create with `create` or `open`, not directly.
+
+    `append(record)` is the `Conversation` listener: ``conversation.listeners.append(t.append)``.
+    Call from one thread at a time. Usable as a context manager (closes on exit).
+    """
+
+    def __init__(self, fd: int, path: Path, session_id: str, redactor: RecordRedactor, fsync: bool) -> None:
+        self.path = path
+        self.id = session_id
+        self.fsync = fsync
+        self.notes: list[str] = []  # what `open` had to fix (a torn last line cut off)
+        self._fd = fd
+        self._redactor = redactor
+        self._sync = getattr(os, "fdatasync", os.fsync)
+        self._closer = weakref.finalize(self, os.close, fd)  # closing also releases the lock
+
+    # construction
+
+    @classmethod
+    def create(
+        cls,
+        directory: Path | str | None = None,
+        *,
+        model: str = "",
+        cwd: str = "",
+        extra_secrets: Iterable[str | None] = (),
+        fsync: bool = False,
+        session_id: str | None = None,
+    ) -> Transcript:
+        """Start a new session file (0600, directory 0700) and write its header line.
+
+        `directory` defaults to `sessions_dir()`; `cwd` to the current directory; `extra_secrets`
+        (e.g. the API key) are redacted from everything written, on top of the patterns.
+        """
+        directory = session_directory(directory)
+        ensure_private_dir(directory)
+        if session_id is not None and not SESSION_ID.fullmatch(session_id):
+            raise ValueError(f"invalid session id {session_id!r}")
+        fd, sid, path = _create_file(directory, session_id)
+        try:
+            os.fchmod(fd, 0o600)  # whatever the umask
+            _lock(fd, sid, path)
+            transcript = cls(fd, path, sid, RecordRedactor(Redactor(extra_secrets)), fsync)
+        except BaseException:
+            os.close(fd)
+            raise
+        transcript.append(_header(sid, cwd=cwd or _getcwd(), model=model))
+        if fsync:
+            _fsync_dir(directory)
+        return transcript
+
+    @classmethod
+    def open(
+        cls,
+        session: str | Path,
+        directory: Path | str | None = None,
+        *,
+        extra_secrets: Iterable[str | None] = (),
+        fsync: bool = False,
+    ) -> Transcript:
+        """Continue appending to an existing session (an id, id prefix or path).
+
+        Takes the lock, then cuts off a torn last line left by a kill mid-write (a last line that
+        is complete JSON but lacks its newline gets the newline instead). Does not repair the
+        history: `resume` does that, and is what `--continue` wants.
+        """
+        path = resolve(session, directory)
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        try:
+            _lock(fd, path.stem, path)
+            cut = _fix_torn_tail(fd)
+            header = _read_header(fd) or {}
+            sid = str(header.get("id") or path.stem)
+            transcript = cls(fd, path, sid, RecordRedactor(Redactor(extra_secrets)), fsync)
+        except BaseException:
+            os.close(fd)
+            raise
+        if cut:
+            transcript.notes.append(
+                f"the last record was cut off (the app stopped while writing it); {cut} byte(s) removed"
+            )
+        if not header:  # the header itself was torn: write one so the file stands on its own again
+            transcript.append(_header(path.stem))
+        return transcript
+
+    # writing
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Redact `record`, and write it as one line with one ``os.write``.
+
+        Accepts the `Conversation` operation records (append, replace, clear), ``event`` records
+        and anything else with a string ``op`` (stored; `load` skips it with a note). The record is
+        not modified. Raises ValueError for a record without ``op`` or a malformed append/replace,
+        ValueError when closed, and OSError when the write fails (disk full, ...).
+        """
+        if self._fd < 0:
+            raise ValueError(f"session {self.id}: transcript is closed")
+        redacted = self._redactor.record(record)
+        if redacted is None:
+            return
+        data = encode_record(redacted)
+        written = os.write(self._fd, data)
+        while written < len(data):  # a regular file does not do short writes short of ENOSPC
+            written += os.write(self._fd, data[written:])
+        if self.fsync:
+            self._sync(self._fd)
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Store a UI event (tool_start, tool_end, final, error, ...) for export; not history."""
+        self.append({"op": "event", "kind": kind, "ts": round(time.time(), 3), **fields})
+
+    def close(self) -> None:
+        """Close the file and release the lock. Idempotent."""
+        if self._fd >= 0:
+            self._fd = -1
+            self._closer()
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Transcript({self.id!r}, path={str(self.path)!r}{', closed' if self.closed else ''})"
+
+
+def _header(session_id: str, **fields: str) -> dict[str, Any]:
+    """The ``session`` record that starts a file; `fields` are cwd and model when known."""
+    created = datetime.now(UTC).isoformat(timespec="milliseconds")
+    return {"op": "session", "version": VERSION, "id": session_id, "created": created, **fields}
+
+
+def _create_file(directory: Path, session_id: str | None) -> tuple[int, str, Path]:
+    """Create a new, empty session file: (descriptor, id, path). A fresh id unless one is given."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+    for _attempt in range(_CREATE_ATTEMPTS):
+        sid = session_id or new_session_id()
+        path = directory / f"{sid}{SUFFIX}"
+        try:
+            return os.open(path, flags, 0o600), sid, path
+        except FileExistsError:
+            if session_id is not None:
+                raise SessionError(f"session {sid} already exists ({path})") from None
+    # Reached only after 100 collisions of 24 random bits within one second.
+    raise SessionError(f"cannot create a new session file in {directory}")  # pragma: no cover
+
+
+def _getcwd() -> str:
+    try:
+        return os.getcwd()
+    except OSError:  # the directory was removed under us
+        return ""
+
+
+def _lock(fd: int, session_id: str, path: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLockedError(
+                f"session {session_id} is in use by another cmdop-tui process (locked: {path})"
+            ) from None
+        raise
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _fix_torn_tail(fd: int) -> int:
+    """Cut off a torn last line; the number of bytes removed."""
+    size = os.fstat(fd).st_size
+    if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
+        return 0
+    tail = _last_line(fd, size)
+    if parse_record(tail) is not None:
+        os.write(fd, b"\n")  # complete record, only its newline missing
+        return 0
+    os.ftruncate(fd, size - len(tail))
+    return len(tail)
+
+
+def _last_line(fd: int, size: int) -> bytes:
+    """The bytes after the last newline of a file `size` bytes long, read backwards in chunks."""
+    end = size
+    tail = b""
+    while end > 0:
+        start = max(0, end - _TAIL_CHUNK)
+        piece = os.pread(fd, end - start, start)
+        newline = piece.rfind(b"\n")
+        if newline >= 0:
+            return piece[newline + 1 :] + tail
+        tail = piece + tail
+        end = start
+    return tail
+
+
+def _read_header(fd: int) -> dict[str, Any] | None:
+    first = b""
+    offset = 0
+    while b"\n" not in first and offset < _HEADER_LIMIT:
+        piece = os.pread(fd, 4096, offset)
+        if not piece:
+            break
+        first += piece
+        offset += len(piece)
+    record = parse_record(first.split(b"\n", 1)[0])
+    return record if record is not None and record.get("op") == "session" else None
