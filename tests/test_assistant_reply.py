@@ -6,7 +6,7 @@ import pytest
 from textual.app import App, ComposeResult
 from tui_helpers import wait_until
 
-from cmdop_tui.tui.markdown_blocks import split_finished
+from cmdop_tui.tui.vocabulary.markdown_blocks import split_finished
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply, estimate_height
 
 REPLY = "\n\n".join(

@@ -381,7 +381,7 @@ async def test_unknown_theme_falls_back_with_a_warning():
 
 
 def test_a_remote_agents_steps_show_under_its_call():
-    from cmdop_tui.tui.tool_records import ToolRecord
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
     record = ToolRecord("toolu_1", "ask_machine", {"hostname": "alpha", "prompt": "uptime?"}, "alpha")
     record.add_nested(
@@ -468,7 +468,7 @@ async def test_secrets_are_masked_on_screen(fake_api, monkeypatch):
 
 
 async def test_a_100mb_flood_neither_freezes_the_ui_nor_fills_memory(fake_api):
-    from cmdop_tui.tui.tool_records import LIVE_OUTPUT_LIMIT
+    from cmdop_tui.tui.vocabulary.tool_records import LIVE_OUTPUT_LIMIT
 
     command = "head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; echo flood-done; sleep 30"
     fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))

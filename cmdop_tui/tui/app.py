@@ -1,7 +1,7 @@
 """The full-screen app: chat, tool activity, machines, prompt and a Stop that always works.
 
 The agent loop runs in an async worker. Its events arrive through `deliver`, which wraps each one
-in a Textual message (see messages.py) and posts it to the widgets it concerns. Stop fires the
+in a Textual message (see vocabulary/messages.py) and posts it to the widgets it concerns. Stop fires the
 loop's UI cancel signal, which cancels the worker's task at its next await: mid-stream, in a retry
 backoff, while waiting for approval, or while a command runs (the command is killed).
 """
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import constants as textual_constants
 from textual import work
@@ -32,12 +32,27 @@ from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.permissions import PermissionsError
+from cmdop_tui.session import load_session_class
+from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
-from cmdop_tui.tui.commands import SLASH_COMMANDS, CmdopCommands, help_text, parse_slash, unknown_command_hint
+from cmdop_tui.tui.commands import (
+    COMMAND_REGISTRY,
+    CmdopCommands,
+    PaletteEntry,
+    agent_profile_entries,
+    model_alias_entries,
+    parse_slash,
+)
 from cmdop_tui.tui.driver import PromptEscapeDriver
-from cmdop_tui.tui.messages import (
+from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
+from cmdop_tui.tui.screens.confirm import ConfirmScreen
+from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.screens.sessions import SessionsScreen
+from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
+from cmdop_tui.tui.vocabulary.messages import (
     BATCHED_MESSAGE_FOR_EVENT,
     MESSAGE_FOR_EVENT,
     TOOL_MESSAGE_FOR_EVENT,
@@ -46,12 +61,7 @@ from cmdop_tui.tui.messages import (
     ToolOutputCopyRequested,
     ToolOutputRequested,
 )
-from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
-from cmdop_tui.tui.screens.confirm import ConfirmScreen
-from cmdop_tui.tui.screens.output_view import OutputScreen
-from cmdop_tui.tui.screens.sessions import SessionsScreen
-from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.notice import Notice
@@ -64,7 +74,8 @@ if TYPE_CHECKING:
 
     from cmdop_tui.agent.runner import Runner
     from cmdop_tui.permissions import Permissions
-    from cmdop_tui.session.engine import SessionRecorder
+    from cmdop_tui.session.recorder import SessionRecorder
+    from cmdop_tui.session.session import Session
 
 NARROW_WIDTH = 100  # below this the side panels fold away
 HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
@@ -108,12 +119,7 @@ def _positive_number(text: str) -> float | None:
 
 class CmdopApp(App[None]):
     TITLE = "cmdop-tui"
-    CSS_PATH: ClassVar = [
-        "app.tcss",
-        "widgets/chat_log.tcss",
-        "widgets/side_panels.tcss",
-        "screens/dialogs.tcss",
-    ]
+    CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "stop", "Stop"),
@@ -147,19 +153,16 @@ class CmdopApp(App[None]):
         self.ui_cancel = UICancel()
         self.tool_records: dict[str, ToolRecord] = {}
         self.setup_error: str | None = None
-        self.runner: Runner | None = None
+        self.session: Session | None = None
+        self._opening: Session | None = None  # until open, for on_unmount
         self._client = client
-        self._owns_client = client is None
-        self._engine_ready = asyncio.Event()
+        self._session_ready = asyncio.Event()
         self._batch: tuple[type, TextBatch] | None = None
         self._progress_posted: dict[str, float] = {}
         self._progress_scheduled: set[str] = set()
         self._panels_user_set = False
         self.theme_problems: list[str] = []
-        self.recorder: SessionRecorder | None = None
-        self.local_server: LocalModelServer | None = None
         self._offer_local = offer_local_model
-        self.permissions: Permissions | None = None
 
     # --- set-up --------------------------------------------------------------------------------
 
@@ -190,35 +193,24 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
         for problem in self.theme_problems:
             await self.chat.add_notice(problem, "warning")
-        self.prepare_engine()
+        self.prepare_session()
 
     @work(group="setup", exit_on_error=False)
-    async def prepare_engine(self) -> None:
-        """Load the model SDK and build the runner after the first paint.
+    async def prepare_session(self) -> None:
+        """Load the model SDK and open the session after the first paint.
 
         Importing the SDK takes about a second; the prompt is usable meanwhile, and a prompt sent
         early waits for this.
         """
         notes: list[str] = []
         try:
-            engine = await asyncio.to_thread(importlib.import_module, "cmdop_tui.session.engine")
-            if self.settings.local:
-                await self._start_local_model(engine)
-            self._build_runner(engine)
-            notes = self._start_session(engine)
+            session_class = await asyncio.to_thread(load_session_class)
+            notes = await self._open_session(session_class)
         finally:
-            self._engine_ready.set()
-        if self.runner is not None and self.runner.conversation.messages:
-            await self._show_history()
-        for note in notes:
-            await self.chat.add_notice(note)
-        settle_heap()
-        if self.setup_error:
-            await self.chat.add_notice(self.setup_error, "error")
-        self._show_status()
-        self._watch_machines()
+            self._session_ready.set()
+        await self._session_opened(notes)
         if (
-            self.runner is None
+            self.session is None
             and self.setup_error == NO_KEY_HELP
             and self._offer_local
             and local_model_available(self.settings)
@@ -234,42 +226,74 @@ class CmdopApp(App[None]):
 
     @work(group="setup", exit_on_error=False)
     async def start_local_session(self) -> None:
-        """After the offer: start the local model, then the runner and the session."""
-        engine = importlib.import_module("cmdop_tui.session.engine")
-        self.setup_error = None
-        await self._start_local_model(engine)
-        self._build_runner(engine)
-        for note in self._start_session(engine):
-            await self.chat.add_notice(note)
-        if self.setup_error:
-            await self.chat.add_notice(self.setup_error, "error")
-        self._show_status()
-        self._watch_machines()
+        """After the offer: open the session again, now with the local model."""
+        await self._session_opened(await self._open_session(load_session_class()))
 
-    async def _start_local_model(self, engine) -> None:  # type: ignore[no-untyped-def]
-        """Start llama.cpp's server in a thread, showing how long it has been loading."""
+    async def _open_session(self, session_class: type[Session]) -> list[str]:
+        """Open a session for the settings and return notes for the user; on failure keep none
+        and say why in `setup_error`."""
+        session = self._opening = session_class(
+            self.settings,
+            platform="tui",
+            ask=self.ask_approval,
+            ui_cancel=self.ui_cancel,
+            client=self._client,
+            retry=self._retry,
+            facts=self._facts,
+        )
+        loaded = await self._show_local_model_loading() if self.settings.local else None
+        try:
+            self.setup_error = await _open_or_explain(session)
+        finally:
+            self._opening = None
+        if loaded is not None:
+            loaded(session.local_model if self.setup_error is None else None)
+        if self.setup_error is not None:
+            await session.close()
+            return []
+        self.session, self.settings = session, session.settings
+        try:
+            return session.start_transcript()
+        except SessionError as exc:
+            session.recorder.new()
+            return [f"{exc}; this is a new session"]
+
+    async def _show_local_model_loading(self) -> Callable[[LocalModelServer | None], None]:
+        """A notice that counts the seconds while the local model loads; call what this returns
+        with the server once it serves (None: it did not start)."""
         notice = Notice("Loading the local model…")
         await self.chat.add(notice)
         started = time.monotonic()
         ticker = self.set_interval(
             0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s")
         )
-        try:
-            self.local_server = LocalModelServer(self.settings.local_model)  # stoppable on quit
-            self.settings, _ = await asyncio.to_thread(engine.start_local_model, self.settings, self.local_server)
-        except LocalModelError as exc:
-            self.setup_error = f"The local model did not start: {exc}"
-            notice.update("The local model did not start.")
-            return
-        finally:
+
+        def loaded(server: LocalModelServer | None) -> None:
             ticker.stop()
-        notice.update(
-            f"Local model {self.local_server.gguf.stem} ready in {time.monotonic() - started:.1f}s: no API key needed "
-            "(a small model answers, but seldom uses tools well)."
-        )
+            if server is None:
+                notice.update("The local model did not start.")
+                return
+            notice.update(
+                f"Local model {server.gguf.stem} ready in {time.monotonic() - started:.1f}s: no API key needed "
+                "(a small model answers, but seldom uses tools well)."
+            )
+
+        return loaded
+
+    async def _session_opened(self, notes: list[str]) -> None:
+        """Show what opening the session brought: a resumed conversation, notes, or the error."""
+        if self.runner is not None and self.runner.conversation.messages:
+            await self._show_history()
+        for note in notes:
+            await self.chat.add_notice(note)
+        settle_heap()
+        if self.setup_error:
+            await self.chat.add_notice(self.setup_error, "error")
+        self._show_status()
+        self._watch_machines()
 
     def _watch_machines(self) -> None:
-        fleet = self.runner.machines if self.runner else None
+        fleet = self.session.fleet if self.session else None
         if fleet is None:
             return
         panel = self.query_one(MachinesPanel)
@@ -283,38 +307,21 @@ class CmdopApp(App[None]):
     @work(group="health", exclusive=True, exit_on_error=False)
     async def probe_machines(self) -> None:
         """Probe every machine in the background; the panel updates as answers come."""
-        if self.runner is not None and self.runner.machines is not None:
-            await self.runner.machines.probe_all()
+        if self.session is not None and self.session.fleet is not None:
+            await self.session.fleet.probe_all()
 
     async def on_machines_panel_target_chosen(self, message: MachinesPanel.TargetChosen) -> None:
-        if self.runner is None or self.runner.machines is None:
+        if self.session is None:
             return
-        fleet = self.runner.machines
         try:
-            target = fleet.set_target(message.name)
+            target = self.session.set_target(message.name)
         except MachineError as exc:
             await self.chat.add_notice(str(exc), "error")
             return
-        self.runner.facts = replace(self.runner.facts, target_machine=fleet.target_name)
-        self.query_one(MachinesPanel).set_target(fleet.target_name or LOCAL)
         where = target.name if target else "this machine"
+        self.query_one(MachinesPanel).set_target(target.name if target else LOCAL)
         await self.chat.add_notice(f"Working on {where} now (from the next turn).")
         self._show_status()
-
-    def _permissions(self, engine):  # type: ignore[no-untyped-def]
-        self.permissions = engine.load_permissions(self.settings)
-        return self.permissions
-
-    def _start_session(self, engine) -> list[str]:  # type: ignore[no-untyped-def]
-        """Record this session (or continue the one --continue / --resume names)."""
-        if self.runner is None:
-            return []
-        self.recorder = engine.SessionRecorder(self.runner)
-        try:
-            return self.recorder.start(self.settings)
-        except SessionError as exc:
-            self.recorder.new()
-            return [f"{exc}; this is a new session"]
 
     async def _show_history(self) -> None:
         """Draw a resumed conversation: prompts, replies and tool calls with their results."""
@@ -324,21 +331,21 @@ class CmdopApp(App[None]):
             for block in message["content"]:
                 await self._show_block(message["role"], block)
 
-    async def _show_block(self, role: str, block: dict) -> None:  # type: ignore[type-arg]
+    async def _show_block(self, role: str, block: dict[str, Any]) -> None:
         kind = block.get("type")
         if kind == "text" and role == "user":
             await self.chat.add_user_message(block.get("text", ""))
         elif kind == "text":
             await self.chat.add_reply(block.get("text", ""))
         elif kind == "tool_use":
-            record = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
-            record.status = "ok"
-            self.tool_records[record.call_id] = record
-            await self.chat.add_tool_card(record)
-        elif kind == "tool_result" and (record := self.tool_records.get(block.get("tool_use_id", ""))):
+            used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
+            used.status = "ok"
+            self.tool_records[used.call_id] = used
+            await self.chat.add_tool_card(used)
+        elif kind == "tool_result" and (answered := self.tool_records.get(block.get("tool_use_id", ""))):
             content = block.get("content")
             text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
-            record.finish(text, bool(block.get("is_error")), 0.0)
+            answered.finish(text, bool(block.get("is_error")), 0.0)
 
     async def _reset_display(self) -> None:
         self.tool_records.clear()
@@ -346,33 +353,22 @@ class CmdopApp(App[None]):
         await self.chat.clear()
         self.status.update_facts(turn=0, loop=0)
 
-    def _build_runner(self, engine) -> None:  # type: ignore[no-untyped-def]
-        try:
-            if self._client is None:
-                self._client = engine.make_client(self.settings, local=self.local_server)
-            self.runner = engine.build_runner(
-                self.settings,
-                client=self._client,
-                platform="tui",
-                approve=engine.permission_gate(self._permissions(engine), self.ask_approval),
-                ui_cancel=self.ui_cancel,
-                retry=self._retry,
-                facts=self._facts,
-            )
-        except engine.MissingKeyError:
-            self.setup_error = NO_KEY_HELP
-        except (SettingsError, MachineError, engine.PermissionsError) as exc:
-            self.setup_error = str(exc)
-
     async def on_unmount(self) -> None:
-        if self.local_server is not None:
-            await asyncio.to_thread(self.local_server.stop)
-        if self.recorder is not None:
-            self.recorder.close()
-        if self._client is not None and self._owns_client:
-            await self._client.close()
-        if self.runner is not None and self.runner.machines is not None:
-            await self.runner.machines.close()
+        for session in (self.session, self._opening):  # a session still opening: stop its model
+            if session is not None:
+                await session.close()
+
+    @property
+    def runner(self) -> Runner | None:
+        return self.session.runner if self.session else None
+
+    @property
+    def recorder(self) -> SessionRecorder | None:
+        return self.session.recorder if self.session else None
+
+    @property
+    def permissions(self) -> Permissions | None:
+        return self.session.permissions if self.session else None
 
     @property
     def chat(self) -> ChatLog:
@@ -414,6 +410,7 @@ class CmdopApp(App[None]):
         self.query_one("#machines").display = machines
         self.query_one("#side").display = tools or machines
 
+    @COMMAND_REGISTRY.palette_action("Toggle the tool-activity panel", "F2")
     def action_toggle_tools(self) -> None:
         self._panels_user_set = True
         tools = not self.query_one("#tools").display
@@ -421,6 +418,7 @@ class CmdopApp(App[None]):
         if tools:
             self.query_one("#tool-table").focus()
 
+    @COMMAND_REGISTRY.palette_action("Toggle the machines panel", "F3")
     def action_toggle_machines(self) -> None:
         self._panels_user_set = True
         machines = not self.query_one("#machines").display
@@ -441,7 +439,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
             return
         await self.chat.add_user_message(text)
-        if self._engine_ready.is_set() and await self._not_ready():
+        if self._session_ready.is_set() and await self._ready_session() is None:
             return
         self.run_agent(text)
 
@@ -449,19 +447,21 @@ class CmdopApp(App[None]):
         command = parse_slash(text)
         if command is None:
             return
-        handler = getattr(self, f"_slash_{command.name}", None)
-        if command.name not in SLASH_COMMANDS or handler is None:
-            await self.chat.add_notice(unknown_command_hint(command.name), "warning")
+        slash_command = COMMAND_REGISTRY.find(command.name)
+        if slash_command is None:
+            await self.chat.add_notice(COMMAND_REGISTRY.unknown_command_hint(command.name), "warning")
             return
-        await handler(command.argument)
+        await slash_command.handler(self, command.argument)
 
-    async def _not_ready(self) -> bool:
-        """True (after saying why) when there is no runner: no key, or a broken setting."""
-        if self.runner is not None and self.recorder is not None:
-            return False
+    async def _ready_session(self) -> Session | None:
+        """The open session; None (after saying why) when there is none: no key, or a broken
+        setting."""
+        if self.session is not None:
+            return self.session
         await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
-        return True
+        return None
 
+    @COMMAND_REGISTRY.slash("/help", "show commands and keys", palette=(PaletteEntry("Show help"),))
     async def _slash_help(self, argument: str) -> None:
         keys = [
             ("Enter", "send"),
@@ -470,8 +470,9 @@ class CmdopApp(App[None]):
             ("ctrl+p", "command palette"),
         ]
         keys += [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
-        await self.chat.add_notice(help_text(keys))
+        await self.chat.add_notice(COMMAND_REGISTRY.help_text(keys))
 
+    @COMMAND_REGISTRY.slash("/clear", "start a new conversation", palette=(PaletteEntry("Clear the conversation"),))
     async def _slash_clear(self, argument: str) -> None:
         if self.running:
             await self.chat.add_notice("Stop the running turn before clearing.", "warning")
@@ -482,6 +483,9 @@ class CmdopApp(App[None]):
             self.runner.conversation.clear()
         await self._reset_display()
 
+    @COMMAND_REGISTRY.slash(
+        "/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries
+    )
     async def _slash_model(self, argument: str) -> None:
         if not argument or self.runner is None:
             current = self.runner.config.model if self.runner else "(none)"
@@ -498,6 +502,11 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(f"Model: {model}")
         self._show_status()
 
+    @COMMAND_REGISTRY.slash(
+        "/loop on|off",
+        "loop mode: keep going until a breaker phrase",
+        palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
+    )
     async def _slash_loop(self, argument: str) -> None:
         if argument not in ("on", "off") or self.runner is None:
             await self.chat.add_notice("Usage: /loop on|off", "warning")
@@ -507,10 +516,48 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
         self._show_status()
 
-    async def _slash_sessions(self, argument: str) -> None:
-        if await self._not_ready():
+    @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
+    async def _slash_budget(self, argument: str) -> None:
+        if (session := await self._ready_session()) is None:
             return
-        self.push_screen(SessionsScreen(list_sessions(), self.recorder.session_id), self._resume_chosen)
+        runner = session.runner
+        wanted = argument.strip().lower().lstrip("$")
+        if wanted:
+            budget = None if wanted == "off" else _positive_number(wanted)
+            if budget is None and wanted != "off":
+                await self.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
+                return
+            runner.config = replace(runner.config, max_budget_usd=budget)
+        limit = runner.config.max_budget_usd
+        limit_text = f"the budget is ${limit:.2f}" if limit is not None else "there is no budget"
+        await self.chat.add_notice(f"Spent about ${runner.spent_usd:.4f} this session; {limit_text}.")
+        self._show_status()
+
+    @COMMAND_REGISTRY.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)
+    async def _slash_agent(self, argument: str) -> None:
+        if (session := await self._ready_session()) is None:
+            return
+        if not argument:
+            names = ", ".join(self.settings.agents)
+            await self.chat.add_notice(f"Agent: {self.settings.agent.name}. Usage: /agent NAME ({names})")
+            return
+        try:
+            config = session.use_agent(argument)
+        except SettingsError as exc:
+            await self.chat.add_notice(str(exc), "error")
+            return
+        self.settings = session.settings
+        await self.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
+        self._show_status()
+
+    @COMMAND_REGISTRY.slash(
+        "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
+    )
+    async def _slash_sessions(self, argument: str) -> None:
+        if (session := await self._ready_session()) is None:
+            return
+        recorder = session.recorder
+        self.push_screen(SessionsScreen(list_sessions(), recorder.session_id), self._resume_chosen)
 
     async def _resume_chosen(self, session_id: str | None) -> None:
         if session_id is None or self.recorder is None or session_id == self.recorder.session_id:
@@ -527,14 +574,18 @@ class CmdopApp(App[None]):
         for note in notes:
             await self.chat.add_notice(note)
 
+    @COMMAND_REGISTRY.slash(
+        "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
+    )
     async def _slash_export(self, argument: str) -> None:
-        if await self._not_ready():
+        if (session := await self._ready_session()) is None:
             return
-        path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{self.recorder.session_id}.md"
+        runner, recorder = session.runner, session.recorder
+        path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{recorder.session_id}.md"
         markdown = export_markdown(
-            self.runner.conversation.messages,
-            title=f"cmdop-tui session {self.recorder.session_id}",
-            extra_secrets=self.recorder.secrets,
+            runner.conversation.messages,
+            title=f"cmdop-tui session {recorder.session_id}",
+            extra_secrets=recorder.secrets,
         )
         try:
             path.write_text(markdown, encoding="utf-8")
@@ -543,41 +594,13 @@ class CmdopApp(App[None]):
             return
         await self.chat.add_notice(f"Exported this session to {path}")
 
-    async def _slash_budget(self, argument: str) -> None:
-        if await self._not_ready():
-            return
-        wanted = argument.strip().lower().lstrip("$")
-        if wanted:
-            budget = None if wanted == "off" else _positive_number(wanted)
-            if budget is None and wanted != "off":
-                await self.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
-                return
-            self.runner.config = replace(self.runner.config, max_budget_usd=budget)
-        limit = self.runner.config.max_budget_usd
-        limit_text = f"the budget is ${limit:.2f}" if limit is not None else "there is no budget"
-        await self.chat.add_notice(f"Spent about ${self.runner.spent_usd:.4f} this session; {limit_text}.")
-        self._show_status()
-
-    async def _slash_agent(self, argument: str) -> None:
-        if await self._not_ready():
-            return
-        if not argument:
-            names = ", ".join(self.settings.agents)
-            await self.chat.add_notice(f"Agent: {self.settings.agent.name}. Usage: /agent NAME ({names})")
-            return
-        try:
-            self.settings = self.settings.with_agent(argument)
-            config = importlib.import_module("cmdop_tui.session.engine").agent_config(self.settings)
-        except SettingsError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
-        await self.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
-        self._show_status()
-
+    @COMMAND_REGISTRY.slash(
+        "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
+    )
     async def _slash_stop(self, argument: str) -> None:
         self.action_stop()
 
+    @COMMAND_REGISTRY.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))
     async def _slash_exit(self, argument: str) -> None:
         await self.action_request_quit()
 
@@ -593,10 +616,11 @@ class CmdopApp(App[None]):
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_agent(self, prompt: str) -> None:
         self.call_after_refresh(self._show_status)
-        await self._engine_ready.wait()
-        if await self._not_ready():
+        await self._session_ready.wait()
+        if (session := await self._ready_session()) is None:
             return
-        await self.runner.run(prompt, self.deliver)
+        runner = session.runner
+        await runner.run(prompt, self.deliver)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "agent":
@@ -611,12 +635,13 @@ class CmdopApp(App[None]):
     def action_stop(self) -> None:
         if not self.running:
             return
-        if self._engine_ready.is_set():
+        if self._session_ready.is_set():
             self.ui_cancel.fire()
         else:  # still waiting for the SDK to load: nothing has started yet
             self.workers.cancel_group(self, "agent")
             self.call_later(self.chat.add_notice, "■ Stopped.", "stopped")
 
+    @COMMAND_REGISTRY.palette_action("Copy the last reply", "F4")
     def action_copy_reply(self) -> None:
         """The last reply to the clipboard, with OSC 52 (so it works over SSH too)."""
         self.copy_text(self.chat.last_reply, "the last reply")
@@ -624,6 +649,7 @@ class CmdopApp(App[None]):
     def on_tool_output_copy_requested(self, message: ToolOutputCopyRequested) -> None:
         self.copy_text(message.record.shown_output, f"the output of {message.record.name}")
 
+    @COMMAND_REGISTRY.palette_action("Copy the selected tool output", "c in the tool panel")
     def action_copy_tool_output(self) -> None:
         record = self.query_one(ToolPanel).highlighted()
         if record is not None:
@@ -661,7 +687,12 @@ class CmdopApp(App[None]):
         """The approval modal, awaited by the loop. Stop dismisses it."""
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
         screen = ApprovalScreen(call.name, call.machine, call.input, timeout_s=self.settings.approval_timeout_s)
-        self.push_screen(screen, lambda choice: answer.done() or answer.set_result(choice))
+
+        def answered(choice: ApprovalChoice | None) -> None:
+            if not answer.done():
+                answer.set_result(choice)
+
+        self.push_screen(screen, answered)
         try:
             choice = await answer
         finally:
@@ -669,7 +700,7 @@ class CmdopApp(App[None]):
                 screen.dismiss(ApprovalChoice.DENY)
         if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and self.permissions is not None:
             rule = self.permissions.allow_always(
-                call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION
+                call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION, spec=call.tool
             )
             where = "for this session" if choice is ApprovalChoice.SESSION else "from now on (saved)"
             await self.chat.add_notice(f"Allowed {where}: {rule.text}")
@@ -701,17 +732,15 @@ class CmdopApp(App[None]):
             return
         batch = TextBatch(event.text)
         self._batch = (kind, batch)
-        message_type: type[BatchedMessage] = BATCHED_MESSAGE_FOR_EVENT[kind]
+        message_type: type[BatchedMessage[Any]] = BATCHED_MESSAGE_FOR_EVENT[kind]
         self.chat.post_message(message_type(event, batch))
 
     def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested) -> None:
         if isinstance(event, ev.ToolStart):
-            record = ToolRecord(event.call_id, event.name, event.input, event.machine)
-            self.tool_records[event.call_id] = record
-        else:
-            record = self.tool_records.get(event.call_id)
-            if record is None:
-                return
+            self.tool_records[event.call_id] = ToolRecord(event.call_id, event.name, event.input, event.machine)
+        record = self.tool_records.get(event.call_id)
+        if record is None:
+            return
         if isinstance(event, (ev.ToolProgress, ev.ToolNested)):
             if isinstance(event, ev.ToolProgress):
                 record.add_progress(event.text)
@@ -747,3 +776,16 @@ class CmdopApp(App[None]):
                 self._post_tool_message(event, record)
 
         self.set_timer(wait, post_later)
+
+
+async def _open_or_explain(session: Session) -> str | None:
+    """Open `session`; None when it opened, else why not, for the user."""
+    try:
+        await session.open()
+    except MissingKeyError:
+        return NO_KEY_HELP
+    except LocalModelError as exc:
+        return f"The local model did not start: {exc}"
+    except (SettingsError, MachineError, PermissionsError) as exc:
+        return str(exc)
+    return None

@@ -1,16 +1,44 @@
-"""Slash commands typed in the prompt, and the same actions in the command palette (ctrl+p)."""
+"""Slash commands typed in the prompt and the entries of the command palette (ctrl+p), in one registry.
+
+A handler is registered where it is defined, on a method of the app: `@COMMAND_REGISTRY.slash(usage, help,
+palette=...)` for a slash command (with its line in /help and its palette entries), and
+`@COMMAND_REGISTRY.palette_action(title, hint)` for a palette entry that is not a slash command. /help, the
+palette and the app's dispatcher (`CmdopApp.run_slash`) all read the registry, in the order of
+registration.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from cmdop_tui.tui.app import CmdopApp
+
+SlashHandler = Callable[["CmdopApp", str], Awaitable[None]]
+PaletteActionHandler = Callable[["CmdopApp"], object]
+SlashHandlerT = TypeVar("SlashHandlerT", bound=SlashHandler)
+PaletteActionT = TypeVar("PaletteActionT", bound=PaletteActionHandler)
+
+
+@dataclass(frozen=True)
+class PaletteEntry:
+    """A palette line that runs its slash command with `argument`.
+
+    `hint` is shown under the title; by default it is the command as one would type it.
+    """
+
+    title: str
+    argument: str = ""
+    hint: str = ""
+
+
+# Fixed entries, or entries made from the app when the palette opens (e.g. one per agent profile).
+PaletteEntries = tuple[PaletteEntry, ...] | Callable[["CmdopApp"], Iterable[PaletteEntry]]
 
 
 @dataclass(frozen=True)
@@ -18,23 +46,29 @@ class SlashCommand:
     name: str
     usage: str
     help: str
+    handler: SlashHandler
+    palette: PaletteEntries = ()
+
+    def palette_entries(self, app: CmdopApp) -> Iterable[PaletteEntry]:
+        return self.palette(app) if callable(self.palette) else self.palette
 
 
-SLASH_COMMANDS: dict[str, SlashCommand] = {
-    c.name: c
-    for c in (
-        SlashCommand("help", "/help", "show commands and keys"),
-        SlashCommand("clear", "/clear", "start a new conversation"),
-        SlashCommand("model", "/model NAME", "switch model (an id or @fast, @balanced, @smart)"),
-        SlashCommand("loop", "/loop on|off", "loop mode: keep going until a breaker phrase"),
-        SlashCommand("budget", "/budget [USD|off]", "the session's spending limit"),
-        SlashCommand("agent", "/agent NAME", "switch agent profile"),
-        SlashCommand("sessions", "/sessions", "earlier sessions; Enter resumes one"),
-        SlashCommand("export", "/export [PATH]", "write this session as Markdown"),
-        SlashCommand("stop", "/stop", "stop the running turn (also Esc)"),
-        SlashCommand("exit", "/exit", "quit (also ctrl+q)"),
-    )
-}
+@dataclass(frozen=True)
+class PaletteAction:
+    """A palette entry that is not a slash command (copy, toggle a panel)."""
+
+    title: str
+    hint: str
+    handler: PaletteActionHandler
+
+
+@dataclass(frozen=True)
+class PaletteCommand:
+    """One line as the palette shows it, ready to run."""
+
+    title: str
+    run: Callable[[], object]
+    hint: str
 
 
 @dataclass(frozen=True)
@@ -51,52 +85,86 @@ def parse_slash(text: str) -> ParsedCommand | None:
     return ParsedCommand(name.lower(), argument.strip())
 
 
-def unknown_command_hint(name: str) -> str:
-    close = [c.usage for n, c in SLASH_COMMANDS.items() if n.startswith(name[:2])] if name else []
-    suggestion = f" Did you mean {', '.join(close)}?" if close else ""
-    return f"Unknown command /{name}.{suggestion} Type /help for the list."
+class CommandRegistry:
+    def __init__(self) -> None:
+        self._slash_commands: dict[str, SlashCommand] = {}
+        self._palette_actions: list[PaletteAction] = []
+
+    def slash(self, usage: str, help: str, *, palette: PaletteEntries = ()) -> Callable[[SlashHandlerT], SlashHandlerT]:
+        """Register the decorated handler as the slash command of `usage` (`/name ARGUMENTS`)."""
+        name = usage.split()[0].removeprefix("/")
+
+        def register(handler: SlashHandlerT) -> SlashHandlerT:
+            self._slash_commands[name] = SlashCommand(name, usage, help, handler, palette)
+            return handler
+
+        return register
+
+    def palette_action(self, title: str, hint: str) -> Callable[[PaletteActionT], PaletteActionT]:
+        """Register the decorated app method as a palette entry of its own."""
+
+        def register(handler: PaletteActionT) -> PaletteActionT:
+            self._palette_actions.append(PaletteAction(title, hint, handler))
+            return handler
+
+        return register
+
+    def find(self, name: str) -> SlashCommand | None:
+        return self._slash_commands.get(name)
+
+    def unknown_command_hint(self, name: str) -> str:
+        close = [c.usage for n, c in self._slash_commands.items() if n.startswith(name[:2])] if name else []
+        suggestion = f" Did you mean {', '.join(close)}?" if close else ""
+        return f"Unknown command /{name}.{suggestion} Type /help for the list."
+
+    def help_text(self, keys: list[tuple[str, str]]) -> str:
+        lines = ["Commands:"]
+        lines += [f"  {c.usage:<14} {c.help}" for c in self._slash_commands.values()]
+        lines.append("Keys:")
+        lines += [f"  {key:<14} {description}" for key, description in keys]
+        return "\n".join(lines)
+
+    def palette_commands(self, app: CmdopApp) -> list[PaletteCommand]:
+        commands = [
+            PaletteCommand(
+                entry.title,
+                partial(command.handler, app, entry.argument),
+                entry.hint or f"/{command.name} {entry.argument}".rstrip(),
+            )
+            for command in self._slash_commands.values()
+            for entry in command.palette_entries(app)
+        ]
+        commands += [PaletteCommand(a.title, partial(a.handler, app), a.hint) for a in self._palette_actions]
+        return commands
 
 
-def help_text(bindings: list[tuple[str, str]]) -> str:
-    lines = ["Commands:"]
-    lines += [f"  {c.usage:<14} {c.help}" for c in SLASH_COMMANDS.values()]
-    lines.append("Keys:")
-    lines += [f"  {key:<14} {description}" for key, description in bindings]
-    return "\n".join(lines)
+COMMAND_REGISTRY = CommandRegistry()
+
+
+def model_alias_entries(app: CmdopApp) -> Iterator[PaletteEntry]:
+    for alias, model in app.settings.aliases.items():
+        yield PaletteEntry(f"Model: {alias} ({model})", alias, hint="/model")
+
+
+def agent_profile_entries(app: CmdopApp) -> Iterator[PaletteEntry]:
+    for name in app.settings.agents:
+        yield PaletteEntry(f"Agent profile: {name}", name, hint="/agent")
 
 
 class CmdopCommands(Provider):
-    """The palette's view of the slash commands."""
+    """The palette's view of the registry."""
 
-    def _commands(self) -> list[tuple[str, Callable[[], object], str]]:
+    def _commands(self) -> list[PaletteCommand]:
         app: CmdopApp = self.app  # type: ignore[assignment]
-        commands: list[tuple[str, Callable[[], object], str]] = [
-            ("Stop the running turn", app.action_stop, "Esc"),
-            ("Clear the conversation", partial(app.run_slash, "/clear"), "/clear"),
-            ("Loop mode on", partial(app.run_slash, "/loop on"), "/loop on"),
-            ("Loop mode off", partial(app.run_slash, "/loop off"), "/loop off"),
-            ("Show help", partial(app.run_slash, "/help"), "/help"),
-            ("Resume an earlier session", partial(app.run_slash, "/sessions"), "/sessions"),
-            ("Export this session as Markdown", partial(app.run_slash, "/export"), "/export"),
-            ("Copy the last reply", app.action_copy_reply, "F4"),
-            ("Copy the selected tool output", app.action_copy_tool_output, "c in the tool panel"),
-            ("Toggle the tool-activity panel", app.action_toggle_tools, "F2"),
-            ("Toggle the machines panel", app.action_toggle_machines, "F3"),
-            ("Quit", app.action_request_quit, "ctrl+q"),
-        ]
-        for name in app.settings.agents:
-            commands.append((f"Agent profile: {name}", partial(app.run_slash, f"/agent {name}"), "/agent"))
-        for alias, model in app.settings.aliases.items():
-            commands.append((f"Model: {alias} ({model})", partial(app.run_slash, f"/model {alias}"), "/model"))
-        return commands
+        return COMMAND_REGISTRY.palette_commands(app)
 
     async def discover(self) -> Hits:
-        for name, callback, help in self._commands():
-            yield DiscoveryHit(name, callback, help=help)
+        for command in self._commands():
+            yield DiscoveryHit(command.title, command.run, help=command.hint)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, callback, help in self._commands():
-            score = matcher.match(name)
+        for command in self._commands():
+            score = matcher.match(command.title)
             if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help)
+                yield Hit(score, matcher.highlight(command.title), command.run, help=command.hint)

@@ -105,7 +105,7 @@ def _toml_error(path: Path | Traversable, text: str, exc: tomllib.TOMLDecodeErro
     return ThemeError(path, f"invalid TOML: {message}", line=line)
 
 
-def _check_color(path: Path | Traversable, key: str, value: Any) -> str:
+def _check_color(path: Path | Traversable | str, key: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ThemeError(path, f'{key} must be a colour string like "#5fafff", not {value!r}')
     try:
@@ -134,7 +134,7 @@ def theme_from_mapping(data: dict[str, Any], path: Path | Traversable | str = "<
     dark = data.get("dark", True)
     if not isinstance(dark, bool):
         raise ThemeError(path, f"dark must be true or false, not {dark!r}")
-    colors = {key: _check_color(path, key, data[key]) for key in COLOR_KEYS if key in data}
+    colors: dict[str, Any] = {key: _check_color(path, key, data[key]) for key in COLOR_KEYS if key in data}
     variables = data.get("variables", {})
     if not isinstance(variables, dict):
         raise ThemeError(path, "variables must be a table: [variables]")

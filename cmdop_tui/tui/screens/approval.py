@@ -11,11 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import describe_arguments
+from cmdop_tui.tui.screens.question import QuestionScreen
 
 APPROVAL_TIMEOUT_S = 60.0
 
@@ -28,7 +28,23 @@ class ApprovalChoice(Enum):
     STOP = "stop"
 
 
-class ApprovalScreen(ModalScreen[ApprovalChoice | None]):
+class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
+    DEFAULT_CSS = """
+    ApprovalScreen {
+        #approval-arguments {
+            height: auto;
+            max-height: 12;
+            margin: 1 0;
+            padding: 0 1;
+            background: $panel;
+        }
+
+        #approval-countdown {
+            color: $text-muted;
+        }
+    }
+    """
+
     BINDINGS = [
         Binding("y", "choose('once')", "Allow once"),
         Binding("a", "choose('session')", "Allow for session"),
@@ -46,12 +62,12 @@ class ApprovalScreen(ModalScreen[ApprovalChoice | None]):
         self.timeout_s = timeout_s
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="approval-dialog"):
+        with Vertical(id="approval-dialog", classes="question"):
             yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
             with VerticalScroll(id="approval-arguments"):
                 yield Static(Content(strip_terminal_sequences(describe_arguments(self.arguments))), markup=False)
             yield Static(id="approval-countdown", markup=False)
-            with Horizontal(id="approval-buttons"):
+            with Horizontal(id="approval-buttons", classes="question-buttons"):
                 yield Button("Allow once (y)", id="once", variant="primary")
                 yield Button("This session (a)", id="session")
                 yield Button("Always (p)", id="always")

@@ -5,11 +5,12 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Label
 
+from cmdop_tui.tui.screens.question import QuestionScreen
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class ConfirmScreen(QuestionScreen[bool]):
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:
@@ -19,9 +20,9 @@ class ConfirmScreen(ModalScreen[bool]):
         self.no = no
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="confirm-dialog"):
+        with Vertical(id="confirm-dialog", classes="question"):
             yield Label(self.question, markup=False)
-            with Horizontal(id="confirm-buttons"):
+            with Horizontal(id="confirm-buttons", classes="question-buttons"):
                 yield Button(f"{self.yes} (y)", id="yes", variant="error")
                 yield Button(f"{self.no} (n)", id="no", variant="primary")
 

@@ -9,11 +9,29 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Label, TextArea
 
-from cmdop_tui.tui.messages import ToolOutputCopyRequested
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 
 class OutputScreen(ModalScreen[None]):
+    DEFAULT_CSS = """
+    OutputScreen {
+        align: center middle;
+
+        #output-dialog {
+            width: 96%;
+            height: 90%;
+            padding: 0 1;
+            border: thick $primary;
+            background: $surface;
+        }
+
+        #output-text {
+            height: 1fr;
+        }
+    }
+    """
+
     BINDINGS = [Binding("escape,q", "dismiss", "Close"), Binding("c", "copy", "Copy all")]
 
     def action_copy(self) -> None:

@@ -15,6 +15,27 @@ from cmdop_tui.transcripts import SessionInfo
 
 
 class SessionsScreen(ModalScreen[str | None]):
+    DEFAULT_CSS = """
+    SessionsScreen {
+        align: center middle;
+
+        #sessions-dialog {
+            width: 90%;
+            height: auto;
+            max-height: 80%;
+            padding: 1 2;
+            border: thick $primary;
+            background: $surface;
+        }
+
+        #sessions-list {
+            height: auto;
+            max-height: 20;
+            margin-top: 1;
+        }
+    }
+    """
+
     BINDINGS = [Binding("escape", "dismiss(None)", "Back")]
 
     def __init__(self, sessions: list[SessionInfo], current: str | None) -> None:

@@ -32,7 +32,7 @@ from textual.widget import Widget
 
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import strip_terminal_sequences
-from cmdop_tui.tui.markdown_blocks import FENCE, split_finished
+from cmdop_tui.tui.vocabulary.markdown_blocks import FENCE, split_finished
 
 
 def markdown_theme(theme: TextualTheme) -> Theme:
@@ -108,7 +108,12 @@ class _Block:
 
 class AssistantReply(Widget):
     DEFAULT_CSS = """
-    AssistantReply { height: auto; }
+    AssistantReply {
+        height: auto;
+        margin: 1 0 0 0;
+        padding: 0;
+        background: transparent;
+    }
     """
 
     def __init__(self, source: str = "") -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
-from cmdop_tui.tui.messages import Agent
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.messages import Agent
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
 from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
@@ -19,6 +19,18 @@ from cmdop_tui.tui.widgets.user_message import UserMessage
 
 
 class ChatLog(VerticalScroll, can_focus=True):
+    DEFAULT_CSS = """
+    ChatLog {
+        padding: 0 1;
+        scrollbar-size-vertical: 1;
+        overflow-x: hidden;
+
+        &:focus {
+            background-tint: $foreground 3%;
+        }
+    }
+    """
+
     BINDINGS = [("end", "scroll_end", "Latest"), ("home", "scroll_home", "First")]
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -7,7 +7,6 @@ import socket
 from dataclasses import dataclass
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
@@ -16,6 +15,7 @@ from textual.widgets.option_list import Option
 from cmdop_tui.agent.context import current_user
 from cmdop_tui.machines.health import local_health
 from cmdop_tui.machines.spec import LOCAL, Health
+from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 LOAD_REFRESH_S = 5.0
 STATE_STYLE = {"unknown": "$text-muted", "online": "$success", "degraded": "$warning", "offline": "$error"}
@@ -41,7 +41,22 @@ def load_average() -> str:
     return " ".join(local_health().load.split()[:2]) or "?"
 
 
-class MachinesPanel(Vertical):
+class MachinesPanel(SidePanel):
+    DEFAULT_CSS = """
+    MachinesPanel {
+        height: auto;
+        max-height: 14;
+
+        #machine-list {
+            height: auto;
+            max-height: 12;
+            border: none;
+            padding: 0;
+            background: transparent;
+        }
+    }
+    """
+
     class TargetChosen(Message):
         """The user picked the machine the session works on (`local` for none)."""
 
@@ -86,7 +101,8 @@ class MachinesPanel(Vertical):
         fresh = [self._local_option(), *(self._remote_option(name) for name in self.remotes)]
         if [o.id for o in fresh] == [options.get_option_at_index(i).id for i in range(options.option_count)]:
             for option in fresh:  # same machines: only their text changes (cheaper than a rebuild)
-                options.replace_option_prompt(option.id, option.prompt)
+                if option.id is not None:
+                    options.replace_option_prompt(option.id, option.prompt)
             return
         options.clear_options()
         options.add_options(fresh)
@@ -110,7 +126,7 @@ class MachinesPanel(Vertical):
 
     def _remote_option(self, name: str) -> Option:
         health = self.health.get(name, Health())
-        facts = [health.state]
+        facts: list[str] = [health.state]
         if health.latency_ms is not None and health.state != "offline":
             facts.append(f"{health.latency_ms:.0f} ms")
         if health.load:

@@ -12,6 +12,16 @@ NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 class PromptInput(TextArea):
     """A TextArea that submits on Enter and remembers what was sent."""
 
+    DEFAULT_CSS = """
+    PromptInput {
+        width: 1fr;
+        height: auto;
+        min-height: 1;
+        max-height: 8;
+        background: $surface;
+    }
+    """
+
     class Submitted(Message):
         def __init__(self, prompt_input: PromptInput, text: str) -> None:
             super().__init__()

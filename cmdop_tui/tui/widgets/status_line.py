@@ -10,7 +10,7 @@ from textual.widget import Widget
 
 from cmdop_tui.agent.budget import cache_read_share
 from cmdop_tui.agent.events import UsageTotals
-from cmdop_tui.tui.messages import Agent
+from cmdop_tui.tui.vocabulary.messages import Agent
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,15 @@ def compact_count(tokens: int) -> str:
 
 
 class StatusLine(Widget):
+    DEFAULT_CSS = """
+    StatusLine {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+        color: $text-muted;
+    }
+    """
+
     facts: reactive[StatusFacts] = reactive(StatusFacts, always_update=True)
 
     def render(self) -> Content:

@@ -10,6 +10,22 @@ from cmdop_tui.support.text import strip_terminal_sequences
 
 
 class ThinkingBlock(Collapsible):
+    # Named with :ansi too, so that Collapsible's own rules for ANSI themes do not outrank these.
+    DEFAULT_CSS = """
+    ThinkingBlock, ThinkingBlock:ansi {
+        margin: 1 0 0 0;
+        padding: 0;
+        border: none;
+        background: transparent;
+        color: $text-muted;
+    }
+
+    ThinkingBlock .thinking-text {
+        color: $text-muted;
+        text-style: italic;
+    }
+    """
+
     def __init__(self) -> None:
         self._text = ""
         self._body = Static("", classes="thinking-text")

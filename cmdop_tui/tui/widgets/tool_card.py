@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.content import Content
 from textual.widget import Widget
 
-from cmdop_tui.tui.messages import ToolOutputCopyRequested, ToolOutputRequested
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested, ToolOutputRequested
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 PREVIEW_LINES = 4
 STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
@@ -14,6 +14,15 @@ STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
 
 class ToolCard(Widget, can_focus=True):
     """Renders from its ToolRecord; `refresh()` after the record changes. Enter shows all output."""
+
+    DEFAULT_CSS = """
+    ToolCard {
+        height: auto;
+        margin: 1 0 0 0;
+        padding: 0 1;
+        border-left: thick $secondary;
+    }
+    """
 
     BINDINGS = [("enter", "show_output", "Output"), ("c", "copy_output", "Copy")]
 

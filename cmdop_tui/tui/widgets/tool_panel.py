@@ -7,17 +7,36 @@ opens the whole output.
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import Vertical
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
-from cmdop_tui.tui.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 PREVIEW_LINES = 6
 
 
-class ToolPanel(Vertical):
+class ToolPanel(SidePanel):
+    DEFAULT_CSS = """
+    ToolPanel {
+        height: 1fr;
+
+        #tool-table {
+            height: 1fr;
+            scrollbar-size-vertical: 1;
+            overflow-x: hidden;
+        }
+
+        #tool-preview {
+            height: auto;
+            max-height: 7;
+            color: $text-muted;
+            border-top: dashed $primary 30%;
+        }
+    }
+    """
+
     BINDINGS = [("c", "copy_output", "Copy output")]
 
     def action_copy_output(self) -> None:
@@ -40,7 +59,7 @@ class ToolPanel(Vertical):
     def table(self) -> DataTable[str | Content]:
         return self.query_one("#tool-table", DataTable)
 
-    def _cells(self, record: ToolRecord) -> tuple[Content, str, str, str, str]:
+    def _cells(self, record: ToolRecord) -> tuple[Content | str, ...]:
         style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
         return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, record.summary
 

@@ -35,8 +35,8 @@ def describe_nested(kind: object, event: dict[str, Any]) -> str:
     """One line for a remote agent's event; '' for events not worth a line."""
     if kind == "tool_start":
         name = str(event.get("name", "?"))
-        arguments = event.get("input") if isinstance(event.get("input"), dict) else {}
-        return f"▶ {name} {short_arguments(name, arguments, 50)}"
+        arguments = event.get("input")
+        return f"▶ {name} {short_arguments(name, arguments if isinstance(arguments, dict) else {}, 50)}"
     if kind == "tool_end":
         mark = "✗" if event.get("is_error") else "✓"
         return f"{mark} {event.get('name', '?')} {event.get('duration_s', 0):.1f}s"

@@ -7,12 +7,12 @@ react. The messages do not bubble: each widget that should see one is sent its o
 
 from __future__ import annotations
 
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from textual.message import Message
 
 from cmdop_tui.agent import events as ev
-from cmdop_tui.tui.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 EventT = TypeVar("EventT", bound=ev.Event)
 
@@ -104,7 +104,7 @@ class Agent:
     class Cancelled(AgentMessage[ev.Cancelled]): ...
 
 
-MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage]] = {
+MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage[Any]]] = {
     ev.TurnStarted: Agent.TurnStarted,
     ev.Retrying: Agent.Retrying,
     ev.Usage: Agent.UsageReported,
@@ -114,13 +114,13 @@ MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage]] = {
     ev.Error: Agent.Failed,
     ev.Cancelled: Agent.Cancelled,
 }
-TOOL_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[ToolMessage]] = {
+TOOL_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[ToolMessage[Any]]] = {
     ev.ToolStart: Agent.ToolStarted,
     ev.ToolProgress: Agent.ToolProgressed,
     ev.ToolEnd: Agent.ToolEnded,
     ev.ToolNested: Agent.ToolNested,
 }
-BATCHED_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[BatchedMessage]] = {
+BATCHED_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[BatchedMessage[Any]]] = {
     ev.Token: Agent.TokenReceived,
     ev.Thinking: Agent.ThinkingReceived,
 }
