@@ -2,115 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import os
 import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
-from pathlib import Path
 
-from cmdop_tui import __version__
+from cmdop_tui.config.flags import apply_flags, parser
 from cmdop_tui.config.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
 
 EXIT_USAGE = 2
-
-
-def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="cmdop-tui",
-        description="Chat with an LLM operator that does real work on your machines.",
-    )
-    p.add_argument("--version", action="version", version=f"cmdop-tui {__version__}")
-    p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
-    p.add_argument(
-        "--output-format",
-        choices=["text", "stream-json", "json"],
-        default="text",
-        help="headless output: the final text, one JSON event per line, or one JSON summary",
-    )
-    p.add_argument("--agent", metavar="NAME", help="agent profile: default, autonomous, or one of yours")
-    p.add_argument("--model", help="model id or alias (@fast, @balanced, @smart)")
-    p.add_argument("--max-budget-usd", type=_positive_float, metavar="USD", help="stop before the session costs more")
-    p.add_argument("--local", action="store_true", help="use a local model (llama.cpp), no API key needed")
-    p.add_argument("--local-model", metavar="PATH.gguf", help="the local model file (implies --local)")
-    p.add_argument("--max-turns", type=_positive_int, help="turn limit per prompt")
-    p.add_argument("--loop", action="store_true", default=None, help="loop mode: keep going until a breaker phrase")
-    p.add_argument("--loop-message", help="the message that re-prompts the model in loop mode")
-    p.add_argument(
-        "--loop-breaker", action="append", dest="loop_breakers", metavar="PHRASE", help="ends loop mode (repeatable)"
-    )
-    p.add_argument("--max-loops", type=_positive_int, help="loop mode's limit (default 20)")
-    p.add_argument("--allow-tags", metavar="TAGS", help="turn-1 tool allowlist, comma-separated tags")
-    p.add_argument("--no-stream", action="store_true", help="do not stream model replies")
-    p.add_argument(
-        "--yes", action="store_true", help="auto mode: run tools without asking (the safety floor still applies)"
-    )
-    p.add_argument(
-        "--permission-mode",
-        choices=["default", "strict", "auto"],
-        help="default asks before changes; strict refuses them",
-    )
-    p.add_argument("--theme", help="TUI theme name")
-    p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
-    p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
-    p.add_argument("--resume", metavar="ID", help="continue the session with this id (or id prefix)")
-    return p
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be more than 0")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
-    """Flags win over environment and file (which `load_settings` already merged)."""
-    if args.agent:
-        settings = settings.with_agent(args.agent)
-    agent = settings.agent
-    if args.model:
-        agent = replace(agent, model=args.model)
-    if args.max_turns:
-        agent = replace(agent, max_turns=args.max_turns)
-    if args.loop:
-        agent = replace(agent, loop=True)
-    if args.loop_message:
-        agent = replace(agent, loop_message=args.loop_message)
-    if args.loop_breakers:
-        agent = replace(agent, loop_breakers=tuple(args.loop_breakers))
-    if args.max_loops:
-        agent = replace(agent, max_loops=args.max_loops)
-    if args.allow_tags:
-        agent = replace(agent, allow_tags=tuple(t.strip() for t in args.allow_tags.split(",") if t.strip()))
-    settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
-    if args.permission_mode:
-        settings = replace(settings, permission_mode=args.permission_mode)
-    if args.max_budget_usd:
-        settings = replace(settings, max_budget_usd=args.max_budget_usd)
-    if args.local or args.local_model:
-        settings = replace(settings, local=True)
-    if args.local_model:
-        settings = replace(settings, local_model=Path(args.local_model).expanduser())
-    if args.no_stream:
-        settings = replace(settings, stream=False)
-    if args.theme:
-        settings = replace(settings, theme=args.theme)
-    if args.machine:
-        settings = replace(settings, target_machine=args.machine)
-    if args.continue_latest or args.resume:
-        settings = replace(settings, continue_latest=args.continue_latest, resume=args.resume)
-    return settings
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -187,7 +89,7 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     from cmdop_tui.headless import HeadlessOptions, run_headless
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
-    from cmdop_tui.session.engine import MissingKeyError
+    from cmdop_tui.session.errors import MissingKeyError
     from cmdop_tui.session.local_model import LocalModelError
     from cmdop_tui.transcripts import SessionError
 

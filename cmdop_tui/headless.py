@@ -20,19 +20,10 @@ from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import BudgetWarning, Event
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.session.engine import (
-    SessionRecorder,
-    build_runner,
-    load_permissions,
-    make_client,
-    permission_gate,
-    start_local_model,
-)
-from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.session import Session
 from cmdop_tui.support.text import strip_terminal_sequences, truncate_middle
 from cmdop_tui.tools.describe import describe_arguments
 
@@ -72,7 +63,12 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     summary = truncate_middle(strip_terminal_sequences(describe_arguments(call.input)), 2000)
     sys.stderr.write(f"Allow {call.name} on {call.machine}:\n{summary}\n[y/N] ")
     sys.stderr.flush()
-    loop.add_reader(sys.stdin.fileno(), lambda: answer.done() or answer.set_result(sys.stdin.readline()))
+
+    def read_answer() -> None:
+        if not answer.done():
+            answer.set_result(sys.stdin.readline())
+
+    loop.add_reader(sys.stdin.fileno(), read_answer)
     try:
         reply = await answer
     finally:
@@ -100,35 +96,27 @@ def summary_json(result: RunResult) -> dict[str, object]:
 
 async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     """Run the prompt; return the process exit code."""
-    local = LocalModelServer(settings.local_model) if settings.local else None
-    try:
-        if local is not None:
-            sys.stderr.write("cmdop-tui: starting the local model…\n")
-            settings, _ = await asyncio.to_thread(start_local_model, settings, local)
-        return await _run_headless(settings, options, local)
-    finally:
-        if local is not None:
-            local.stop()
-
-
-async def _run_headless(settings: Settings, options: HeadlessOptions, local: LocalModelServer | None) -> int:
-    client = make_client(settings, local=local)
-    ui_cancel = UICancel()
+    if settings.local:
+        sys.stderr.write("cmdop-tui: starting the local model…\n")
     ask = ask_on_terminal if _terminal_can_ask() else None
-    runner = build_runner(
-        settings,
-        client=client,
-        platform="headless",
-        approve=permission_gate(load_permissions(settings), ask),
-        ui_cancel=ui_cancel,
-    )
-    recorder = SessionRecorder(runner)
-    for note in recorder.start(settings):
-        sys.stderr.write(f"cmdop-tui: {note}\n")
+    async with Session(settings, platform="headless", ask=ask) as session:
+        for note in session.notes:
+            sys.stderr.write(f"cmdop-tui: {note}\n")
+        result, signum = await _run_until_signal(session, options)
+    return report(result, options.output_format, signum)
+
+
+async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple[RunResult, signal.Signals | None]:
+    """Run the prompt; SIGINT and SIGTERM stop it as the TUI's Stop does. Returns the signal seen."""
     received: list[signal.Signals] = []
     loop = asyncio.get_running_loop()
+
+    def stop(signum: signal.Signals) -> None:
+        received.append(signum)
+        session.stop()
+
     for signum in SIGNAL_EXIT:
-        loop.add_signal_handler(signum, lambda s=signum: (received.append(s), ui_cancel.fire()))
+        loop.add_signal_handler(signum, stop, signum)
     printer = JsonLinesSink(sys.stdout) if options.output_format == "stream-json" else None
 
     def sink(event: Event) -> None:
@@ -138,15 +126,11 @@ async def _run_headless(settings: Settings, options: HeadlessOptions, local: Loc
             sys.stderr.write(f"cmdop-tui: budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent\n")
 
     try:
-        result = await runner.run(options.prompt, sink)
+        result = await session.run(options.prompt, sink)
     finally:
         for signum in SIGNAL_EXIT:
             loop.remove_signal_handler(signum)
-        await client.close()
-        recorder.close()
-        if runner.machines is not None:
-            await runner.machines.close()
-    return report(result, options.output_format, received[0] if received else None)
+    return result, received[0] if received else None
 
 
 def _for(stream: TextIO, text: str) -> str:

@@ -14,7 +14,7 @@ from agent_helpers import Recorder, make_runner
 from fake_anthropic import reply, text_reply, tool_use
 
 from cmdop_tui.permissions import Permissions
-from cmdop_tui.session.engine import permission_gate
+from cmdop_tui.session.gate import permission_gate
 from cmdop_tui.tools.base import ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 from cmdop_tui.tools.shell import EXECUTE_COMMAND

@@ -278,7 +278,7 @@ async def test_scoped_session_reminders(fake_api, lab, tmp_path):
     from agent_helpers import FACTS
 
     from cmdop_tui.config.settings import Settings
-    from cmdop_tui.session.engine import build_runner
+    from cmdop_tui.session.assembly import build_runner
 
     settings = replace(
         Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m")
@@ -371,7 +371,7 @@ async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_p
 
 async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api, lab, tmp_path):
     from cmdop_tui.permissions import Permissions
-    from cmdop_tui.session.engine import permission_gate
+    from cmdop_tui.session.gate import permission_gate
 
     fleet = fleet_for(lab)
     permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")

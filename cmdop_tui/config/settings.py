@@ -31,7 +31,7 @@ DEFAULT_ALIASES: dict[str, str] = {
     "@balanced": "claude-sonnet-5-5",
     "@smart": "claude-opus-5-5",
 }
-# US dollars per million tokens: (input, output). Cache reads and writes are derived in pricing.py.
+# US dollars per million tokens: (input, output). Cache reads and writes are derived from these in agent/budget.py.
 DEFAULT_PRICES: dict[str, tuple[float, float]] = {
     "claude-haiku-5-5": (1.0, 5.0),
     "claude-sonnet-5-5": (3.0, 15.0),
@@ -224,25 +224,22 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         selected = "default"
     settings = replace(settings, aliases=_aliases(_table(data, "aliases", where)), prices=_prices(data, where))
     settings = settings.with_agent(str(selected))
-    for key in ("router_model", "base_url", "theme"):
-        if key in data:
-            settings = replace(settings, **{key: str(data[key])})
+    overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
     if "stream" in data:
-        settings = replace(settings, stream=bool(data["stream"]))
-    settings = replace(
-        settings, machines=tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
-    )
+        overrides["stream"] = bool(data["stream"])
+    overrides["machines"] = tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
     for key in ("ssh_config", "local_model"):
         if key in data:
-            settings = replace(settings, **{key: Path(str(data[key])).expanduser()})
+            overrides[key] = Path(str(data[key])).expanduser()
     if "permission_mode" in data:
-        settings = replace(settings, permission_mode=str(data["permission_mode"]))
+        overrides["permission_mode"] = str(data["permission_mode"])
     for key in ("max_budget_usd", "approval_timeout_s"):
         if key in data:
             value = data[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise SettingsError(f"{where}: {key!r} must be a positive number")
-            settings = replace(settings, **{key: float(value)})
+            overrides[key] = float(value)
+    settings = replace(settings, **overrides)
     return settings
 
 

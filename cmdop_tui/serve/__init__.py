@@ -30,22 +30,15 @@ What this module adds around `textual_serve.server.Server`:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import ipaddress
-import os
 import shlex
-import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
-from urllib.parse import urlsplit
 
-from cmdop_tui.support.processes import parent_death_signal
+from cmdop_tui.serve.origins import origin_of
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
-QUIT_GRACE_S = 3.0  # an app asked to quit gets this long before SIGTERM...
-TERM_GRACE_S = 2.0  # ... and this long after SIGTERM before SIGKILL
 EXIT_USAGE = 2
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
 
@@ -66,11 +59,11 @@ def serve(
     `public_url` is the address browsers open (default http://host:port); set it behind a proxy
     or when the name people use differs: only pages from it (or from loopback) may connect.
     """
-    from textual_serve.server import Server
+    from cmdop_tui.serve.server import CmdopServer  # textual-serve and aiohttp: only when serving
 
     command = command or app_command(app_args)
     url = (public_url or f"http://{_url_host(host)}:{port}").rstrip("/")
-    server = _server_class(Server)(
+    server = CmdopServer(
         command,
         host=host,
         port=port,
@@ -143,22 +136,7 @@ def allowed_origins(public_url: str, port: int) -> frozenset[str]:
     """The page origins whose websockets are accepted: the public URL's, and loopback's on
     this port (only a page this server served can have those)."""
     urls = [public_url, *(f"http://{name}:{port}" for name in LOOPBACK_NAMES)]
-    return frozenset(_origin(url) for url in urls)
-
-
-def _origin(url: str) -> str:
-    """scheme://host[:port], lower-cased, the default port left out (as browsers send it)."""
-    parts = urlsplit(url.strip())
-    scheme, host = parts.scheme.lower(), (parts.hostname or "").lower()
-    if ":" in host:
-        host = f"[{host}]"
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if port is None or (scheme, port) in (("http", 80), ("https", 443)):
-        return f"{scheme}://{host}"
-    return f"{scheme}://{host}:{port}"
+    return frozenset(origin_of(url) for url in urls)
 
 
 def _url_host(host: str) -> str:
@@ -179,7 +157,7 @@ def _port(text: str) -> int:
 
 def _check_app_args(app_args: list[str]) -> str | None:
     """A bad flag would otherwise fail in every browser tab, after the page loaded."""
-    from cmdop_tui.cli import apply_flags, parser
+    from cmdop_tui.config.flags import apply_flags, parser
     from cmdop_tui.config.settings import SettingsError, load_settings
 
     app_parser = parser()
@@ -198,134 +176,6 @@ def _check_app_args(app_args: list[str]) -> str | None:
     except SettingsError as exc:
         return str(exc)
     return None
-
-
-# --- the server ---------------------------------------------------------------------------------
-
-
-def _server_class(base: type) -> type:
-    """`textual_serve.server.Server` with the additions of the module docstring. Built on call,
-    so that importing this module imports neither textual-serve nor aiohttp."""
-    from aiohttp import web
-    from textual_serve.app_service import AppService
-    from textual_serve.server import log
-
-    preexec = parent_death_signal()
-
-    class CmdopAppService(AppService):
-        async def _open_app_process(self, width: int = 80, height: int = 24) -> asyncio.subprocess.Process:
-            # textual-serve's, plus a session of its own and the parent-death signal.
-            environment = self._build_environment(width=width, height=height)
-            self._process = process = await asyncio.create_subprocess_shell(
-                self.command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=environment,
-                start_new_session=True,
-                preexec_fn=preexec,
-            )
-            assert process.stdin is not None
-            self._stdin = process.stdin
-            return process
-
-        async def stop(self) -> None:
-            """Ask the app to quit; past the grace time SIGTERM, then SIGKILL, its group; reap it.
-            (textual-serve's own stop waits for the app forever.)"""
-            task, self._task = self._task, None
-            process = self._process
-            if task is None or process is None:
-                return
-            await self._download_manager.cancel_app_downloads(app_service_id=self.app_service_id)
-            await self.send_meta({"type": "quit"})
-            if not await _ended(process, QUIT_GRACE_S):
-                _signal_group(process.pid, signal.SIGTERM)
-                if not await _ended(process, TERM_GRACE_S):
-                    _signal_group(process.pid, signal.SIGKILL)
-                    await process.wait()
-            _signal_group(process.pid, signal.SIGKILL)  # whatever the app left in its group
-            await asyncio.wait({task}, timeout=1.0)  # the output pump ends at EOF
-            if not task.done():
-                task.cancel()
-
-    class CmdopServer(base):  # type: ignore[misc, valid-type]
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self.services: set[CmdopAppService] = set()
-            self.allowed_origins: frozenset[str] = frozenset()
-
-        async def on_startup(self, app: web.Application) -> None:
-            print(f"cmdop-tui serve: open {self.public_url} in a browser (each tab is its own session)", flush=True)
-            print("Press Ctrl+C to stop.", flush=True)
-
-        async def on_shutdown(self, app: web.Application) -> None:
-            await asyncio.gather(*(service.stop() for service in list(self.services)))
-
-        def kill_all(self) -> None:
-            """Last resort once the event loop is gone: SIGKILL any app still running."""
-            for service in self.services:
-                process = service._process
-                if process is not None and process.returncode is None:
-                    _signal_group(process.pid, signal.SIGKILL)
-
-        async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
-            # textual-serve's handler, plus the Origin check, CmdopAppService and the registry.
-            origin = request.headers.get("Origin")
-            if origin is not None and _origin(origin) not in self.allowed_origins:
-                log.warning(
-                    "refused a session for a page from %s (open %s, or set --public-url)", origin, self.public_url
-                )
-                return web.Response(status=403, text="cross-origin session refused\n")
-            websocket = web.WebSocketResponse(heartbeat=15)
-            width = _to_int(request.query.get("width", "80"), 80)
-            height = _to_int(request.query.get("height", "24"), 24)
-            service: CmdopAppService | None = None
-            try:
-                await websocket.prepare(request)
-                service = CmdopAppService(
-                    self.command,
-                    write_bytes=websocket.send_bytes,
-                    write_str=websocket.send_str,
-                    close=websocket.close,
-                    download_manager=self.download_manager,
-                    debug=self.debug,
-                )
-                self.services.add(service)
-                await service.start(width, height)
-                await self._process_messages(websocket, service)
-            except asyncio.CancelledError:
-                await websocket.close()
-            except Exception as error:
-                log.exception(error)
-            finally:
-                if service is not None:
-                    await service.stop()
-                    self.services.discard(service)
-            return websocket
-
-    return CmdopServer
-
-
-async def _ended(process: asyncio.subprocess.Process, timeout: float) -> bool:
-    try:
-        await asyncio.wait_for(process.wait(), timeout)
-    except TimeoutError:
-        return False
-    return True
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _to_int(value: str, default: int) -> int:
-    try:
-        return int(value)
-    except ValueError:
-        return default
 
 
 if __name__ == "__main__":

@@ -1,0 +1,108 @@
+"""Settings turned into the parts of a session: the loop's config, the fleet, the runner.
+
+One place, so the TUI, headless mode, `serve` and the remote end of `ask_machine` behave the
+same for the same settings.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
+
+import anthropic
+
+from cmdop_tui.agent.approval import Approver
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.context import Platform, SessionFacts
+from cmdop_tui.agent.llm import ModelClient
+from cmdop_tui.agent.loop_mode import LoopSettings
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
+from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
+from cmdop_tui.agent.runner import AgentConfig, Runner
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.tools.ask import ASK_TOOLS
+from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
+
+
+def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) -> AgentConfig:
+    """How the loop behaves under the settings' agent profile."""
+    profile = settings.agent
+    loop = LoopSettings(enabled=profile.loop, max_loops=profile.max_loops)
+    if profile.loop_message is not None:
+        loop = replace(loop, message=profile.loop_message)
+    if profile.loop_breakers is not None:
+        loop = replace(loop, breakers=profile.loop_breakers)
+    return AgentConfig(
+        model=settings.resolve_model(profile.model),
+        max_turns=profile.max_turns,
+        max_tokens=profile.max_tokens,
+        thinking_budget=profile.thinking_budget,
+        parallel_tools=profile.parallel_tools,
+        tool_policy=ToolPolicy(frozenset(profile.allow_tags), frozenset(profile.hidden_tools)),
+        loop=loop,
+        extra_instructions=profile.instructions,
+        intent_router=intent_router_enabled(environ),
+        router_model=settings.resolve_model(settings.router_model),
+        max_budget_usd=settings.max_budget_usd,
+        prices=dict(settings.prices),
+    )
+
+
+def build_fleet(settings: Settings) -> Fleet:
+    """The session's machines: local, settings, ~/.ssh/config (or the configured ssh_config).
+
+    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous.
+    """
+    user_config = Path.home() / ".ssh" / "config"
+    ssh_config = settings.ssh_config or (user_config if user_config.exists() else None)
+    inventory = Inventory.load(settings.machines, ssh_config)
+    return Fleet(inventory, SshOptions(config_file=settings.ssh_config), target=settings.target_machine)
+
+
+def build_runner(
+    settings: Settings,
+    *,
+    client: anthropic.AsyncAnthropic,
+    platform: Platform,
+    approve: Approver | None = None,
+    ui_cancel: UICancel | None = None,
+    cwd: Path | None = None,
+    retry: RetryPolicy = RetryPolicy(),
+    stream: StreamPolicy | None = None,
+    facts: SessionFacts | None = None,
+    fleet: Fleet | None = None,
+) -> Runner:
+    """A runner for the session. `fleet` defaults to the machines the settings name."""
+    fleet = fleet or build_fleet(settings)
+    remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
+    facts = facts or SessionFacts.gather(platform_name=platform)
+    facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
+    tools = builtin_tools() + (list(ASK_TOOLS) if remote_names else [])
+    return Runner(
+        model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
+        tools=ToolRegistry(tools),
+        config=agent_config(settings),
+        facts=facts,
+        approve=approve,
+        ui_cancel=ui_cancel,
+        cwd=cwd,
+        machines=fleet,
+    )
+
+
+def start_local_model(settings: Settings, server: LocalModelServer | None = None) -> tuple[Settings, LocalModelServer]:
+    """Start llama.cpp's server with the configured (or bundled) model; blocks until it serves.
+
+    Pass `server` to keep a handle the caller can stop even if this is interrupted. Returns the
+    settings to use with it: the model is named after the file (no price: no cost).
+    """
+    server = (server or LocalModelServer(settings.local_model)).start()
+    model = f"local:{server.gguf.stem}"
+    agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
+    return replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model), server

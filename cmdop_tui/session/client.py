@@ -1,0 +1,30 @@
+"""The model client: the official SDK, pointed at Anthropic, any compatible endpoint, or a local model."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import anthropic
+
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.session.errors import BASE_URL_ENV, KEY_ENV, TOKEN_ENV, MissingKeyError
+from cmdop_tui.session.local_model import LocalModelServer
+
+
+def make_client(
+    settings: Settings, environ: Mapping[str, str] = os.environ, *, local: LocalModelServer | None = None
+) -> anthropic.AsyncAnthropic:
+    """The SDK client, its own retries off (tenacity owns retries). With a local model server it
+    talks to that, and needs no key."""
+    if local is not None:
+        return anthropic.AsyncAnthropic(api_key="local-model", base_url=local.url, max_retries=0)
+    key, token = environ.get(KEY_ENV), environ.get(TOKEN_ENV)
+    if not key and not token:
+        raise MissingKeyError()
+    return anthropic.AsyncAnthropic(
+        api_key=key or None,
+        auth_token=None if key else token,
+        base_url=settings.base_url or environ.get(BASE_URL_ENV) or None,
+        max_retries=0,
+    )

@@ -1,0 +1,40 @@
+"""The permission gate: the approver the loop consults before every tool call."""
+
+from __future__ import annotations
+
+from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.permissions import Permissions
+from cmdop_tui.support.secrets import configured_secrets, redact_json
+
+NOBODY_TO_ASK = "it needs approval and no one can approve it here (rerun with --yes, or add a rule)"
+
+
+def load_permissions(settings: Settings) -> Permissions:
+    """The rules file, in the mode the settings ask for (`--yes` is auto mode)."""
+    return Permissions.load(mode="auto" if settings.auto_approve else settings.permission_mode)
+
+
+def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
+    """Floor, rules, mode, then the user, in that order.
+
+    `ask` is the surface's question (TUI modal, terminal prompt); with no way to ask, a call that
+    needs asking is denied with a reason the model can relay. Every decision is audited.
+    """
+
+    async def gate(call: ToolCall) -> Approval:
+        decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool)
+        if decision.verdict == "allow":
+            approval = Approval(True)
+        elif decision.verdict == "deny":
+            approval = Approval(False, decision.reason)
+        elif ask is None:
+            approval = Approval(False, NOBODY_TO_ASK)
+        else:
+            approval = await ask(call)
+        audited = redact_json(call.input, configured_secrets())  # the audit log is a file: no secrets
+        outcome = "allowed" if approval.allowed else "denied"
+        permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
+        return approval
+
+    return gate

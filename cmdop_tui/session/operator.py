@@ -1,0 +1,251 @@
+"""`Operator`: cmdop-tui as a library, for scripts and programs.
+
+Its loop settings read like Open Interpreter's, and it runs the same loop as the app:
+
+    from cmdop_tui import Operator
+
+    operator = Operator(loop=True, approval="auto")
+    operator.loop_message = "Carry on with the task. Say 'The task is done.' when it is."
+    operator.loop_breakers = ["The task is done."]
+    answer = operator.chat("create a folder, write a script that lists the files, run it, tell me the output")
+
+`chat(prompt)` blocks and returns the final answer; `async for event in operator.run(prompt)`
+yields the events `--output-format stream-json` prints, as dicts. The conversation carries over
+from one prompt to the next (`messages`; `reset()` starts afresh). Settings come from the user's
+config file unless `settings` is given; the keyword arguments override them. Use either `chat()`
+or `run()` on one operator, and `close()` it (or use it as a context manager) when done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.events import Event
+from cmdop_tui.agent.history import Message
+from cmdop_tui.agent.runner import RunResult
+from cmdop_tui.config.settings import Settings, load_settings
+from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.session.assembly import agent_config
+from cmdop_tui.session.session import Session
+
+Mode = Literal["default", "strict", "auto"]
+#: Decides a tool call the rules leave to the user: True / False, or an Approval with a reason.
+Decide = Callable[[ToolCall], "bool | Approval | Awaitable[bool | Approval]"]
+
+
+class OperatorError(Exception):
+    """A prompt ended without a final answer: an error, a limit or a stop. `result` says which."""
+
+    def __init__(self, result: RunResult) -> None:
+        super().__init__(f"{result.status}: {result.message or 'no final answer'}")
+        self.result = result
+
+
+class Operator:
+    """An LLM operator that does real work on this machine and on remote ones.
+
+    `approval` says what happens to tool calls that change things (commands, writes): "default"
+    refuses them unless a permission rule allows them, "strict" refuses them, "auto" runs them;
+    or pass a function that decides each one. The safety floor refuses catastrophic commands
+    whatever this says. `machine` scopes the work to one machine of the inventory; `machines`
+    adds machines to it.
+    """
+
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        max_turns: int | None = None,
+        loop: bool = False,
+        loop_message: str | None = None,
+        loop_breakers: Sequence[str] | None = None,
+        max_loops: int | None = None,
+        agent: str | None = None,
+        machine: str | None = None,
+        machines: Sequence[MachineSpec] = (),
+        approval: Mode | Decide = "default",
+        settings: Settings | None = None,
+        cwd: Path | str | None = None,
+        record: bool = True,
+    ) -> None:
+        self.model = model
+        self.max_turns = max_turns
+        self.loop = loop
+        self.loop_message = loop_message
+        self.loop_breakers = list(loop_breakers) if loop_breakers is not None else None
+        self.max_loops = max_loops
+        self.agent = agent
+        self.machine = machine
+        self.machines = tuple(machines)
+        self.approval = approval
+        self.cwd = Path(cwd) if cwd is not None else None
+        self.record = record
+        self.last_result: RunResult | None = None
+        self._base_settings = settings
+        self._session: Session | None = None
+        self._event_loop: asyncio.Runner | None = None
+        self._running: asyncio.Task[RunResult] | None = None
+
+    # --- the two ways to run a prompt ---------------------------------------------------------
+
+    def chat(self, prompt: str, on_event: Callable[[dict[str, Any]], None] | None = None) -> str:
+        """Run `prompt` to its final answer and return it. Raises OperatorError without one.
+
+        `on_event` sees every event as it happens (the same dicts `run()` yields).
+        """
+        if _in_event_loop():
+            raise RuntimeError("chat() runs its own event loop: in async code use `operator.run(prompt)`")
+        if self._event_loop is None:
+            self._event_loop = asyncio.Runner()
+        return self._event_loop.run(self._chat(prompt, on_event))
+
+    async def run(self, prompt: str) -> AsyncIterator[dict[str, Any]]:
+        """Run `prompt`, yielding each event as a dict; `last_result` holds the outcome after.
+
+        Leaving early stops the run, as the app's Stop button does: at once inside
+        `contextlib.aclosing(operator.run(...))`, else when the next prompt starts.
+        """
+        session = await self._open()
+        events: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        task = self._running = asyncio.create_task(
+            session.run(prompt, lambda event: events.put_nowait(event.to_json()))
+        )
+        task.add_done_callback(lambda _: events.put_nowait(None))
+        try:
+            while (event := await events.get()) is not None:
+                yield event
+            self.last_result = task.result()
+        finally:
+            await self._stop_abandoned()
+
+    async def _stop_abandoned(self) -> None:
+        """Stop a run whose events nobody reads any more, and wait until its history is repaired."""
+        task, self._running = self._running, None
+        if task is not None:
+            if not task.done() and self._session is not None:
+                self._session.stop()
+            self.last_result = await task
+
+    async def _chat(self, prompt: str, on_event: Callable[[dict[str, Any]], None] | None) -> str:
+        session = await self._open()
+        await self._stop_abandoned()
+
+        def emit(event: Event) -> None:
+            if on_event is not None:
+                on_event(event.to_json())
+
+        result = self.last_result = await session.run(prompt, emit)
+        if result.status != "final":
+            raise OperatorError(result)
+        return result.text
+
+    # --- the conversation ---------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[Message]:
+        """The conversation so far, as Messages API messages."""
+        return list(self._session.runner.conversation.messages) if self._session else []
+
+    def reset(self) -> None:
+        """Forget the conversation; the next prompt starts a new one (and a new transcript)."""
+        if self._session is not None:
+            self._session.runner.conversation.clear()
+            if self.record:
+                self._session.recorder.new()
+
+    # --- the session behind it ----------------------------------------------------------------
+
+    def settings(self) -> Settings:
+        """The settings a prompt runs with: the config file's, then this operator's overrides."""
+        settings = self._base_settings or load_settings()
+        if self.agent:
+            settings = settings.with_agent(self.agent)
+        profile = replace(settings.agent, loop=self.loop, max_loops=self.max_loops or settings.agent.max_loops)
+        if self.model:
+            profile = replace(profile, model=self.model)
+        if self.max_turns:
+            profile = replace(profile, max_turns=self.max_turns)
+        if self.loop_message is not None:
+            profile = replace(profile, loop_message=self.loop_message)
+        if self.loop_breakers is not None:
+            profile = replace(profile, loop_breakers=tuple(self.loop_breakers))
+        mode: Mode = self.approval if isinstance(self.approval, str) else "default"
+        return replace(
+            settings,
+            agent=profile,
+            permission_mode=mode,
+            auto_approve=mode == "auto",
+            target_machine=self.machine or settings.target_machine,
+            machines=settings.machines + self.machines,
+        )
+
+    async def _open(self) -> Session:
+        """The session, opened on first use; later prompts pick up changed loop settings."""
+        await self._stop_abandoned()
+        settings = self.settings()
+        if self._session is None:
+            ask = None if isinstance(self.approval, str) else _approver(self.approval)
+            session = Session(settings, platform="headless", ask=ask, cwd=self.cwd, record=self.record)
+            await session.__aenter__()
+            self._session = session
+        else:
+            self._session.settings = settings
+            self._session.runner.config = agent_config(settings)
+        return self._session
+
+    async def aclose(self) -> None:
+        """Close the session: the transcript, the client, the machines' connections."""
+        await self._stop_abandoned()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def close(self) -> None:
+        """Close the session and the event loop `chat()` runs on."""
+        if self._event_loop is not None:
+            self._event_loop.run(self.aclose())
+            self._event_loop.close()
+            self._event_loop = None
+
+    def __enter__(self) -> Operator:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Operator:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _approver(decide: Decide) -> Callable[[ToolCall], Awaitable[Approval]]:
+    """A user's decide function (sync or async, bool or Approval) as the loop's approver."""
+
+    async def approve(call: ToolCall) -> Approval:
+        answer = decide(call)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, Approval):
+            return answer
+        return Approval(bool(answer), "" if answer else "the operator's approval function said no")
+
+    return approve

@@ -1,0 +1,186 @@
+"""One operator session, opened once and shared by every surface.
+
+A `Session` owns what a conversation needs: the local model (when asked for), the model client,
+the permission gate, the fleet of machines, the runner, and the recorder that keeps the
+transcript. Headless mode, the TUI, `serve` (one app, hence one session, per browser tab) and the
+remote end of `ask_machine` (headless mode on the other host) all open one, and so does the
+library's `Operator`; nothing is assembled anywhere else.
+
+    async with Session(settings, platform="headless", ask=ask_on_terminal) as session:
+        result = await session.run(prompt, sink)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+
+import anthropic
+
+from cmdop_tui.agent.approval import Approver
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.context import Platform, SessionFacts
+from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
+from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.permissions import Permissions
+from cmdop_tui.session.assembly import agent_config, build_fleet, build_runner, start_local_model
+from cmdop_tui.session.client import make_client
+from cmdop_tui.session.gate import load_permissions, permission_gate
+from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.recorder import SessionRecorder
+
+
+class Session:
+    """Everything one conversation needs, built once; an async context manager.
+
+    `ask` is how this surface asks the user to approve a tool call (None: nobody can, so such
+    calls are denied with a reason). `client`, `retry`, `stream`, `facts` and `fleet` replace what
+    the session would build itself (tests and benchmarks pin them). With `record` off, nothing is
+    written to the transcript store.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        platform: Platform,
+        ask: Approver | None = None,
+        ui_cancel: UICancel | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        retry: RetryPolicy = RetryPolicy(),
+        stream: StreamPolicy | None = None,
+        facts: SessionFacts | None = None,
+        fleet: Fleet | None = None,
+        cwd: Path | None = None,
+        record: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.platform: Platform = platform
+        self.ask = ask
+        self.ui_cancel = ui_cancel or UICancel()
+        self.retry = retry
+        self.stream = stream
+        self.facts = facts
+        self.cwd = cwd
+        self.record = record
+        self.notes: list[str] = []  # what the user should be told once the session is open
+        self._given_client = client
+        self._given_fleet = fleet
+        self.client: anthropic.AsyncAnthropic | None = None
+        self.local_model: LocalModelServer | None = None
+        self.permissions: Permissions | None = None
+        self.fleet: Fleet | None = None
+        self._runner: Runner | None = None
+        self._recorder: SessionRecorder | None = None
+
+    # --- opening and closing ------------------------------------------------------------------
+
+    async def __aenter__(self) -> Session:
+        try:
+            await self.open()
+            if self.record:
+                self.notes += self.start_transcript()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Start the local model (if the settings ask for one), then build the session's parts.
+
+        Raises MissingKeyError, LocalModelError, MachineError, PermissionsError or SettingsError,
+        each with a message for the user; `close()` still cleans up after any of them.
+        """
+        if self.settings.local and self._given_client is None:
+            self.local_model = LocalModelServer(self.settings.local_model)  # stoppable even mid-start
+            self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, self.local_model)
+        self.client = self._given_client or make_client(self.settings, local=self.local_model)
+        self.permissions = load_permissions(self.settings)
+        self.fleet = self._given_fleet or build_fleet(self.settings)
+        self._runner = build_runner(
+            self.settings,
+            client=self.client,
+            platform=self.platform,
+            approve=permission_gate(self.permissions, self.ask),
+            ui_cancel=self.ui_cancel,
+            cwd=self.cwd,
+            retry=self.retry,
+            stream=self.stream,
+            facts=self.facts,
+            fleet=self.fleet,
+        )
+        self._recorder = SessionRecorder(self._runner)
+
+    def start_transcript(self) -> list[str]:
+        """Record a new transcript, or continue the one `--continue` / `--resume` names.
+
+        Returns notes for the user; raises SessionError when the named session cannot be had.
+        """
+        return self.recorder.start(self.settings)
+
+    async def close(self) -> None:
+        """Close the transcript, the client and the machines' connections; stop the local model."""
+        if self._recorder is not None:
+            self._recorder.close()
+        if self.client is not None and self._given_client is None:
+            await self.client.close()
+        if self.fleet is not None:
+            await self.fleet.close()
+        if self.local_model is not None:
+            await asyncio.to_thread(self.local_model.stop)
+
+    # --- using it -----------------------------------------------------------------------------
+
+    @property
+    def runner(self) -> Runner:
+        if self._runner is None:
+            raise RuntimeError("the session is not open")
+        return self._runner
+
+    @property
+    def recorder(self) -> SessionRecorder:
+        if self._recorder is None:
+            raise RuntimeError("the session is not open")
+        return self._recorder
+
+    @property
+    def is_open(self) -> bool:
+        return self._runner is not None
+
+    async def run(self, prompt: str, emit: EventSink) -> RunResult:
+        """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+        return await self.runner.run(prompt, emit)
+
+    def stop(self) -> None:
+        """The UI's cancel: the running turn ends at once, and the conversation stays valid."""
+        self.ui_cancel.fire()
+
+    def use_agent(self, name: str) -> AgentConfig:
+        """Switch to another agent profile from the next prompt; the session's budget stays.
+
+        Raises SettingsError for an unknown profile.
+        """
+        settings = self.settings.with_agent(name)
+        config = agent_config(settings)
+        self.settings = settings
+        self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
+        return config
+
+    def set_target(self, machine: str) -> MachineSpec | None:
+        """Work on `machine` from the next turn (None: this one). Raises MachineError."""
+        fleet = self.runner.machines
+        if fleet is None:
+            raise RuntimeError("the session is not open")
+        target = fleet.set_target(machine)
+        self.runner.facts = replace(self.runner.facts, target_machine=fleet.target_name)
+        return target
