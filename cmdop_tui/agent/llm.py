@@ -71,8 +71,9 @@ def _error_type(exc: anthropic.APIStatusError) -> str | None:
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict) and isinstance(error.get("type"), str):
-            return error["type"]
-    return getattr(exc, "type", None)
+            return str(error["type"])
+    kind = getattr(exc, "type", None)
+    return kind if isinstance(kind, str) else None
 
 
 def _error_message(exc: anthropic.APIStatusError) -> str:
@@ -234,7 +235,8 @@ def _block_to_param(block: Any) -> Block:
         return {"type": "redacted_thinking", "data": block.data}
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
-    return block.model_dump(exclude_none=True)
+    dumped: dict[str, Any] = block.model_dump(exclude_none=True)
+    return dumped
 
 
 def reply_from_message(message: Any) -> ModelReply:
@@ -278,7 +280,8 @@ class ModelClient:
         def announce(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
             delay = state.next_action.sleep if state.next_action else 0.0
-            emit(Retrying(attempt=state.attempt_number, delay_s=round(delay, 3), reason=describe_error(exc)[1]))
+            reason = describe_error(exc)[1] if exc is not None else "unknown error"
+            emit(Retrying(attempt=state.attempt_number, delay_s=round(delay, 3), reason=reason))
 
         retrying = AsyncRetrying(
             stop=stop_after_attempt(self.retry.attempts),

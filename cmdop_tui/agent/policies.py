@@ -18,7 +18,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Backoff before the attempt after `attempt` (1-based): 0.5, 1, 2, 4, 8 ... capped."""
-        backoff = min(self.initial_s * 2 ** (attempt - 1) + random.uniform(0, self.jitter_s), self.max_s)
+        backoff: float = min(self.initial_s * 2 ** (attempt - 1) + random.uniform(0, self.jitter_s), self.max_s)
         if retry_after is not None:
             backoff = max(backoff, min(retry_after, self.max_s))
         return backoff

@@ -163,7 +163,8 @@ def _redact_assignments(text: str, lowered: str) -> str:
         if candidate.start() < done:
             continue
         window = max(done, name_end - _NAME_WINDOW)
-        name_start = name_end - _NAME_RUN.match(text[window:name_end][::-1]).end()
+        name_run = _NAME_RUN.match(text[window:name_end][::-1])
+        name_start = name_end - (name_run.end() if name_run else 0)
         if _SECRET_NAME.fullmatch(text, name_start, name_end) is None:
             continue
         rest = _REST.match(text, name_end)
@@ -177,7 +178,8 @@ def _redact_assignments(text: str, lowered: str) -> str:
             lead = text[max(0, name_start - 64) : name_start][::-1]
             found = _LINE_LEAD.match(lead)
             if found and (lead[found.end() - 1 : found.end()] in ("\n", "\r") or found.end() == name_start):
-                value_end = _LINE_END.match(text, value_start).end()  # YAML/header: the whole line
+                line_end = _LINE_END.match(text, value_start)
+                value_end = line_end.end() if line_end else len(text)  # YAML/header: the whole line
                 while value_end > value_start and text[value_end - 1] in " \t":
                     value_end -= 1
                 quoted_name = True  # a line-start `name:` is a key, not prose
