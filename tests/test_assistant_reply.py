@@ -101,3 +101,14 @@ async def test_escape_sequences_from_the_model_never_reach_the_screen():
         painted = "".join(screen_lines(reply))
         assert "\x1b" not in painted and "\x07" not in painted
         assert "title" in painted and "clip" in painted
+
+
+def test_the_markdown_theme_reads_every_builtin_theme():
+    from rich.style import Style
+    from textual.theme import BUILTIN_THEMES
+
+    from cmdop_tui.tui.widgets.assistant_reply import markdown_theme
+
+    for name, theme in BUILTIN_THEMES.items():
+        styles = markdown_theme(theme).styles
+        assert all(isinstance(style, Style) for style in styles.values()), name

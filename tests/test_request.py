@@ -1,9 +1,20 @@
 import json
+from typing import Any
 
 from cmdop_tui.agent.context import CACHE_BOUNDARY, SessionFacts, build_system_prompt, split_at_boundary
-from cmdop_tui.agent.request import RequestOptions, build_request, count_cache_breakpoints
+from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled, parse_route, resolve_tools
 from cmdop_tui.tools.base import Tool, ToolResult
+
+
+def count_cache_breakpoints(request: dict[str, Any]) -> int:
+    """How many blocks carry cache_control (the API allows at most 4)."""
+    blocks: list[Any] = [*request.get("tools", []), *request.get("system", [])]
+    for message in request.get("messages", []):
+        if isinstance(message.get("content"), list):
+            blocks.extend(message["content"])
+    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)
+
 
 FACTS = SessionFacts(hostname="box", os_name="Linux", timezone="UTC", user="me", cwd="/tmp")
 

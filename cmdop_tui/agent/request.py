@@ -82,12 +82,3 @@ def build_request(
         # The SDK has no keyword for temperature; it goes in the body.
         request["extra_body"] = {"temperature": options.temperature}
     return request
-
-
-def count_cache_breakpoints(request: dict[str, Any]) -> int:
-    """How many blocks carry cache_control (the API allows at most 4)."""
-    blocks: list[Any] = [*request.get("tools", []), *request.get("system", [])]
-    for message in request.get("messages", []):
-        if isinstance(message.get("content"), list):
-            blocks.extend(message["content"])
-    return sum(1 for block in blocks if isinstance(block, dict) and "cache_control" in block)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
-from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.base import RuleReach, Tool
 
 from .arguments import command_parts, declaration, main_argument
 from .rules import Rule, local_home, normalise_rule_path
@@ -26,15 +26,6 @@ _SUBCOMMAND_PROGRAMS = words(
     "cargo go make poetry helm terraform gh podman service snap flatpak conda rustup gcloud aws "
     "az"
 )
-# how far a path tool's rule reaches: the file's directory, the directory named, or for a search
-# the directory named (a file with an extension: its directory); other path tools, such as glob,
-# keep their pattern exactly
-_PATH_REACH: Mapping[str, Literal["parent", "itself", "search"]] = {
-    "read_file": "parent",
-    "write_file": "parent",
-    "list_dir": "itself",
-    "grep": "search",
-}
 
 
 def derive_rule(
@@ -67,8 +58,8 @@ def derive_rule(
     argument = main_argument(tool, args, spec=declared)
     if subject is not None and subject.kind == "command":
         pattern = _command_pattern(argument if isinstance(argument, str) else "")
-    elif subject is not None and subject.kind == "path" and tool in _PATH_REACH:
-        pattern = _path_pattern(_PATH_REACH[tool], argument if isinstance(argument, str) else "", machine, cwd)
+    elif subject is not None and subject.kind == "path" and subject.reach != "exact":
+        pattern = _path_pattern(subject.reach, argument if isinstance(argument, str) else "", machine, cwd)
     elif subject is not None and subject.many:
         hosts = list(dict.fromkeys(argument if isinstance(argument, list) else []))
         pattern = (
@@ -81,7 +72,7 @@ def derive_rule(
     return Rule(tool=tool, pattern=pattern, verdict="allow", machine=prefix, source="global")
 
 
-def _path_pattern(reach: Literal["parent", "itself", "search"], path: str, machine: str, cwd: str | None) -> str:
+def _path_pattern(reach: RuleReach, path: str, machine: str, cwd: str | None) -> str:
     normal = normalise_rule_path(path or ".", machine=machine or "local", cwd=cwd)
     home = local_home()
     if (machine or "local") == "local" and (normal == home or normal.startswith(home + "/")):

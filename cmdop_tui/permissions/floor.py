@@ -55,9 +55,6 @@ from .walk import FloorWalk, check_script
 
 log = logging.getLogger(__name__)
 
-# path tools that read what a file holds (list_dir and glob only see names)
-_CONTENT_READERS = frozenset({"read_file", "grep"})
-
 
 def check_command(command: str, *, cwd: str | None = None) -> str | None:
     """The floor for one shell command line: a reason to refuse it, or None.
@@ -105,7 +102,7 @@ def floor_violation(tool: str, args: Mapping[str, Any], *, spec: Tool | None = N
         return check_command(str(value), cwd=cwd)
     if subject.kind != "path" or not value:
         return None
-    if not spec.mutating and tool not in _CONTENT_READERS:
+    if not spec.mutating and not subject.reads_content:
         return None
     try:
         return _file_tool_floor(tool, str(value), args, writes=spec.mutating)

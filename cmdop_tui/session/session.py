@@ -153,10 +153,6 @@ class Session:
             raise RuntimeError("the session is not open")
         return self._recorder
 
-    @property
-    def is_open(self) -> bool:
-        return self._runner is not None
-
     async def run(self, prompt: str, emit: EventSink) -> RunResult:
         """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
         return await self.runner.run(prompt, emit)

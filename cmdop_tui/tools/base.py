@@ -9,13 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cmdop_tui.machines.local import LocalMachine
-from cmdop_tui.machines.machine import Machine
+from cmdop_tui.machines.machine import Machine, MachineResult, ProgressSink
 from cmdop_tui.machines.spec import LOCAL, MachineError
 
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
 
-ProgressSink = Callable[[str, Literal["stdout", "stderr", "info"]], None]
 NestedSink = Callable[[dict[str, Any]], None]
 
 
@@ -29,6 +28,11 @@ class ToolResult:
     @classmethod
     def error(cls, message: str) -> ToolResult:
         return cls(content=message, is_error=True)
+
+    @classmethod
+    def of(cls, outcome: MachineResult) -> ToolResult:
+        """What a machine answered, as the result the model gets."""
+        return cls(outcome.text, is_error=outcome.is_error)
 
 
 @dataclass
@@ -62,6 +66,7 @@ class ToolContext:
 ToolFn = Callable[[dict[str, Any], ToolContext], Awaitable[ToolResult]]
 
 SubjectKind = Literal["command", "path", "host"]
+RuleReach = Literal["parent", "itself", "search", "exact"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +76,10 @@ class Subject:
 
     `default` stands in when the call leaves the argument out; `relative_to` names an argument
     the value is relative to (glob's pattern under its `cwd`); `many` marks a list of them.
+    For paths, `reads_content` says the call sees what a file holds, not just its name (the
+    floor then guards secrets), and `reach` how far an "Allow always" rule made from a call
+    reaches: the file's folder ("parent"), the folder named ("itself"), the tree searched
+    ("search"), or just the argument given ("exact").
     """
 
     kind: SubjectKind
@@ -78,6 +87,8 @@ class Subject:
     default: str | None = None
     relative_to: str | None = None
     many: bool = False
+    reads_content: bool = False
+    reach: RuleReach = "exact"
 
     def value(self, args: Mapping[str, Any]) -> str | list[str]:
         """The subject of this call: a string, or a list of strings when `many`."""

@@ -16,22 +16,16 @@ from cmdop_tui.machines.machine import (
     LIST_MAX_ENTRIES,
     READ_MAX_CHARS,
     READ_MAX_LINES,
-    MachineResult,
 )
 
 from .base import Subject, Tool, ToolContext, ToolResult
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
-__all__ = ["FILE_TOOLS", "GLOB", "GREP", "LIST_DIR", "READ_FILE", "WRITE_FILE", "tool_result"]
+__all__ = ["FILE_TOOLS", "GLOB", "GREP", "LIST_DIR", "READ_FILE", "WRITE_FILE"]
 
 _TAGS = frozenset({"files", "local"})
 _FILE_PATH = "File path; relative paths start at the working directory."
 _DEFAULT_CWD = "default the working directory"
-
-
-def tool_result(outcome: MachineResult) -> ToolResult:
-    """What a machine answered, as the result the model gets."""
-    return ToolResult(outcome.text, is_error=outcome.is_error)
 
 
 # --- read_file ---------------------------------------------------------------------------------
@@ -39,7 +33,7 @@ def tool_result(outcome: MachineResult) -> ToolResult:
 
 async def _read_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     machine = ctx.machine(args)
-    return tool_result(await machine.read_file(args["path"], start=args.get("start", 1), end=args.get("end")))
+    return ToolResult.of(await machine.read_file(args["path"], start=args.get("start", 1), end=args.get("end")))
 
 
 READ_FILE = Tool(
@@ -61,7 +55,7 @@ READ_FILE = Tool(
     run=_read_file,
     tags=_TAGS,
     core=True,
-    subject=Subject("path", "path"),
+    subject=Subject("path", "path", reads_content=True, reach="parent"),
 )
 
 
@@ -69,7 +63,7 @@ READ_FILE = Tool(
 
 
 async def _list_dir(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    return tool_result(await ctx.machine(args).list_dir(args.get("path", ".")))
+    return ToolResult.of(await ctx.machine(args).list_dir(args.get("path", ".")))
 
 
 LIST_DIR = Tool(
@@ -82,7 +76,7 @@ LIST_DIR = Tool(
     run=_list_dir,
     tags=_TAGS,
     core=True,
-    subject=Subject("path", "path", default="."),
+    subject=Subject("path", "path", default=".", reach="itself"),
 )
 
 
@@ -90,7 +84,7 @@ LIST_DIR = Tool(
 
 
 async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    return tool_result(await ctx.machine(args).write_file(args["path"], args["content"]))
+    return ToolResult.of(await ctx.machine(args).write_file(args["path"], args["content"]))
 
 
 WRITE_FILE = Tool(
@@ -110,7 +104,7 @@ WRITE_FILE = Tool(
     run=_write_file,
     tags=_TAGS,
     mutating=True,
-    subject=Subject("path", "path"),
+    subject=Subject("path", "path", reach="parent"),
 )
 
 
@@ -119,7 +113,7 @@ WRITE_FILE = Tool(
 
 async def _grep(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     machine = ctx.machine(args)
-    return tool_result(await machine.grep(args["pattern"], path=args.get("path", "."), glob=args.get("glob")))
+    return ToolResult.of(await machine.grep(args["pattern"], path=args.get("path", "."), glob=args.get("glob")))
 
 
 GREP = Tool(
@@ -141,7 +135,7 @@ GREP = Tool(
     ),
     run=_grep,
     tags=_TAGS,
-    subject=Subject("path", "path", default="."),
+    subject=Subject("path", "path", default=".", reads_content=True, reach="search"),
 )
 
 
@@ -149,7 +143,7 @@ GREP = Tool(
 
 
 async def _glob(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    return tool_result(await ctx.machine(args).glob(args["pattern"], cwd=args.get("cwd", ".")))
+    return ToolResult.of(await ctx.machine(args).glob(args["pattern"], cwd=args.get("cwd", ".")))
 
 
 GLOB = Tool(

@@ -12,7 +12,6 @@ from typing import Any
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 
 from .base import Subject, Tool, ToolContext, ToolResult
-from .files import tool_result
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "DEFAULT_TIMEOUT_MS", "EXECUTE_COMMAND", "MAX_TIMEOUT_MS", "make_execute_command"]
@@ -32,7 +31,7 @@ def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
             progress=ctx.progress,
             output_limit=output_limit,
         )
-        return tool_result(outcome)
+        return ToolResult.of(outcome)
 
     return Tool(
         name="execute_command",

@@ -25,7 +25,6 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
-from cmdop_tui.agent import events as ev
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
@@ -47,17 +46,13 @@ from cmdop_tui.tui.commands import (
     parse_slash,
 )
 from cmdop_tui.tui.driver import PromptEscapeDriver
+from cmdop_tui.tui.events import EventRouter
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
 from cmdop_tui.tui.vocabulary.messages import (
-    BATCHED_MESSAGE_FOR_EVENT,
-    MESSAGE_FOR_EVENT,
-    TOOL_MESSAGE_FOR_EVENT,
-    BatchedMessage,
-    TextBatch,
     ToolOutputCopyRequested,
     ToolOutputRequested,
 )
@@ -79,7 +74,6 @@ if TYPE_CHECKING:
 
 NARROW_WIDTH = 100  # below this the side panels fold away
 HEALTH_REFRESH_S = 30.0  # machines are probed this often, in the background
-PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 
 LOCAL_OFFER = (
     "No API key is set. Start a local model instead? It runs on this machine with no key "
@@ -118,6 +112,7 @@ def _positive_number(text: str) -> float | None:
 
 
 class CmdopApp(App[None]):
+    event_router: EventRouter  # made on mount, when the widgets it posts to exist
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
@@ -151,15 +146,11 @@ class CmdopApp(App[None]):
         self._facts = facts
         self._machine = machine
         self.ui_cancel = UICancel()
-        self.tool_records: dict[str, ToolRecord] = {}
         self.setup_error: str | None = None
         self.session: Session | None = None
         self._opening: Session | None = None  # until open, for on_unmount
         self._client = client
         self._session_ready = asyncio.Event()
-        self._batch: tuple[type, TextBatch] | None = None
-        self._progress_posted: dict[str, float] = {}
-        self._progress_scheduled: set[str] = set()
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self._offer_local = offer_local_model
@@ -179,6 +170,7 @@ class CmdopApp(App[None]):
         yield Footer()
 
     async def on_mount(self) -> None:
+        self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
         themes, self.theme_problems = load_themes()
         register_themes(self, themes)
         if self.settings.theme in self.available_themes:
@@ -340,15 +332,15 @@ class CmdopApp(App[None]):
         elif kind == "tool_use":
             used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
             used.status = "ok"
-            self.tool_records[used.call_id] = used
+            self.event_router.records[used.call_id] = used
             await self.chat.add_tool_card(used)
-        elif kind == "tool_result" and (answered := self.tool_records.get(block.get("tool_use_id", ""))):
+        elif kind == "tool_result" and (answered := self.event_router.records.get(block.get("tool_use_id", ""))):
             content = block.get("content")
             text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
             answered.finish(text, bool(block.get("is_error")), 0.0)
 
     async def _reset_display(self) -> None:
-        self.tool_records.clear()
+        self.event_router.records.clear()
         self.query_one(ToolPanel).clear()
         await self.chat.clear()
         self.status.update_facts(turn=0, loop=0)
@@ -619,8 +611,7 @@ class CmdopApp(App[None]):
         await self._session_ready.wait()
         if (session := await self._ready_session()) is None:
             return
-        runner = session.runner
-        await runner.run(prompt, self.deliver)
+        await session.run(prompt, self.event_router.deliver)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "agent":
@@ -709,73 +700,6 @@ class CmdopApp(App[None]):
         if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
             return Approval(True)
         return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
-
-    # --- events from the loop ------------------------------------------------------------------
-
-    def deliver(self, event: ev.Event) -> None:
-        """The loop's event sink: wrap each event in a message for the widgets it concerns."""
-        if isinstance(event, (ev.Token, ev.Thinking)):
-            self._deliver_text(event)
-            return
-        self._batch = None
-        if isinstance(event, (ev.ToolStart, ev.ToolProgress, ev.ToolEnd, ev.ToolNested)):
-            self._deliver_tool_event(event)
-            return
-        message_type = MESSAGE_FOR_EVENT[type(event)]
-        for target in (self.chat, self.status):
-            target.post_message(message_type(event))
-
-    def _deliver_text(self, event: ev.Token | ev.Thinking) -> None:
-        kind = type(event)
-        if self._batch is not None and self._batch[0] is kind and not self._batch[1].taken:
-            self._batch[1].parts.append(event.text)
-            return
-        batch = TextBatch(event.text)
-        self._batch = (kind, batch)
-        message_type: type[BatchedMessage[Any]] = BATCHED_MESSAGE_FOR_EVENT[kind]
-        self.chat.post_message(message_type(event, batch))
-
-    def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested) -> None:
-        if isinstance(event, ev.ToolStart):
-            self.tool_records[event.call_id] = ToolRecord(event.call_id, event.name, event.input, event.machine)
-        record = self.tool_records.get(event.call_id)
-        if record is None:
-            return
-        if isinstance(event, (ev.ToolProgress, ev.ToolNested)):
-            if isinstance(event, ev.ToolProgress):
-                record.add_progress(event.text)
-            else:
-                record.add_nested(event.event)
-            self._post_progress(event, record)
-            return
-        if isinstance(event, ev.ToolEnd):
-            record.finish(event.output, event.is_error, event.duration_s)
-        self._post_tool_message(event, record)
-
-    def _post_tool_message(self, event: ev.Event, record: ToolRecord) -> None:
-        message_type = TOOL_MESSAGE_FOR_EVENT[type(event)]
-        for target in (self.chat, self.query_one(ToolPanel)):
-            target.post_message(message_type(event, record))
-
-    def _post_progress(self, event: ev.ToolProgress | ev.ToolNested, record: ToolRecord) -> None:
-        """Redraw live output at most every PROGRESS_REFRESH_S per call, and always the last."""
-        call_id = event.call_id
-        if call_id in self._progress_scheduled:
-            return
-        wait = self._progress_posted.get(call_id, 0.0) + PROGRESS_REFRESH_S - time.monotonic()
-        if wait <= 0:
-            self._progress_posted[call_id] = time.monotonic()
-            self._post_tool_message(event, record)
-            return
-        self._progress_scheduled.add(call_id)
-
-        def post_later() -> None:
-            self._progress_scheduled.discard(call_id)
-            self._progress_posted[call_id] = time.monotonic()
-            if record.status == "running":
-                self._post_tool_message(event, record)
-
-        self.set_timer(wait, post_later)
 
 
 async def _open_or_explain(session: Session) -> str | None:

@@ -37,11 +37,13 @@ from cmdop_tui.tui.vocabulary.markdown_blocks import FENCE, split_finished
 
 def markdown_theme(theme: TextualTheme) -> Theme:
     """Rich's Markdown styles in the colours of the current Textual theme."""
-    primary = theme.primary
-    accent = theme.accent or theme.primary
+    primary = _rich_name(theme.primary)
+    accent = _rich_name(theme.accent or theme.primary)
     foreground = Color.parse(theme.foreground or ("#e0e0e0" if theme.dark else "#202020"))
     background = Color.parse(theme.background or ("#000000" if theme.dark else "#ffffff"))
-    muted = foreground.blend(background, 0.4).hex
+    # ANSI themes leave colours to the terminal: there is nothing to blend, so dim the text.
+    ansi = foreground.ansi is not None or background.ansi is not None
+    muted = "dim" if ansi else foreground.blend(background, 0.4).hex
     return Theme(
         {
             "markdown.h1": f"bold {primary}",
@@ -62,6 +64,11 @@ def markdown_theme(theme: TextualTheme) -> Theme:
             "markdown.table.border": muted,
         }
     )
+
+
+def _rich_name(color: str) -> str:
+    """A Textual colour as Rich names it: ANSI themes say `ansi_blue`, which Rich cannot read."""
+    return Color.parse(color).rich_color.name
 
 
 def _is_blank(line: list[Segment]) -> bool:
