@@ -4,27 +4,44 @@ As a library, its front door is `Operator`:
 
     from cmdop_tui import Operator
 
-    operator = Operator(loop=True, approval="auto")
-    print(operator.chat("list the files here and tell me the largest"))
+    with Operator(loop=True, approval="auto") as operator:
+        print(operator.chat("list the files here and tell me the largest"))
 
-`Operator` is imported on first use, so importing a submodule (the loop, the tools) stays light.
+The names below are imported on first use, so importing a submodule (the loop, a tool) stays
+light and never loads the model SDK.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from cmdop_tui.support.version import VERSION as __version__
 
 if TYPE_CHECKING:
-    from cmdop_tui.session.operator import Operator
+    from cmdop_tui.agent.approval import Approval, ToolCall
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.machines.spec import MachineSpec
+    from cmdop_tui.session.operator import Operator, OperatorError
 
-__all__ = ["Operator", "__version__"]
+_LAZY = {
+    "Operator": "cmdop_tui.session.operator",
+    "OperatorError": "cmdop_tui.session.operator",
+    "Approval": "cmdop_tui.agent.approval",
+    "ToolCall": "cmdop_tui.agent.approval",
+    "MachineSpec": "cmdop_tui.machines.spec",
+    "Settings": "cmdop_tui.config.settings",
+}
+
+__all__ = ["Approval", "MachineSpec", "Operator", "OperatorError", "Settings", "ToolCall", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "Operator":
-        from cmdop_tui.session.operator import Operator
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'cmdop_tui' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
-        return Operator
-    raise AttributeError(f"module 'cmdop_tui' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

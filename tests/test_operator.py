@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator
 from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.config.settings import load_settings
 from cmdop_tui.session.operator import OperatorError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,3 +147,48 @@ def test_chat_inside_a_running_loop_says_what_to_use():
 
     with pytest.raises(RuntimeError, match=r"operator\.run"):
         asyncio.run(inside())
+
+
+def test_what_the_operator_leaves_unset_comes_from_the_config_file(fake_api, anthropic_env, tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text('permission_mode = "strict"\n\n[agents.default]\nmax_turns = 1\n')
+    monkeypatch.setenv("CMDOP_TUI_CONFIG", str(config))
+    target = tmp_path / "made"
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}))
+    with Operator(cwd=tmp_path, record=False) as operator, pytest.raises(OperatorError) as raised:
+        operator.chat("make it")
+    assert raised.value.result.status == "max_turns"  # the file's max_turns
+    result = fake_api.requests[0].body  # one request only: the limit came first
+    assert len(fake_api.requests) == 1 and not target.exists() and result["temperature"] == 0.3
+
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("made"))
+    with Operator(cwd=tmp_path, record=False, max_turns=5, approval="auto") as operator:
+        assert operator.chat("make it") == "made"
+    assert target.exists()
+
+
+def test_the_model_is_told_the_working_directory_the_tools_use(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(text_reply("ok"))
+    with Operator(cwd=tmp_path, record=False) as operator:
+        operator.chat("where am I?")
+    system = json.dumps(fake_api.requests[0].body["system"])
+    assert str(tmp_path) in system
+
+
+def test_close_after_async_runs_closes_the_session(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(text_reply("ok"))
+    operator = Operator(cwd=tmp_path)
+
+    async def one() -> list[str]:
+        return [event["type"] async for event in operator.run("hi")]
+
+    assert asyncio.run(one())[-1] == "final"
+    session_id = operator._session.recorder.session_id
+    operator.close()
+    assert operator._session is None and operator.messages == []
+    # The transcript's lock was let go: the session can be resumed at once.
+    resumed = replace(load_settings(), resume=session_id)
+    fake_api.enqueue(text_reply("again"))
+    with Operator(cwd=tmp_path, settings=resumed) as again:
+        assert again.chat("hello") == "again"
+        assert [m["role"] for m in again.messages] == ["user", "assistant", "user", "assistant"]

@@ -70,14 +70,20 @@ class SessionFacts:
 
     @classmethod
     def gather(
-        cls, *, platform_name: Platform = "tui", target_machine: str | None = None, machines: tuple[str, ...] = ()
+        cls,
+        *,
+        platform_name: Platform = "tui",
+        target_machine: str | None = None,
+        machines: tuple[str, ...] = (),
+        cwd: str | None = None,
     ) -> SessionFacts:
+        """This machine's facts; `cwd` is where the tools' relative paths start (default: ours)."""
         return cls(
             hostname=socket.gethostname(),
             os_name=f"{platform.system()} {platform.release()} ({platform.machine()})",
             timezone=time.strftime("%Z") or "UTC",
             user=current_user(),
-            cwd=os.getcwd(),
+            cwd=cwd or os.getcwd(),
             platform=platform_name,
             target_machine=target_machine,
             machines=machines,

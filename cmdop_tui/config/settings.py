@@ -103,7 +103,7 @@ class Settings:
     router_model: str = "@fast"
     stream: bool = True
     base_url: str | None = None
-    permission_mode: str = "default"  # default | strict | auto (see permissions.py); --yes is auto
+    permission_mode: str = "default"  # default | strict | auto (see cmdop_tui/permissions/); --yes is auto
     auto_approve: bool = False
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"

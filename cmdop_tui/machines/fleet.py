@@ -10,6 +10,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 from cmdop_tui.machines.health import local_health, probe
@@ -17,7 +18,7 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
-from cmdop_tui.machines.spec import Health, MachineError, MachineSpec
+from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, State
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
 
 HealthListener = Callable[[MachineSpec, Health], None]
@@ -75,8 +76,19 @@ class Fleet:
                     f"Work on {self.target.name} (leave `machine` out)."
                 )
             return LocalMachine(cwd or Path.cwd())
+        return self._remote(spec)
+
+    def remote(self, name: str) -> RemoteMachine | None:
+        """The machine `name` names when it is another one (None: this one).
+
+        Raises MachineError for an unknown, ambiguous or offline machine.
+        """
+        spec = self.inventory.resolve(name)
+        return None if spec.is_local else self._remote(spec)
+
+    def _remote(self, spec: MachineSpec) -> RemoteMachine:
         self.check_reachable(spec)
-        return RemoteMachine(spec, self.transport(spec))
+        return RemoteMachine(spec, self.transport(spec), on_unreachable=partial(self.mark, spec, "offline"))
 
     def check_reachable(self, spec: MachineSpec) -> None:
         """Fail fast for a machine the last probe found offline."""
@@ -99,10 +111,10 @@ class Fleet:
         await asyncio.gather(*(self.probe(spec) for spec in self.inventory))
         return dict(self.health)
 
-    def mark(self, spec: MachineSpec, state: str, error: str = "") -> None:
+    def mark(self, spec: MachineSpec, state: State, error: str = "") -> None:
         """Record what a tool learned (e.g. a failed connection) without waiting for a probe."""
         previous = self.health.get(spec.name, Health())
-        self.health[spec.name] = replace(previous, state=state, error=error, checked_at=time.monotonic())  # type: ignore[arg-type]
+        self.health[spec.name] = replace(previous, state=state, error=error, checked_at=time.monotonic())
 
     async def close(self) -> None:
         """Stop the control masters this session started."""

@@ -8,12 +8,14 @@ terminal than a local one.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from cmdop_tui.machines.machine import (
     GLOB_MAX_RESULTS,
     GREP_MAX_MATCHES,
     LIST_MAX_ENTRIES,
+    READ_MAX_CHARS,
     READ_MAX_LINES,
     MachineResult,
     ProgressSink,
@@ -25,7 +27,8 @@ from cmdop_tui.support.text import decode_output, strip_terminal_sequences, trun
 
 __all__ = ["RemoteMachine"]
 
-OUTPUT_LIMIT = 100_000  # characters shown to the model from a remote file operation
+AGENT_STOP_GRACE_S = 0.3  # a stopped remote agent gets this long after TERM
+COMMAND_NOT_FOUND = 127
 
 READ_SCRIPT = r"""
 f={path}
@@ -81,10 +84,14 @@ for match in $pattern; do printf '%s\n' "$match"; done | head -n {limit}
 
 @dataclass(frozen=True)
 class RemoteMachine:
-    """A machine of the inventory, reached through its ssh transport."""
+    """A machine of the inventory, reached through its ssh transport.
+
+    `on_unreachable` hears why a connection failed, so the fleet can mark the machine offline.
+    """
 
     spec: MachineSpec
     transport: SshTransport
+    on_unreachable: Callable[[str], None] = field(default=lambda reason: None, compare=False)
 
     @property
     def name(self) -> str:
@@ -111,6 +118,36 @@ class RemoteMachine:
             output_limit=output_limit,
             on_abort=stop_remote,
             exit_line=ssh_error,
+        )
+
+    async def run_agent(self, prompt: str, *, timeout_ms: int, progress: ProgressSink) -> MachineResult:
+        """Give `prompt` to this project's headless agent there; its stream-json lines go to
+        `progress` as stdout. Stop ends it, TERM first so that it can end its turn cleanly."""
+        command = f"{self.spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
+        remote_command, run_id = self.transport.stoppable(command, None)
+
+        async def stop_remote() -> None:
+            await self.transport.kill(run_id, grace_s=AGENT_STOP_GRACE_S)
+
+        def failure(status: int | None, stderr: str) -> str | None:
+            if status == SSH_FAILED:
+                self.on_unreachable(stderr.strip())
+                return str(ssh_failure(self.spec, stderr))
+            if status == COMMAND_NOT_FOUND:
+                return (
+                    f"cmdop-tui is not installed on {self.name} (or not on the PATH of a non-interactive "
+                    f"ssh session there): `{self.spec.cmdop}` was not found. Install it there, or set "
+                    f'[machines.{self.name}] cmdop = "/path/to/cmdop-tui".'
+                )
+            return None
+
+        return await run_process(
+            self.transport.argv(remote_command),
+            cwd=None,
+            timeout_ms=timeout_ms,
+            progress=progress,
+            on_abort=stop_remote,
+            exit_line=failure,
         )
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
@@ -143,7 +180,7 @@ class RemoteMachine:
             result = await self.transport.run(script, input=input)
         except MachineError as exc:
             return MachineResult.error(str(exc))
-        text = truncate_middle(strip_terminal_sequences(decode_output(result.stdout)), OUTPUT_LIMIT)
+        text = truncate_middle(strip_terminal_sequences(decode_output(result.stdout)), READ_MAX_CHARS)
         if result.status != 0:
             reason = strip_terminal_sequences(result.stderr_text) or f"exit status {result.status}"
             return MachineResult.error(f"{self.name}: {reason}")

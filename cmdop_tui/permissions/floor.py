@@ -105,13 +105,13 @@ def floor_violation(tool: str, args: Mapping[str, Any], *, spec: Tool | None = N
     if not spec.mutating and not subject.reads_content:
         return None
     try:
-        return _file_tool_floor(tool, str(value), args, writes=spec.mutating)
+        return _file_tool_floor(tool, str(value), args, writes=spec.mutating, searches=subject.reach == "search")
     except Exception:  # pragma: no cover - defensive, like check_command
         log.exception("permission floor failed on a file tool call")
         return f"refused: the path could not be checked {FLOOR_NOTE}"
 
 
-def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any], *, writes: bool) -> str | None:
+def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any], *, writes: bool, searches: bool) -> str | None:
     resolved = resolve(expand_tilde(path), None)
     found = path_class(resolved)
     if writes:
@@ -125,7 +125,7 @@ def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any], *, writes: b
     kind, what = found
     if kind in ("key", "env", "shadow"):
         return f"refused: {tool} would read {what} {FLOOR_NOTE}"
-    if tool == "grep" and kind == "keydir":
+    if searches and kind == "keydir":  # a search of a key folder reads the keys, unless it skips them
         name_glob = args.get("glob")
         if (
             isinstance(name_glob, str)
@@ -133,5 +133,5 @@ def _file_tool_floor(tool: str, path: str, args: Mapping[str, Any], *, writes: b
             and not any(fnmatch.fnmatchcase(sample, name_glob) for sample in KEY_SAMPLES + HOST_KEY_SAMPLES)
         ):
             return None
-        return f"refused: grep over {what} would read private keys {FLOOR_NOTE}"
+        return f"refused: {tool} over {what} would read private keys {FLOOR_NOTE}"
     return None

@@ -81,7 +81,7 @@ def build_runner(
     """A runner for the session. `fleet` defaults to the machines the settings name."""
     fleet = fleet or build_fleet(settings)
     remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
-    facts = facts or SessionFacts.gather(platform_name=platform)
+    facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
     facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
     tools = builtin_tools() + (list(ASK_TOOLS) if remote_names else [])
     return Runner(

@@ -7,7 +7,10 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.support.secrets import configured_secrets, redact_json
 
-NOBODY_TO_ASK = "it needs approval and no one can approve it here (rerun with --yes, or add a rule)"
+NOBODY_TO_ASK = (
+    "it needs approval and no one can approve it here (add a permission rule that allows it, or run "
+    'in auto mode: --yes, or approval="auto" in the library)'
+)
 
 
 def load_permissions(settings: Settings) -> Permissions:

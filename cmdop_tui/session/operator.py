@@ -51,11 +51,12 @@ class OperatorError(Exception):
 class Operator:
     """An LLM operator that does real work on this machine and on remote ones.
 
-    `approval` says what happens to tool calls that change things (commands, writes): "default"
-    refuses them unless a permission rule allows them, "strict" refuses them, "auto" runs them;
-    or pass a function that decides each one. The safety floor refuses catastrophic commands
-    whatever this says. `machine` scopes the work to one machine of the inventory; `machines`
-    adds machines to it.
+    Settings left None come from the config file (or `settings`). `approval` says what happens
+    to tool calls that change things (commands, writes): "default" refuses them unless a
+    permission rule allows them, "strict" refuses them, "auto" runs them; or pass a function that
+    decides each one (it gets the `ToolCall`, and returns True, False or an `Approval`
+    with a reason; it may be async). The safety floor refuses catastrophic commands whatever this says.
+    `machine` scopes the work to one machine of the inventory; `machines` adds machines to it.
     """
 
     def __init__(
@@ -63,14 +64,14 @@ class Operator:
         *,
         model: str | None = None,
         max_turns: int | None = None,
-        loop: bool = False,
+        loop: bool | None = None,
         loop_message: str | None = None,
         loop_breakers: Sequence[str] | None = None,
         max_loops: int | None = None,
         agent: str | None = None,
         machine: str | None = None,
         machines: Sequence[MachineSpec] = (),
-        approval: Mode | Decide = "default",
+        approval: Mode | Decide | None = None,
         settings: Settings | None = None,
         cwd: Path | str | None = None,
         record: bool = True,
@@ -156,48 +157,50 @@ class Operator:
     def reset(self) -> None:
         """Forget the conversation; the next prompt starts a new one (and a new transcript)."""
         if self._session is not None:
-            self._session.runner.conversation.clear()
-            if self.record:
-                self._session.recorder.new()
+            self._session.new_conversation()
 
     # --- the session behind it ----------------------------------------------------------------
 
-    def settings(self) -> Settings:
-        """The settings a prompt runs with: the config file's, then this operator's overrides."""
-        settings = self._base_settings or load_settings()
+    def _with_loop_settings(self, settings: Settings) -> Settings:
+        """`settings` with this operator's profile overrides; what it leaves None stays as is."""
         if self.agent:
             settings = settings.with_agent(self.agent)
-        profile = replace(settings.agent, loop=self.loop, max_loops=self.max_loops or settings.agent.max_loops)
-        if self.model:
-            profile = replace(profile, model=self.model)
-        if self.max_turns:
-            profile = replace(profile, max_turns=self.max_turns)
-        if self.loop_message is not None:
-            profile = replace(profile, loop_message=self.loop_message)
-        if self.loop_breakers is not None:
-            profile = replace(profile, loop_breakers=tuple(self.loop_breakers))
-        mode: Mode = self.approval if isinstance(self.approval, str) else "default"
+        overrides: dict[str, Any] = {
+            "model": self.model,
+            "max_turns": self.max_turns,
+            "loop": self.loop,
+            "loop_message": self.loop_message,
+            "loop_breakers": tuple(self.loop_breakers) if self.loop_breakers is not None else None,
+            "max_loops": self.max_loops,
+        }
+        given = {name: value for name, value in overrides.items() if value is not None}
+        return replace(settings, agent=replace(settings.agent, **given))
+
+    def _settings_to_open(self) -> Settings:
+        """The config file's settings (or those given), with everything this operator says."""
+        settings = self._with_loop_settings(self._base_settings or load_settings())
+        if isinstance(self.approval, str):
+            settings = replace(settings, permission_mode=self.approval, auto_approve=self.approval == "auto")
         return replace(
             settings,
-            agent=profile,
-            permission_mode=mode,
-            auto_approve=mode == "auto",
             target_machine=self.machine or settings.target_machine,
             machines=settings.machines + self.machines,
         )
 
     async def _open(self) -> Session:
-        """The session, opened on first use; later prompts pick up changed loop settings."""
+        """The session, opened on first use. Later prompts pick up changed loop settings (model,
+        max_turns, loop...); `approval`, `machine` and `machines` are read when it opens."""
         await self._stop_abandoned()
-        settings = self.settings()
         if self._session is None:
-            ask = None if isinstance(self.approval, str) else _approver(self.approval)
-            session = Session(settings, platform="headless", ask=ask, cwd=self.cwd, record=self.record)
+            ask = _approver(self.approval) if callable(self.approval) else None
+            session = Session(self._settings_to_open(), platform="headless", ask=ask, cwd=self.cwd, record=self.record)
             await session.__aenter__()
             self._session = session
         else:
-            self._session.settings = settings
-            self._session.runner.config = agent_config(settings)
+            # On top of the open session's settings, which a local model has made its own.
+            settings = self._session.settings = self._with_loop_settings(self._session.settings)
+            budget = self._session.runner.config.max_budget_usd
+            self._session.runner.config = replace(agent_config(settings), max_budget_usd=budget)
         return self._session
 
     async def aclose(self) -> None:
@@ -208,11 +211,16 @@ class Operator:
             await session.close()
 
     def close(self) -> None:
-        """Close the session and the event loop `chat()` runs on."""
+        """Close the session, and the event loop `chat()` runs on. In async code, `await aclose()`."""
         if self._event_loop is not None:
             self._event_loop.run(self.aclose())
             self._event_loop.close()
             self._event_loop = None
+        elif self._session is not None:
+            if _in_event_loop():
+                raise RuntimeError("in async code close the operator with `await operator.aclose()`")
+            self._running = None  # its event loop is gone, and the run with it
+            asyncio.run(self.aclose())
 
     def __enter__(self) -> Operator:
         return self

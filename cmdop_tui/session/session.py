@@ -13,6 +13,7 @@ library's `Operator`; nothing is assembled anywhere else.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -77,6 +78,7 @@ class Session:
         self.fleet: Fleet | None = None
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
+        self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -102,11 +104,15 @@ class Session:
         each with a message for the user; `close()` still cleans up after any of them.
         """
         if self.settings.local and self._given_client is None:
-            self.local_model = LocalModelServer(self.settings.local_model)  # stoppable even mid-start
-            self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, self.local_model)
+            self.local_model = local_model = LocalModelServer(self.settings.local_model)
+            self._cleanup.push_async_callback(asyncio.to_thread, local_model.stop)  # even mid-start
+            self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, local_model)
         self.client = self._given_client or make_client(self.settings, local=self.local_model)
+        if self._given_client is None:
+            self._cleanup.push_async_callback(self.client.close)
         self.permissions = load_permissions(self.settings)
         self.fleet = self._given_fleet or build_fleet(self.settings)
+        self._cleanup.push_async_callback(self.fleet.close)
         self._runner = build_runner(
             self.settings,
             client=self.client,
@@ -120,6 +126,7 @@ class Session:
             fleet=self.fleet,
         )
         self._recorder = SessionRecorder(self._runner)
+        self._cleanup.callback(self._recorder.close)
 
     def start_transcript(self) -> list[str]:
         """Record a new transcript, or continue the one `--continue` / `--resume` names.
@@ -129,15 +136,11 @@ class Session:
         return self.recorder.start(self.settings)
 
     async def close(self) -> None:
-        """Close the transcript, the client and the machines' connections; stop the local model."""
-        if self._recorder is not None:
-            self._recorder.close()
-        if self.client is not None and self._given_client is None:
-            await self.client.close()
-        if self.fleet is not None:
-            await self.fleet.close()
-        if self.local_model is not None:
-            await asyncio.to_thread(self.local_model.stop)
+        """Close the transcript, the machines' connections and the client; stop the local model.
+
+        Each step runs even when one before it fails (the first failure is raised after).
+        """
+        await self._cleanup.aclose()
 
     # --- using it -----------------------------------------------------------------------------
 
@@ -172,11 +175,34 @@ class Session:
         self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
         return config
 
+    def new_conversation(self) -> None:
+        """Forget the conversation; a recorded one continues in a new transcript (the old stays whole)."""
+        if self.record:
+            self.recorder.new()
+        self.runner.conversation.clear()
+
+    def use_model(self, name: str) -> str:
+        """Switch model (an id or an alias) from the next request; returns the model id.
+
+        Raises SettingsError for an unknown alias.
+        """
+        model = self.settings.resolve_model(name)
+        self.runner.config = replace(self.runner.config, model=model)
+        return model
+
+    def set_loop(self, enabled: bool) -> None:
+        """Loop mode on or off, from the next prompt."""
+        config = self.runner.config
+        self.runner.config = replace(config, loop=replace(config.loop, enabled=enabled))
+
+    def set_budget(self, usd: float | None) -> None:
+        """The session's spending limit (None: none); what was spent so far stays counted."""
+        self.runner.config = replace(self.runner.config, max_budget_usd=usd)
+
     def set_target(self, machine: str) -> MachineSpec | None:
-        """Work on `machine` from the next turn (None: this one). Raises MachineError."""
-        fleet = self.runner.machines
-        if fleet is None:
+        """Work on `machine` from the next turn (the local one: no scope). Raises MachineError."""
+        if self.fleet is None:
             raise RuntimeError("the session is not open")
-        target = fleet.set_target(machine)
-        self.runner.facts = replace(self.runner.facts, target_machine=fleet.target_name)
+        target = self.fleet.set_target(machine)
+        self.runner.facts = replace(self.runner.facts, target_machine=self.fleet.target_name)
         return target

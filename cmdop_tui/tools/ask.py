@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from cmdop_tui.machines.fleet import Fleet
-from cmdop_tui.machines.process import run_process
-from cmdop_tui.machines.spec import MachineError, MachineSpec
-from cmdop_tui.machines.ssh import SSH_FAILED, ssh_failure
+from cmdop_tui.machines.remote import RemoteMachine
+from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult
 from cmdop_tui.tools.schema import object_schema, prop
 
@@ -27,8 +25,6 @@ ASK_MAX_TIMEOUT_MS = 300_000
 TOTAL_TIMEOUT_MS = 240_000
 TOTAL_MAX_TIMEOUT_MS = 600_000
 MAX_PARALLEL = 16  # hosts asked at once; more wait for a free slot
-COMMAND_NOT_FOUND = 127
-STOP_GRACE_S = 0.3
 _TAGS = frozenset({"remote"})
 
 
@@ -79,54 +75,28 @@ class _JsonLines:
         self.forward({**event, "hostname": self.machine})
 
 
-def _remote_spec(fleet: Fleet | None, hostname: str) -> MachineSpec:
+def _remote(fleet: Fleet | None, hostname: str) -> RemoteMachine:
     if fleet is None:
         raise MachineError("this session has no remote machines")
-    spec = fleet.inventory.resolve(hostname)
-    if spec.is_local:
+    machine = fleet.remote(hostname)
+    if machine is None:
         raise MachineError("ask_machine is for other machines; work on this one with the other tools")
-    fleet.check_reachable(spec)
-    return spec
+    return machine
 
 
 async def ask(fleet: Fleet | None, hostname: str, prompt: str, timeout_ms: int, ctx: ToolContext) -> ToolResult:
     """Run the headless agent on `hostname` and return its final answer."""
     try:
-        spec = _remote_spec(fleet, hostname)
+        machine = _remote(fleet, hostname)
     except MachineError as exc:
         return ToolResult.error(str(exc))
-    assert fleet is not None
-    transport = fleet.transport(spec)
-    command = f"{spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
-    remote_command, run_id = transport.stoppable(command, None)
     answer = _Answer()
-
-    async def stop_remote() -> None:
-        await transport.kill(run_id, grace_s=STOP_GRACE_S)
-
-    def failure(status: int | None, stderr: str) -> str | None:
-        if status == SSH_FAILED:
-            fleet.mark(spec, "offline", stderr.strip())
-            return str(ssh_failure(spec, stderr))
-        if status == COMMAND_NOT_FOUND:
-            return (
-                f"cmdop-tui is not installed on {spec.name} (or not on the PATH of a non-interactive "
-                f"ssh session there): `{spec.cmdop}` was not found. Install it there, or set "
-                f'[machines.{spec.name}] cmdop = "/path/to/cmdop-tui".'
-            )
-        return None
-
-    outcome = await run_process(
-        transport.argv(remote_command),
-        cwd=None,
-        timeout_ms=timeout_ms,
-        progress=_JsonLines(spec.name, ctx.nested, answer),
-        on_abort=stop_remote,
-        exit_line=failure,
+    outcome = await machine.run_agent(
+        prompt, timeout_ms=timeout_ms, progress=_JsonLines(machine.name, ctx.nested, answer)
     )
     if outcome.is_error and answer.final is None:
-        return ToolResult.error(outcome.text) if answer.error is None else answer.result(spec.name)
-    return answer.result(spec.name)
+        return ToolResult.error(outcome.text) if answer.error is None else answer.result(machine.name)
+    return answer.result(machine.name)
 
 
 async def _ask_machine(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

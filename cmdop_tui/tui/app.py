@@ -1,9 +1,10 @@
 """The full-screen app: chat, tool activity, machines, prompt and a Stop that always works.
 
-The agent loop runs in an async worker. Its events arrive through `deliver`, which wraps each one
-in a Textual message (see vocabulary/messages.py) and posts it to the widgets it concerns. Stop fires the
-loop's UI cancel signal, which cancels the worker's task at its next await: mid-stream, in a retry
-backoff, while waiting for approval, or while a command runs (the command is killed).
+The session opens after the first paint (it loads the model SDK); the agent loop runs in an async
+worker, and its events reach the widgets through the `EventRouter` (tui/events.py) as Textual
+messages. Stop fires the loop's UI cancel signal, which cancels the worker's task at its next
+await: mid-stream, in a retry backoff, while waiting for approval, or while a command runs (the
+command is killed).
 """
 
 from __future__ import annotations
@@ -376,7 +377,7 @@ class CmdopApp(App[None]):
 
     def _show_status(self) -> None:
         config = self.runner.config if self.runner else None
-        fleet = self.runner.machines if self.runner else None
+        fleet = self.session.fleet if self.session else None
         self.status.update_facts(
             budget_usd=config.max_budget_usd if config else None,
             model=config.model if config else "(no model)",
@@ -469,28 +470,25 @@ class CmdopApp(App[None]):
         if self.running:
             await self.chat.add_notice("Stop the running turn before clearing.", "warning")
             return
-        if self.recorder is not None:
-            self.recorder.new()  # a cleared conversation is a new session; the old one stays whole
-        if self.runner is not None:
-            self.runner.conversation.clear()
+        if self.session is not None:
+            self.session.new_conversation()
         await self._reset_display()
 
     @COMMAND_REGISTRY.slash(
         "/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries
     )
     async def _slash_model(self, argument: str) -> None:
-        if not argument or self.runner is None:
-            current = self.runner.config.model if self.runner else "(none)"
+        if not argument or self.session is None:
+            current = self.session.runner.config.model if self.session else "(none)"
             await self.chat.add_notice(
                 f"Model: {current}. Usage: /model NAME (an id or {', '.join(self.settings.aliases)})"
             )
             return
         try:
-            model = self.settings.resolve_model(argument)
+            model = self.session.use_model(argument)
         except SettingsError as exc:
             await self.chat.add_notice(str(exc), "error")
             return
-        self.runner.config = replace(self.runner.config, model=model)
         await self.chat.add_notice(f"Model: {model}")
         self._show_status()
 
@@ -500,11 +498,10 @@ class CmdopApp(App[None]):
         palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
     )
     async def _slash_loop(self, argument: str) -> None:
-        if argument not in ("on", "off") or self.runner is None:
+        if argument not in ("on", "off") or self.session is None:
             await self.chat.add_notice("Usage: /loop on|off", "warning")
             return
-        config = self.runner.config
-        self.runner.config = replace(config, loop=replace(config.loop, enabled=argument == "on"))
+        self.session.set_loop(argument == "on")
         await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
         self._show_status()
 
@@ -519,7 +516,7 @@ class CmdopApp(App[None]):
             if budget is None and wanted != "off":
                 await self.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
                 return
-            runner.config = replace(runner.config, max_budget_usd=budget)
+            session.set_budget(budget)
         limit = runner.config.max_budget_usd
         limit_text = f"the budget is ${limit:.2f}" if limit is not None else "there is no budget"
         await self.chat.add_notice(f"Spent about ${runner.spent_usd:.4f} this session; {limit_text}.")
