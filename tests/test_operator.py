@@ -17,7 +17,8 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.config.settings import load_settings
+from cmdop_tui.config.settings import Settings, load_settings
+from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.session.operator import OperatorError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,3 +193,31 @@ def test_close_after_async_runs_closes_the_session(fake_api, anthropic_env, tmp_
     with Operator(cwd=tmp_path, settings=resumed) as again:
         assert again.chat("hello") == "again"
         assert [m["role"] for m in again.messages] == ["user", "assistant", "user", "assistant"]
+
+
+def test_an_operator_works_on_a_remote_machine_over_real_ssh(ssh_hosts, fake_api, anthropic_env, tmp_path):
+    lab = ssh_hosts(1)
+    remote_file = tmp_path / "made-over-ssh"
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": f"touch {remote_file} && echo $SSH_CONNECTION"}),
+        text_reply("made it there"),
+    )
+    settings = Settings(ssh_config=lab.config)
+    with Operator(settings=settings, machine="alpha", approval="auto", cwd=tmp_path, record=False) as operator:
+        assert operator.chat("make the file on alpha") == "made it there"
+    ran = fake_api.requests[1].body["messages"][-1]["content"][0]
+    assert not ran.get("is_error") and "127.0.0.1" in ran["content"]  # sshd's side of the connection
+    assert remote_file.exists()
+    assert "Target machine: the user is working on alpha" in json.dumps(fake_api.requests[0].body["system"])
+
+
+def test_machines_may_be_given_as_addresses():
+    operator = Operator(machines=["web1", "ops@10.0.0.5:2222"], record=False)
+    assert [(m.name, m.user, m.port) for m in operator.machines] == [("web1", None, None), ("10.0.0.5", "ops", 2222)]
+    with pytest.raises(MachineError, match="cannot read the machine address"):
+        Operator(machines=["not an address"])
+
+
+def test_auto_run_is_open_interpreters_name_for_auto_approval():
+    assert Operator(auto_run=True).approval == "auto"
+    assert Operator(auto_run=True, approval="strict").approval == "strict"

@@ -36,6 +36,17 @@ class MachineSpec:
     def is_local(self) -> bool:
         return self.source == "local"
 
+    @classmethod
+    def from_address(cls, address: str) -> MachineSpec:
+        """`web1`, `ops@10.0.0.5` or `ops@10.0.0.5:2222` as a machine named after its host (an
+        ssh alias or an address). Raises MachineError for an address it cannot read."""
+        user, _, rest = address.strip().rpartition("@")
+        host, colon, port = rest.rpartition(":") if rest.count(":") == 1 else ("", "", "")
+        host = host if colon else rest
+        if not host or any(c.isspace() for c in host) or (colon and not port.isdigit()):
+            raise MachineError(f"cannot read the machine address {address!r}: use host, user@host or user@host:port")
+        return cls(name=host, host=host, user=user or None, port=int(port) if colon else None)
+
 
 @dataclass(frozen=True)
 class Health:

@@ -56,7 +56,9 @@ class Operator:
     permission rule allows them, "strict" refuses them, "auto" runs them; or pass a function that
     decides each one (it gets the `ToolCall`, and returns True, False or an `Approval`
     with a reason; it may be async). The safety floor refuses catastrophic commands whatever this says.
-    `machine` scopes the work to one machine of the inventory; `machines` adds machines to it.
+    `auto_run=True` is Open Interpreter's name for `approval="auto"`. `machine` scopes the work
+    to one machine of the inventory; `machines` adds machines to it (a `MachineSpec`, or an
+    address: an ssh alias, `user@host` or `user@host:port`).
     """
 
     def __init__(
@@ -70,8 +72,9 @@ class Operator:
         max_loops: int | None = None,
         agent: str | None = None,
         machine: str | None = None,
-        machines: Sequence[MachineSpec] = (),
+        machines: Sequence[MachineSpec | str] = (),
         approval: Mode | Decide | None = None,
+        auto_run: bool | None = None,
         settings: Settings | None = None,
         cwd: Path | str | None = None,
         record: bool = True,
@@ -84,8 +87,8 @@ class Operator:
         self.max_loops = max_loops
         self.agent = agent
         self.machine = machine
-        self.machines = tuple(machines)
-        self.approval = approval
+        self.machines = tuple(m if isinstance(m, MachineSpec) else MachineSpec.from_address(m) for m in machines)
+        self.approval: Mode | Decide | None = "auto" if auto_run and approval is None else approval
         self.cwd = Path(cwd) if cwd is not None else None
         self.record = record
         self.last_result: RunResult | None = None

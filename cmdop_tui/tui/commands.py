@@ -118,10 +118,12 @@ class CommandRegistry:
         return f"Unknown command /{name}.{suggestion} Type /help for the list."
 
     def help_text(self, keys: list[tuple[str, str]]) -> str:
+        commands = [(c.usage, c.help) for c in self._slash_commands.values()]
+        width = max(len(name) for name, _ in commands + keys)  # one column for both tables
         lines = ["Commands:"]
-        lines += [f"  {c.usage:<14} {c.help}" for c in self._slash_commands.values()]
+        lines += [f"  {usage:<{width}} {help}" for usage, help in commands]
         lines.append("Keys:")
-        lines += [f"  {key:<14} {description}" for key, description in keys]
+        lines += [f"  {key:<{width}} {description}" for key, description in keys]
         return "\n".join(lines)
 
     def palette_commands(self, app: CmdopApp) -> list[PaletteCommand]:
