@@ -12,11 +12,51 @@ SDK's own request building, SSE parsing, error mapping and retry logic are exerc
 Each ``POST /v1/messages`` pops the next scripted :class:`Reply` (or calls a queued
 ``callable(body) -> Reply``). Requests are validated like the real API does; a rejected
 request gets a 400 ``invalid_request_error`` and is recorded in ``invalid_requests`` (the
-``fake_api`` fixture fails the test on those unless ``expect_invalid`` is set).
+``fake_api`` fixture fails the test on those unless ``expect_invalid`` is set). That
+includes a top-level field the real API does not know ("<field>: Extra inputs are not
+permitted"; beta fields such as ``context_management`` or ``mcp_servers`` need an
+``anthropic-beta`` header, as ``client.beta.messages.create(betas=[...])`` sends) and a
+``max_tokens`` above a registered model's ``max_tokens``.
+
+Answers the client must handle, which consume no scripted reply and do not fail the test
+(each kept in its own list on the server):
+
+context limit (``too_long``)
+    ``FakeAnthropic(context_window=N)``, ``server.context_windows = {"model-id": N}`` or a
+    registered model's ``max_input_tokens``: a request whose input estimate
+    (:func:`estimate_input_tokens`, the same figure usage reports) exceeds it gets 400
+    "prompt is too long: N tokens > M maximum", recorded as ``(N, M)``.
+unsupported fields (``unsupported``)
+    ``server.unsupported_fields = {"context_management"}``: a body with such a top-level
+    field gets 400 "context_management: Extra inputs are not permitted", as from an
+    endpoint or account without the feature (so a client can try it and fall back).
+request size (``too_large``)
+    ``server.max_request_bytes = N``: a larger body gets 413 ``request_too_large``
+    (``anthropic.ContentTooLargeError``); ``error_reply(413)`` scripts the same answer.
+
+Other endpoints, recorded apart so ``requests`` stays the list of Messages requests:
+
+``POST /v1/messages/count_tokens`` (``count_requests``)
+    Validated like a Messages request where it applies (no ``max_tokens``; its own set of
+    fields); answers ``{"input_tokens": N}`` with the same estimate (plus
+    ``context_management.original_input_tokens`` when that field is sent). No context limit.
+``GET /v1/models`` and ``GET /v1/models/{id}`` (``model_requests``)
+    ``server.models = {"claude-sonnet-5-5": ModelSpec(max_input_tokens=200_000,
+    max_tokens=64_000, context_management=True)}`` registers models; retrieve answers the
+    real ``ModelInfo`` JSON (``capabilities`` included), an unknown id 404
+    ``not_found_error``; list answers the real page format (newest first; ``limit``,
+    ``after_id``, ``before_id``, ``lifecycle``). ``server.models_api = False`` answers 404
+    to all of them, like an endpoint without the Models API.
+
+A request carrying ``context_management`` (beta) is answered normally; the edits are not
+applied, and the answer has ``context_management: {"applied_edits": [...]}`` (the non-
+streaming message, or the streamed ``message_delta``) with the reply's ``applied_edits``
+option (default none), e.g. ``text_reply("ok", applied_edits=[{"type":
+"clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}])``.
 
 Reply builders: :func:`text_reply`, :func:`tool_reply`, :func:`reply` (with the block
 helpers :func:`text`, :func:`tool_use`, :func:`raw_tool_use`, :func:`thinking`),
-:func:`error_reply` and :func:`stream_error`. Every builder takes these timing options:
+:func:`error_reply` and :func:`stream_error`. Every builder takes these options:
 
 ``stall_after=N``
     Streaming: send N SSE events, then hold the connection open. Without a gate it is
@@ -33,6 +73,8 @@ helpers :func:`text`, :func:`tool_use`, :func:`raw_tool_use`, :func:`thinking`),
     Pause before every ``content_block_delta`` (slow streams).
 ``model``, ``headers``
     Override the echoed model; add response headers (e.g. ``{"retry-after": "0"}``).
+``applied_edits``
+    The ``context_management.applied_edits`` to report (see above).
 
 ``stop()`` is prompt: it sets every gate a held reply waits on, shuts down open
 connections and joins the handler threads. Usage figures are estimates (about four
@@ -52,9 +94,10 @@ import sys
 import threading
 import time
 import traceback
+import urllib.parse
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -77,6 +120,52 @@ _ERROR_STATUS = {
     "overloaded_error": 529,
 }
 _ERROR_TYPE = {status: kind for kind, status in _ERROR_STATUS.items()}
+_DEFAULT_MESSAGE = {"request_too_large": "Request exceeds the maximum allowed number of bytes."}
+
+# Top-level request fields the real API knows (those the SDK 2.14 sends, plus the sampling
+# fields the API still takes but the SDK has no keyword for). Beta fields need an
+# ``anthropic-beta`` header (any value, as ``client.beta.messages`` sends); anything else
+# answers 400 "<field>: Extra inputs are not permitted".
+MESSAGES_FIELDS = frozenset(
+    {
+        "model",
+        "max_tokens",
+        "messages",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "stream",
+        "stop_sequences",
+        "metadata",
+        "service_tier",
+        "container",
+        "cache_control",
+        "diagnostics",
+        "inference_geo",
+        "output_config",
+        "speed",
+        "temperature",
+        "top_k",
+        "top_p",
+    }
+)
+BETA_MESSAGES_FIELDS = frozenset(
+    {
+        "context_management",
+        "mcp_servers",
+        "compaction",
+        "billing_policy",
+        "fallbacks",
+        "fallback_credit_token",
+        "thread",
+        "output_format",
+    }
+)
+COUNT_TOKENS_FIELDS = frozenset(
+    {"model", "messages", "system", "tools", "tool_choice", "thinking", "cache_control", "output_config", "speed"}
+)
+BETA_COUNT_TOKENS_FIELDS = frozenset({"context_management", "mcp_servers", "compaction", "billing_policy"})
 
 
 def new_id(prefix: str) -> str:
@@ -230,6 +319,7 @@ class Reply:
     hang_before_headers: bool = False
     delay_s: float = 0.0
     model: str | None = None
+    applied_edits: Sequence[Mapping[str, Any]] = ()  # echoed when the request has context_management
 
     @property
     def resolved_stop_reason(self) -> str:
@@ -293,11 +383,14 @@ def error_reply(
     **options: Any,
 ) -> Reply:
     """An HTTP error with the real envelope, e.g. ``error_reply(529)`` (overloaded_error),
-    ``error_reply(429, headers={"retry-after": "0"})``. ``error_type`` defaults from the status."""
+    ``error_reply(429, headers={"retry-after": "0"})``, ``error_reply(413)`` (request_too_large,
+    "Request exceeds the maximum allowed number of bytes.", as the real API answers a body over
+    its size limit; the SDK raises ``anthropic.ContentTooLargeError``). ``error_type`` defaults
+    from the status, ``message`` from the type."""
     kind = error_type or _ERROR_TYPE.get(status, "api_error")
     return Reply(
         status=status,
-        error={"type": kind, "message": message or f"fake {kind}"},
+        error={"type": kind, "message": message or _DEFAULT_MESSAGE.get(kind, f"fake {kind}")},
         headers=tuple((headers or {}).items()),
         **options,
     )
@@ -347,15 +440,15 @@ def _prefix_items(body: dict) -> list[tuple[Any, bool]]:
     return items
 
 
-def _check_top(body: Any) -> str | None:
+def _check_top(body: Any, *, count: bool = False) -> str | None:
     if not isinstance(body, dict):
         return "There was an issue with the formatting of your request body: expected a JSON object"
-    for key in ("model", "max_tokens", "messages"):
+    for key in ("model", "messages") if count else ("model", "max_tokens", "messages"):
         if key not in body:
             return f"{key}: Field required"
     if not isinstance(body["model"], str) or not body["model"]:
         return "model: Input should be a valid string"
-    mt = body["max_tokens"]
+    mt = body.get("max_tokens", 1)
     if not isinstance(mt, int) or isinstance(mt, bool):
         return "max_tokens: Input should be a valid integer"
     if mt < 1:
@@ -413,7 +506,7 @@ def _check_sampling(body: dict) -> str | None:
             return "thinking.enabled.budget_tokens: Field required"
         if budget < 1024:
             return "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
-        if budget >= body["max_tokens"]:
+        if "max_tokens" in body and budget >= body["max_tokens"]:
             return f"`max_tokens` must be greater than `thinking.budget_tokens`. {_DOCS}#max-tokens-and-context-window-size"
     if kind in ("enabled", "adaptive"):
         if temp is not None and temp != 1:
@@ -507,15 +600,122 @@ def _check_messages(messages: Any) -> str | None:
     return None
 
 
-def validate_request(body: Any) -> str | None:
-    """Check a Messages API request body like the real API; return the 400 message or None."""
-    problem = _check_top(body) or _check_tools(body) or _check_sampling(body) or _check_messages(body["messages"])
+def check_fields(body: Any, *, beta: bool = False, count: bool = False) -> str | None:
+    """The real API's answer to a top-level field it does not know: "<field>: Extra inputs
+    are not permitted" (beta fields are known only with ``beta``, i.e. an ``anthropic-beta``
+    header; ``count`` checks a ``/v1/messages/count_tokens`` body)."""
+    if not isinstance(body, dict):
+        return None
+    known = COUNT_TOKENS_FIELDS if count else MESSAGES_FIELDS
+    if beta:
+        known = known | (BETA_COUNT_TOKENS_FIELDS if count else BETA_MESSAGES_FIELDS)
+    unknown = next((key for key in body if key not in known), None)
+    return None if unknown is None else f"{unknown}: Extra inputs are not permitted"
+
+
+def validate_request(body: Any, *, count: bool = False) -> str | None:
+    """Check a Messages API request body like the real API; return the 400 message or None.
+    With ``count``, check a ``count_tokens`` body (no ``max_tokens``). Top-level field names
+    are checked separately by :func:`check_fields`."""
+    problem = (
+        _check_top(body, count=count)
+        or _check_tools(body)
+        or _check_sampling(body)
+        or _check_messages(body["messages"])
+    )
     if problem:
         return problem
     found = sum(bp for _, bp in _prefix_items(body))
     if found > MAX_CACHE_BREAKPOINTS:
         return f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. Found {found}."
     return None
+
+
+def _prefix_pieces(body: dict) -> Iterable[tuple[str, bool]]:
+    """The canonical text of each prefix item (cache_control stripped) and its breakpoint flag."""
+    for item, breakpoint in _prefix_items(body):
+        yield _canonical(_strip_cache_control(item)), breakpoint
+
+
+def estimate_input_tokens(body: dict) -> int:
+    """The fake's input-token estimate for a request: about four characters a token over the
+    canonical JSON of tools, system and message blocks (cache_control left out). It is the
+    total input of usage accounting (``input_tokens`` + both cache figures), the answer of
+    ``count_tokens`` and what the context limit compares against."""
+    return max(1, sum(len(piece) for piece, _ in _prefix_pieces(body)) // 4)
+
+
+# --------------------------------------------------------------------------- models
+
+
+def _display_name(model_id: str) -> str:
+    """``claude-sonnet-5-5`` -> ``Claude Sonnet 5.5`` (a trailing date is dropped)."""
+    parts = [p for p in model_id.split("-") if not (p.isdigit() and len(p) == 8)]
+    words = [p.capitalize() for p in parts if not p.isdigit()]
+    version = ".".join(p for p in parts if p.isdigit())
+    return " ".join(words + ([version] if version else []))
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model the Models API knows (register it in ``FakeAnthropic.models``).
+
+    ``max_input_tokens`` is also the model's context limit on ``/v1/messages`` unless
+    ``FakeAnthropic.context_windows`` has an entry for it; ``max_tokens`` caps the request's
+    ``max_tokens`` (a larger one is an invalid request). ``context_management`` and
+    ``thinking`` set the matching ``capabilities`` (every strategy supported or none);
+    ``capabilities=False`` leaves the field out, as older API versions do. ``extra`` is merged
+    last into the ModelInfo JSON (e.g. ``{"lifecycle": "deprecated", "deprecated_at": ...}``).
+    """
+
+    max_input_tokens: int | None = 200_000
+    max_tokens: int | None = 64_000
+    context_management: bool = False
+    thinking: bool = True
+    display_name: str | None = None
+    created_at: str = "2026-01-01T00:00:00Z"  # RFC 3339
+    lifecycle: str = "active"
+    line: str | None = None
+    capabilities: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def info(self, model_id: str) -> dict:
+        """The ``ModelInfo`` object the API answers for this model."""
+        info: dict[str, Any] = {
+            "type": "model",
+            "id": model_id,
+            "display_name": self.display_name or _display_name(model_id),
+            "created_at": self.created_at,
+            "lifecycle": self.lifecycle,
+            "line": self.line,
+            "deprecated_at": None,
+            "retires_at": None,
+            "max_input_tokens": self.max_input_tokens,
+            "max_tokens": self.max_tokens,
+        }
+        if self.capabilities:
+            yes, cm, th = {"supported": True}, {"supported": self.context_management}, {"supported": self.thinking}
+            info["capabilities"] = {
+                "batch": yes,
+                "citations": yes,
+                "code_execution": yes,
+                "context_management": {
+                    **cm,
+                    "clear_thinking_20251015": cm,
+                    "clear_tool_uses_20250919": cm,
+                    "compact_20260112": cm,
+                },
+                "effort": {**yes, "low": yes, "medium": yes, "high": yes, "max": yes, "xhigh": {"supported": False}},
+                "image_input": yes,
+                "pdf_input": yes,
+                "server_tools": {**yes, "code_execution": yes, "web_search": yes},
+                "structured_outputs": yes,
+                "thinking": {
+                    **th,
+                    "types": {"adaptive": th, "enabled": th, "between_tools": th, "disabled": yes},
+                },
+            }
+        return {**info, **self.extra}
 
 
 # --------------------------------------------------------------------------- server
@@ -574,20 +774,65 @@ class FakeAnthropic:
     """The fake server. Attributes for tests:
 
     ``url`` (``http://127.0.0.1:PORT``, valid after ``start()``), ``api_key``,
-    ``requests`` (list of :class:`RecordedRequest`), ``invalid_requests`` (list of
-    ``(body, message)`` for validation 400s and "no scripted reply left"), ``errors``
-    (tracebacks of failures inside the fake, e.g. a reply callable that raised),
-    ``expect_invalid`` (set True when a test provokes invalid requests on purpose).
+    ``requests`` (list of :class:`RecordedRequest`: every request except token counting and
+    the Models API), ``count_requests`` (``/v1/messages/count_tokens``), ``model_requests``
+    (``/v1/models...``), ``invalid_requests`` (list of ``(body, message)`` for validation
+    400s and "no scripted reply left"), ``errors`` (tracebacks of failures inside the fake,
+    e.g. a reply callable that raised), ``expect_invalid`` (set True when a test provokes
+    invalid requests on purpose).
 
-    ``cache_min_tokens``: breakpoints whose prefix is shorter than this are not cached
-    (the real minimum is 1024+ tokens; the default 0 caches everything).
+    Legitimate refusals a client must handle are recorded apart from ``invalid_requests``
+    (they do not fail the test) and consume no scripted reply: ``too_long`` (``(N, M)`` per
+    "prompt is too long: N tokens > M maximum"), ``unsupported`` (the field name per
+    "<field>: Extra inputs are not permitted" caused by ``unsupported_fields``) and
+    ``too_large`` (the body size per 413 caused by ``max_request_bytes``).
+
+    Settings (constructor keywords or attributes, changeable at any time):
+
+    ``cache_min_tokens``
+        Breakpoints whose prefix is shorter than this are not cached (the real minimum is
+        1024+ tokens; the default 0 caches everything).
+    ``context_window``, ``context_windows``
+        The context limit in input tokens (see :func:`estimate_input_tokens`): per model in
+        ``context_windows``, else the model's ``ModelSpec.max_input_tokens``, else
+        ``context_window``; None means no limit (see :meth:`context_limit`).
+    ``models``, ``models_api``
+        ``{model_id: ModelSpec}`` served by ``GET /v1/models`` and ``/v1/models/{id}``
+        (default none: an empty list, 404 for every id); ``models_api=False`` answers 404
+        to every Models API request, like an endpoint without it.
+    ``unsupported_fields``
+        Top-level fields this endpoint refuses on ``/v1/messages`` and ``count_tokens``
+        even though the real API knows them (e.g. ``{"context_management"}``).
+    ``max_request_bytes``
+        Bodies larger than this answer 413 ``request_too_large`` (the real limit is 32 MB).
     """
 
-    def __init__(self, api_key: str = DEFAULT_API_KEY, *, cache_min_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        api_key: str = DEFAULT_API_KEY,
+        *,
+        cache_min_tokens: int = 0,
+        context_window: int | None = None,
+        context_windows: Mapping[str, int] | None = None,
+        models: Mapping[str, ModelSpec] | None = None,
+        unsupported_fields: Iterable[str] = (),
+        max_request_bytes: int | None = None,
+    ) -> None:
         self.api_key = api_key
         self.cache_min_tokens = cache_min_tokens
+        self.context_window = context_window
+        self.context_windows: dict[str, int] = dict(context_windows or {})
+        self.models: dict[str, ModelSpec] = dict(models or {})
+        self.models_api = True
+        self.unsupported_fields: set[str] = set(unsupported_fields)
+        self.max_request_bytes = max_request_bytes
         self.requests: list[RecordedRequest] = []
+        self.count_requests: list[RecordedRequest] = []
+        self.model_requests: list[RecordedRequest] = []
         self.invalid_requests: list[tuple[Any, str]] = []
+        self.too_long: list[tuple[int, int]] = []
+        self.unsupported: list[str] = []
+        self.too_large: list[int] = []
         self.errors: list[str] = []
         self.expect_invalid = False
         self._queue: deque[ReplySource] = deque()
@@ -667,6 +912,16 @@ class FakeAnthropic:
         """How many scripted replies are still queued."""
         return len(self._queue)
 
+    def context_limit(self, model: str) -> int | None:
+        """The context limit for ``model``: ``context_windows[model]``, else the registered
+        model's ``max_input_tokens``, else ``context_window`` (None: unlimited)."""
+        if model in self.context_windows:
+            return self.context_windows[model]
+        spec = self.models.get(model)
+        if spec is not None and spec.max_input_tokens is not None:
+            return spec.max_input_tokens
+        return self.context_window
+
     def wait_for_requests(self, n: int, timeout: float = 5.0) -> bool:
         """Block until at least ``n`` requests have arrived (recorded as soon as the body is
         read, before any gate); False on timeout. Thread-safe; from async code run it in a
@@ -695,27 +950,69 @@ class FakeAnthropic:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         rec = RecordedRequest(h.command, h.path, headers, body)
+        path = h.path.split("?")[0]
+        route = (
+            "count"
+            if path == "/v1/messages/count_tokens"
+            else "models"
+            if path == "/v1/models" or path.startswith("/v1/models/")
+            else "messages"
+        )
+        log = {"count": self.count_requests, "models": self.model_requests}.get(route, self.requests)
         with self._cond:
-            self.requests.append(rec)
+            log.append(rec)
             self._cond.notify_all()
         req_id = new_id("req_")
         key = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
         if key != self.api_key:
             return self._send_error(h, rec, req_id, 401, "authentication_error", "invalid x-api-key")
-        if (h.command, h.path.split("?")[0]) != ("POST", "/v1/messages"):
+        if self.max_request_bytes is not None and len(raw) > self.max_request_bytes:
+            with self._lock:
+                self.too_large.append(len(raw))
+            kind = "request_too_large"
+            return self._send_error(h, rec, req_id, 413, kind, _DEFAULT_MESSAGE[kind])
+        if route == "models":
+            return self._serve_models(h, rec, req_id, headers, path)
+        if (h.command, path) not in (("POST", "/v1/messages"), ("POST", "/v1/messages/count_tokens")):
             return self._send_error(h, rec, req_id, 404, "not_found_error", f"Not found: {h.command} {h.path}")
+        refused = next((k for k in body if k in self.unsupported_fields), None) if isinstance(body, dict) else None
+        if refused is not None:
+            with self._lock:
+                self.unsupported.append(refused)
+            message = f"{refused}: Extra inputs are not permitted"
+            return self._send_error(h, rec, req_id, 400, "invalid_request_error", message)
+        count = route == "count"
         problem = (
-            "anthropic-version: header is required" if "anthropic-version" not in headers else validate_request(body)
+            "anthropic-version: header is required"
+            if "anthropic-version" not in headers
+            else check_fields(body, beta="anthropic-beta" in headers, count=count)
+            or validate_request(body, count=count)
         )
-        if problem is None:
-            with self._lock:
-                source = self._queue.popleft() if self._queue else None
-            if source is None:
-                problem = NO_REPLY_LEFT
+        spec = self.models.get(body["model"]) if problem is None else None
+        if spec is not None and spec.max_tokens is not None and body.get("max_tokens", 0) > spec.max_tokens:
+            problem = (
+                f"max_tokens: {body['max_tokens']} > {spec.max_tokens}, which is the maximum allowed number "
+                f"of output tokens for {body['model']}"
+            )
         if problem is not None:
+            return self._refuse_invalid(h, rec, req_id, body, problem)
+        tokens = estimate_input_tokens(body)
+        if count:
+            counted: dict[str, Any] = {"input_tokens": tokens}
+            if "context_management" in body:
+                counted["context_management"] = {"original_input_tokens": tokens}
+            rec.status = 200
+            return self._send_json(h, 200, req_id, counted)
+        limit = self.context_limit(body["model"])
+        if limit is not None and tokens > limit:
             with self._lock:
-                self.invalid_requests.append((body, problem))
-            return self._send_error(h, rec, req_id, 400, "invalid_request_error", problem)
+                self.too_long.append((tokens, limit))
+            message = f"prompt is too long: {tokens} tokens > {limit} maximum"
+            return self._send_error(h, rec, req_id, 400, "invalid_request_error", message)
+        with self._lock:
+            source = self._queue.popleft() if self._queue else None
+        if source is None:
+            return self._refuse_invalid(h, rec, req_id, body, NO_REPLY_LEFT)
         try:
             answer = source(body) if callable(source) else source
             if not isinstance(answer, Reply):
@@ -724,6 +1021,55 @@ class FakeAnthropic:
             self.errors.append(traceback.format_exc())
             return self._send_error(h, rec, req_id, 500, "api_error", "fake server: reply callable failed")
         self._answer(h, rec, req_id, body, answer)
+
+    def _refuse_invalid(self, h: _Handler, rec: RecordedRequest, req_id: str, body: Any, problem: str) -> None:
+        """A 400 for a request the real API would refuse as malformed (fails the test)."""
+        with self._lock:
+            self.invalid_requests.append((body, problem))
+        self._send_error(h, rec, req_id, 400, "invalid_request_error", problem)
+
+    def _serve_models(self, h: _Handler, rec: RecordedRequest, req_id: str, headers: dict, path: str) -> None:
+        """``GET /v1/models`` (a page of ModelInfo, newest first) and ``GET /v1/models/{id}``."""
+        if not self.models_api or h.command != "GET":
+            return self._send_error(h, rec, req_id, 404, "not_found_error", f"Not found: {h.command} {h.path}")
+        if "anthropic-version" not in headers:
+            return self._refuse_invalid(h, rec, req_id, None, "anthropic-version: header is required")
+        models = dict(self.models)
+        if path != "/v1/models":
+            model_id = urllib.parse.unquote(path.removeprefix("/v1/models/"))
+            if model_id not in models:
+                return self._send_error(h, rec, req_id, 404, "not_found_error", f"model: {model_id}")
+            rec.status = 200
+            return self._send_json(h, 200, req_id, models[model_id].info(model_id))
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(h.path).query)
+        wanted = {v for k in ("lifecycle", "lifecycle[]") for vs in query.get(k, []) for v in vs.split(",")}
+        try:
+            limit = int(query.get("limit", ["20"])[-1])
+        except ValueError:
+            return self._refuse_invalid(h, rec, req_id, None, "limit: Input should be a valid integer")
+        if not 1 <= limit <= 1000:
+            bound = "greater than or equal to 1" if limit < 1 else "less than or equal to 1000"
+            return self._refuse_invalid(h, rec, req_id, None, f"limit: Input should be {bound}")
+        infos = [spec.info(model_id) for model_id, spec in models.items()]
+        infos = [i for i in infos if i["lifecycle"] in (wanted or {"active", "deprecated"})]
+        infos.sort(key=lambda i: i["created_at"], reverse=True)  # stable: ties keep registration order
+        ids = [i["id"] for i in infos]
+        after, before = query.get("after_id", [None])[-1], query.get("before_id", [None])[-1]
+        if before is not None:
+            end = ids.index(before) if before in ids else 0
+            start = max(0, end - limit)
+            page, has_more = infos[start:end], start > 0
+        else:
+            start = ids.index(after) + 1 if after in ids else 0 if after is None else len(ids)
+            page, has_more = infos[start : start + limit], start + limit < len(infos)
+        listing = {
+            "data": page,
+            "has_more": has_more,
+            "first_id": page[0]["id"] if page else None,
+            "last_id": page[-1]["id"] if page else None,
+        }
+        rec.status = 200
+        self._send_json(h, 200, req_id, listing)
 
     def _answer(self, h: _Handler, rec: RecordedRequest, req_id: str, body: dict, r: Reply) -> None:
         as_error = r.error is not None and (r.status != 200 or not rec.stream)  # else an `event: error`
@@ -742,11 +1088,14 @@ class FakeAnthropic:
             envelope = {"type": "error", "error": dict(r.error), "request_id": req_id}
             return self._send_json(h, rec.status, req_id, envelope, r.headers)
         usage, model = self._account(body), r.model or body["model"]
+        cm = {"applied_edits": [dict(e) for e in r.applied_edits]} if "context_management" in body else None
         if not sse:
             message = _message(r, model, usage, [b.final() for b in r.blocks], done=True)
+            if cm is not None:
+                message["context_management"] = cm
             return self._send_json(h, 200, req_id, message, r.headers)
         self._send_head(h, 200, req_id, "text/event-stream; charset=utf-8", r.headers)
-        events = _stream_events(r, model, usage)
+        events = _stream_events(r, model, usage, cm)
         for i in range(len(events) + 1):
             if i == r.stall_after:
                 if not self._hold(r.gate):
@@ -780,8 +1129,7 @@ class FakeAnthropic:
         the rest of the prefix up to the last breakpoint, if that one is new, counts as
         ``cache_creation_input_tokens``; ``input_tokens`` is what remains (at least 1)."""
         digest, length, points = hashlib.sha256(), 0, []
-        for item, breakpoint in _prefix_items(body):
-            piece = _canonical(_strip_cache_control(item))
+        for piece, breakpoint in _prefix_pieces(body):
             digest.update(piece.encode() + b"\x1e")
             length += len(piece)
             if breakpoint and length // 4 >= self.cache_min_tokens:
@@ -871,8 +1219,9 @@ def _message(r: Reply, model: str, usage: dict, content: list, *, done: bool) ->
     }
 
 
-def _stream_events(r: Reply, model: str, usage: dict) -> list[tuple[str, dict]]:
-    """The full SSE event list for a reply (truncated + ``error`` for stream_error)."""
+def _stream_events(r: Reply, model: str, usage: dict, cm: dict | None = None) -> list[tuple[str, dict]]:
+    """The full SSE event list for a reply (truncated + ``error`` for stream_error). ``cm``
+    is the ``context_management`` answer, carried by ``message_delta``."""
     events = [
         ("message_start", {"type": "message_start", "message": _message(r, model, usage, [], done=False)}),
         ("ping", {"type": "ping"}),
@@ -893,7 +1242,8 @@ def _stream_events(r: Reply, model: str, usage: dict) -> list[tuple[str, dict]]:
                 "type": "message_delta",
                 "delta": {"stop_reason": r.resolved_stop_reason, "stop_sequence": r.stop_sequence},
                 "usage": {k: v for k, v in usage.items() if k != "cache_creation"} | {"output_tokens": output},
-            },
+            }
+            | ({"context_management": cm} if cm is not None else {}),
         )
     )
     events.append(("message_stop", {"type": "message_stop"}))

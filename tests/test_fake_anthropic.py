@@ -14,8 +14,14 @@ import anthropic
 import httpx2
 import pytest
 from fake_anthropic import (
+    BETA_COUNT_TOKENS_FIELDS,
+    BETA_MESSAGES_FIELDS,
+    COUNT_TOKENS_FIELDS,
+    MESSAGES_FIELDS,
     FakeAnthropic,
+    ModelSpec,
     error_reply,
+    estimate_input_tokens,
     raw_tool_use,
     reply,
     stream_error,
@@ -166,6 +172,7 @@ async def test_slow_stream_delay(fake_api, client):
     [
         (400, "invalid_request_error", anthropic.BadRequestError),
         (401, "authentication_error", anthropic.AuthenticationError),
+        (413, "request_too_large", anthropic.ContentTooLargeError),
         (429, "rate_limit_error", anthropic.RateLimitError),
         (500, "api_error", anthropic.InternalServerError),
         (529, "overloaded_error", anthropic.OverloadedError),
@@ -364,6 +371,291 @@ async def test_prompt_cache_simulation(fake_api, client):
     assert third.cache_creation_input_tokens > 0
 
 
+# --------------------------------------------------------------------------- context limit
+
+
+def _long(chars: int) -> list[dict]:
+    return [{"role": "user", "content": "x" * chars}]
+
+
+async def test_context_window_answers_prompt_too_long(fake_api, client):
+    fake_api.context_window = 300
+    fake_api.enqueue(text_reply("fits"), text_reply("after"))
+    fits = await client.messages.create(model=MODEL, max_tokens=10, messages=_long(1000))
+    used = fits.usage.input_tokens + fits.usage.cache_read_input_tokens + fits.usage.cache_creation_input_tokens
+    body = {"model": MODEL, "max_tokens": 10, "messages": _long(2000)}
+    tokens = estimate_input_tokens(body)
+    assert used == estimate_input_tokens({**body, "messages": _long(1000)}) and tokens > 300
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(**body)
+    err = info.value
+    assert err.body == {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "message": f"prompt is too long: {tokens} tokens > 300 maximum"},
+        "request_id": err.request_id,
+    }
+    assert fake_api.too_long == [(tokens, 300)] and not fake_api.invalid_requests
+    assert fake_api.requests[-1].status == 400 and fake_api.pending == 1  # no reply consumed
+    counted = await client.messages.count_tokens(model=MODEL, messages=_long(2000))
+    assert counted.input_tokens == tokens  # count_tokens applies no limit, and agrees
+    with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
+        await _events(client, messages=_long(2000))  # streaming: the same 400 before any event
+
+
+async def test_context_limit_precedence(fake_api, client):
+    fake = FakeAnthropic(context_window=1000)
+    assert fake.context_limit("any") == 1000
+    fake.models = {"a": ModelSpec(max_input_tokens=500), "b": ModelSpec(max_input_tokens=None)}
+    assert (fake.context_limit("a"), fake.context_limit("b")) == (500, 1000)
+    fake.context_windows = {"a": 50}
+    assert fake.context_limit("a") == 50
+    assert FakeAnthropic().context_limit("a") is None
+    fake_api.models = {MODEL: ModelSpec(max_input_tokens=200)}
+    fake_api.context_windows = {"claude-haiku-5-5": 100}
+    fake_api.enqueue(text_reply("big model"))
+    message = await client.messages.create(model="claude-opus-5-5", max_tokens=10, messages=_long(1200))
+    assert message.content[0].text == "big model"  # no limit for an unknown, unregistered model
+    for model, limit in [(MODEL, 200), ("claude-haiku-5-5", 100)]:
+        with pytest.raises(anthropic.BadRequestError, match=f"tokens > {limit} maximum"):
+            await client.messages.create(model=model, max_tokens=10, messages=_long(1200))
+    assert [m for _, m in fake_api.too_long] == [200, 100]
+
+
+async def test_request_too_large(fake_api, client):
+    fake_api.enqueue(error_reply(413), text_reply("small enough"))
+    with pytest.raises(anthropic.ContentTooLargeError) as info:
+        await client.messages.create(model=MODEL, max_tokens=10, messages=HI)
+    assert (info.value.status_code, info.value.type) == (413, "request_too_large")
+    assert info.value.api_message == "Request exceeds the maximum allowed number of bytes."
+    fake_api.max_request_bytes = 500
+    with pytest.raises(anthropic.ContentTooLargeError):
+        await client.messages.create(model=MODEL, max_tokens=10, messages=_long(600))
+    assert len(fake_api.too_large) == 1 and fake_api.too_large[0] > 600 and fake_api.pending == 1
+    assert (await client.messages.create(model=MODEL, max_tokens=10, messages=HI)).content[0].text == "small enough"
+    assert not fake_api.invalid_requests
+
+
+async def test_max_tokens_above_model_limit_is_invalid(fake_api, client):
+    fake_api.models = {MODEL: ModelSpec(max_tokens=8000)}
+    fake_api.expect_invalid = True
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(model=MODEL, max_tokens=8001, messages=HI)
+    expected = f"max_tokens: 8001 > 8000, which is the maximum allowed number of output tokens for {MODEL}"
+    assert info.value.api_message == expected and fake_api.invalid_requests[0][1] == expected
+
+
+# --------------------------------------------------------------------------- models API
+
+SONNET = ModelSpec(max_input_tokens=200_000, max_tokens=64_000, context_management=True, line="sonnet")
+
+
+async def test_models_retrieve(fake_api, client):
+    fake_api.models = {MODEL: SONNET, "claude-haiku-5-5": ModelSpec(max_input_tokens=16_000, capabilities=False)}
+    info = await client.models.retrieve(MODEL)
+    assert isinstance(info, anthropic.types.ModelInfo) and info.type == "model"
+    assert (info.id, info.display_name, info.max_input_tokens, info.max_tokens) == (
+        MODEL,
+        "Claude Sonnet 5.5",
+        200_000,
+        64_000,
+    )
+    assert info.created_at.year == 2026 and info.lifecycle == "active" and info.line == "sonnet"
+    cm = info.capabilities.context_management
+    assert cm.supported and cm.clear_tool_uses_20250919.supported and cm.clear_thinking_20251015.supported
+    assert info.capabilities.thinking.types.enabled.supported
+    raw = await client.models.with_raw_response.retrieve(MODEL)
+    anthropic.types.ModelInfo.model_validate(raw.http_response.json())  # strictly valid, not just tolerated
+    haiku = await client.models.retrieve("claude-haiku-5-5")
+    assert haiku.capabilities is None and haiku.max_input_tokens == 16_000
+    assert (
+        "capabilities" not in (await client.models.with_raw_response.retrieve("claude-haiku-5-5")).http_response.json()
+    )
+    no_cm = ModelSpec().info("m")
+    assert no_cm["capabilities"]["context_management"]["supported"] is False
+    anthropic.types.ModelInfo.model_validate(no_cm)
+    assert len(fake_api.model_requests) == 4 and fake_api.requests == []
+
+
+async def test_models_unknown_id_and_no_models_api(fake_api, client):
+    with pytest.raises(anthropic.NotFoundError) as info:
+        await client.models.retrieve("claude-nonexistent")
+    assert info.value.type == "not_found_error" and info.value.body["request_id"].startswith("req_")
+    assert info.value.api_message == "model: claude-nonexistent"
+    fake_api.models = {MODEL: SONNET}
+    fake_api.models_api = False
+    with pytest.raises(anthropic.NotFoundError):
+        await client.models.retrieve(MODEL)
+    with pytest.raises(anthropic.NotFoundError):
+        await client.models.list()
+    assert [r.status for r in fake_api.model_requests] == [404, 404, 404] and not fake_api.invalid_requests
+
+
+async def test_models_list_pages(fake_api, client):
+    assert (await client.models.list()).data == []
+    fake_api.models = {
+        "claude-haiku-5-5": ModelSpec(created_at="2026-01-01T00:00:00Z"),
+        "claude-opus-5-5": ModelSpec(created_at="2026-03-01T00:00:00Z"),
+        MODEL: ModelSpec(created_at="2026-02-01T00:00:00Z"),
+        "claude-old-1": ModelSpec(created_at="2024-01-01T00:00:00Z", lifecycle="retired"),
+    }
+    newest_first = ["claude-opus-5-5", MODEL, "claude-haiku-5-5"]
+    page = await client.models.list(limit=2)
+    assert [m.id for m in page.data] == newest_first[:2]
+    assert (page.has_more, page.first_id, page.last_id) == (True, "claude-opus-5-5", MODEL)
+    assert [m.id async for m in client.models.list(limit=2)] == newest_first  # the SDK follows the pages
+    raw = (await client.models.with_raw_response.list(after_id=MODEL)).http_response.json()
+    assert raw == {
+        "data": [fake_api.models["claude-haiku-5-5"].info("claude-haiku-5-5")],
+        "has_more": False,
+        "first_id": "claude-haiku-5-5",
+        "last_id": "claude-haiku-5-5",
+    }
+    before = await client.models.list(before_id="claude-haiku-5-5", limit=1)
+    assert [m.id for m in before.data] == [MODEL] and before.has_more
+    retired = await client.models.list(lifecycle=["retired"])
+    assert [m.id for m in retired.data] == ["claude-old-1"]
+    fake_api.expect_invalid = True
+    with pytest.raises(anthropic.BadRequestError, match="limit: Input should be less than or equal to 1000"):
+        await client.models.list(limit=1001)
+
+
+# --------------------------------------------------------------------------- count_tokens
+
+
+async def test_count_tokens(fake_api, client):
+    system = "You are terse."
+    counted = await client.messages.count_tokens(model=MODEL, messages=HI, system=system, tools=[TOOL])
+    assert isinstance(counted, anthropic.types.MessageTokensCount)
+    assert counted.input_tokens == estimate_input_tokens({"messages": HI, "system": system, "tools": [TOOL]})
+    fake_api.enqueue(text_reply("ok"))
+    usage = (await client.messages.create(model=MODEL, max_tokens=10, messages=HI, system=system, tools=[TOOL])).usage
+    assert (
+        usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens == counted.input_tokens
+    )
+    beta = await client.beta.messages.count_tokens(
+        model=MODEL, messages=HI, betas=["context-management-2025-06-27"], context_management={"edits": []}
+    )
+    assert beta.context_management.original_input_tokens == beta.input_tokens
+    assert [r.path for r in fake_api.count_requests] == ["/v1/messages/count_tokens"] * 2
+    assert [r.path for r in fake_api.requests] == ["/v1/messages"] and fake_api.pending == 0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        (dict(extra_body={"max_tokens": 10}), "max_tokens: Extra inputs are not permitted"),
+        (dict(tool_choice={"type": "auto"}), "tool_choice may only be specified"),
+        (dict(messages=_convo("hi", [USE], "what?")), "without `tool_result` blocks"),
+        (dict(extra_body={"context_management": {}}), "context_management: Extra inputs are not permitted"),
+    ],
+)
+async def test_count_tokens_validation(fake_api, client, kwargs, expected):
+    fake_api.expect_invalid = True
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.count_tokens(model=MODEL, **{"messages": HI, **kwargs})
+    assert expected in info.value.api_message and fake_api.invalid_requests[0][1] == info.value.api_message
+
+
+# --------------------------------------------------------------------------- request fields
+
+
+async def test_fields_the_real_api_accepts(fake_api, client):
+    fake_api.enqueue(text_reply("fine"), text_reply("beta fine"))
+    await client.messages.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=HI,
+        tools=[TOOL],
+        tool_choice={"type": "auto"},
+        stop_sequences=["END"],
+        metadata={"user_id": "u-1"},
+        service_tier="auto",
+        cache_control={"type": "ephemeral"},
+        extra_body={"temperature": 0.2, "top_k": 5, "top_p": 0.9},
+    )
+    await client.beta.messages.create(
+        model=MODEL,
+        max_tokens=100,
+        messages=HI,
+        betas=["mcp-client-2025-04-04"],
+        mcp_servers=[{"type": "url", "url": "https://mcp.example.com/sse", "name": "example"}],
+    )
+    assert fake_api.pending == 0
+
+
+def test_known_fields_cover_the_sdk():
+    from anthropic.types import message_count_tokens_params, message_create_params
+    from anthropic.types.beta import message_count_tokens_params as beta_count
+    from anthropic.types.beta import message_create_params as beta_create
+
+    def keys(params: type) -> set[str]:
+        return set(params.__required_keys__ | params.__optional_keys__) - {"betas", "user_profile_id", "workspace_id"}
+
+    assert keys(message_create_params.MessageCreateParamsBase) <= MESSAGES_FIELDS
+    assert keys(beta_create.MessageCreateParamsBase) <= MESSAGES_FIELDS | BETA_MESSAGES_FIELDS
+    assert keys(message_count_tokens_params.MessageCountTokensParams) <= COUNT_TOKENS_FIELDS
+    assert keys(beta_count.MessageCountTokensParams) <= COUNT_TOKENS_FIELDS | BETA_COUNT_TOKENS_FIELDS
+
+
+@pytest.mark.parametrize(
+    ("extra", "field"),
+    [
+        ({"max_output_tokens": 10}, "max_output_tokens"),
+        ({"context_management": {"edits": []}}, "context_management"),  # beta field without the beta header
+        ({"mcp_servers": []}, "mcp_servers"),
+    ],
+)
+async def test_unknown_fields_are_invalid(fake_api, client, extra, field):
+    fake_api.expect_invalid = True
+    fake_api.enqueue(text_reply("never sent"))
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.messages.create(model=MODEL, max_tokens=10, messages=HI, extra_body=extra)
+    assert info.value.api_message == f"{field}: Extra inputs are not permitted"
+    assert fake_api.invalid_requests[0][1] == info.value.api_message and fake_api.pending == 1
+
+
+CLEAR = {"edits": [{"type": "clear_tool_uses_20250919", "trigger": {"type": "input_tokens", "value": 1000}}]}
+BETA = ["context-management-2025-06-27"]
+
+
+async def test_unsupported_field_refused_then_fallback(fake_api, client):
+    fake_api.unsupported_fields = {"context_management"}
+    fake_api.enqueue(text_reply("without it"))
+    with pytest.raises(anthropic.BadRequestError) as info:
+        await client.beta.messages.create(model=MODEL, max_tokens=10, messages=HI, betas=BETA, context_management=CLEAR)
+    assert info.value.body["error"] == {
+        "type": "invalid_request_error",
+        "message": "context_management: Extra inputs are not permitted",
+    }
+    assert fake_api.unsupported == ["context_management"] and not fake_api.invalid_requests
+    assert fake_api.pending == 1 and fake_api.requests[0].status == 400
+    with pytest.raises(anthropic.BadRequestError, match="context_management"):
+        await client.beta.messages.count_tokens(model=MODEL, messages=HI, betas=BETA, context_management=CLEAR)
+    message = await client.messages.create(model=MODEL, max_tokens=10, messages=HI)
+    assert message.content[0].text == "without it" and len(fake_api.unsupported) == 2
+
+
+async def test_beta_context_management_echoed(fake_api, client):
+    edit = {"type": "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}
+    fake_api.enqueue(text_reply("plain"), text_reply("streamed", applied_edits=[edit]), text_reply("no field"))
+    message = await client.beta.messages.create(
+        model=MODEL, max_tokens=10, messages=HI, betas=BETA, context_management=CLEAR
+    )
+    assert message.context_management.applied_edits == []
+    assert fake_api.requests[0].headers["anthropic-beta"] == BETA[0]
+    assert fake_api.requests[0].body["context_management"] == CLEAR
+    async with client.beta.messages.stream(
+        model=MODEL, max_tokens=10, messages=HI, betas=BETA, context_management=CLEAR
+    ) as stream:
+        final = await stream.get_final_message()
+    applied = final.context_management.applied_edits
+    assert [(e.type, e.cleared_tool_uses, e.cleared_input_tokens) for e in applied] == [
+        ("clear_tool_uses_20250919", 2, 900)
+    ]
+    plain = await client.beta.messages.with_raw_response.create(model=MODEL, max_tokens=10, messages=HI, betas=BETA)
+    assert "context_management" not in plain.http_response.json()  # only when it was asked for
+
+
 # --------------------------------------------------------------------------- gates and stalls
 
 
@@ -434,7 +726,7 @@ async def test_non_streaming_stall(fake_api, client, continues):
 async def test_wait_for_requests_times_out_and_unknown_path(fake_api, client):
     assert fake_api.wait_for_requests(1, timeout=0.01) is False
     with pytest.raises(anthropic.NotFoundError):
-        await client.models.list()
+        await client.beta.files.list()
     assert fake_api.requests[0].status == 404 and not fake_api.invalid_requests
 
 
