@@ -81,3 +81,19 @@ def test_bad_settings_name_the_file(tmp_path, text, message):
     with pytest.raises(SettingsError) as error:
         settings_with(tmp_path, text)
     assert str(tmp_path / "config.toml") in str(error.value) and message in str(error.value)
+
+
+def test_context_windows_per_model_and_the_flag_that_overrides_them(tmp_path):
+    settings = settings_with(tmp_path, '[models."my-local"]\ncontext_window = 32768\n')
+    assert settings.context_windows == {"my-local": 32768} and settings.max_context_tokens is None
+    flagged = apply_flags(settings, parser().parse_args(["--max-context-tokens", "16000"]))
+    assert flagged.max_context_tokens == 16000
+    for bad in (
+        '[models."m"]\ncontext_window = "big"\n',
+        '[models."m"]\ncontext_window = 10\n',
+        '[models."m"]\nsize = 1\n',
+    ):
+        with pytest.raises(SettingsError, match=r'\[models\."m"\]'):
+            settings_with(tmp_path, bad)
+    with pytest.raises(SystemExit):
+        parser().parse_args(["--max-context-tokens", "0"])

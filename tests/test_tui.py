@@ -574,3 +574,21 @@ def test_help_lines_up_every_command_and_key_in_one_column():
     descriptions = ["the session's spending limit", "start a new conversation", "leave the app", "send the prompt"]
     columns = {next(line.index(d) for line in text.splitlines() if line.endswith(d)) for d in descriptions}
     assert len(columns) == 1, text
+
+
+async def test_the_status_line_shows_how_full_the_context_is_and_context_says_what_fills_it(fake_api):
+    fake_api.enqueue(tool_reply("list_dir", {"path": "."}), text_reply("listed"))
+    app = make_app(fake_api, settings=Settings(max_context_tokens=20_000))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "list")
+        await finish_turn(pilot)
+        status = app.query_one(StatusLine)
+        last = app.runner.last_context_tokens
+        assert status.facts.context_window == 20_000 and last is not None and last > 0
+        assert f"ctx {last / 20_000:.0%}" in str(status.render())
+        await submit(pilot, "/context")
+        await wait_until(pilot, lambda: any("Context window" in n for n in notices(app)))
+        report = next(n for n in notices(app) if "Context window" in n)
+        assert "Context window: 20,000 tokens." in report and f"{last:,} tokens" in report
+        for part in ("System prompt and tools", "Conversation", "Tool outputs", "Summary of earlier turns"):
+            assert part in report

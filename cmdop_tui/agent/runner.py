@@ -27,6 +27,7 @@ from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
+from cmdop_tui.agent.context_usage import ContextUsage, measure
 from cmdop_tui.agent.events import (
     BudgetWarning,
     Cancelled,
@@ -268,6 +269,21 @@ class Runner:
             return parse_route(await self.model.classify(request, operation))
         except Exception:
             return "agent"
+
+    def context_usage(self) -> ContextUsage:
+        """What the next request would hold, by part (estimated: see agent/context_usage.py)."""
+        tools = resolve_tools(self.tools, turn=2, policy=self.config.tool_policy)  # past turn 1's allowlist
+        system = build_system_prompt(
+            self.facts, tools_available=bool(tools), extra_instructions=self.config.extra_instructions
+        )
+        return measure(system, [tool.definition() for tool in tools], self.conversation.messages)
+
+    @property
+    def last_context_tokens(self) -> int | None:
+        """The context the last reply was made in, plus the reply: what the next request starts
+        from (None before the first reply)."""
+        usage = self._last_usage
+        return None if usage is None else usage.total_input_tokens + usage.output_tokens
 
     def _build_request(self, tools: list[Tool]) -> dict[str, Any]:
         system = build_system_prompt(

@@ -33,6 +33,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--local", action="store_true", help="use a local model (llama.cpp), no API key needed")
     p.add_argument("--local-model", metavar="PATH.gguf", help="the local model file (implies --local)")
     p.add_argument("--max-turns", type=_positive_int, help="turn limit per prompt")
+    p.add_argument(
+        "--max-context-tokens", type=_positive_int, metavar="N", help="the model's context window (overrides)"
+    )
     p.add_argument("--loop", action="store_true", default=None, help="loop mode: keep going until a breaker phrase")
     p.add_argument("--loop-message", help="the message that re-prompts the model in loop mode")
     p.add_argument(
@@ -98,6 +101,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         settings = replace(settings, local=True)
     if args.local_model:
         settings = replace(settings, local_model=Path(args.local_model).expanduser())
+    if args.max_context_tokens:
+        settings = replace(settings, max_context_tokens=args.max_context_tokens)
     if args.no_stream:
         settings = replace(settings, stream=False)
     if args.theme:

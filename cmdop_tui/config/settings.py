@@ -97,6 +97,8 @@ class Settings:
     agents: Mapping[str, AgentProfile] = field(default_factory=builtin_agents)
     aliases: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ALIASES))
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
+    context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
+    max_context_tokens: int | None = None  # --max-context-tokens: overrides every window
     max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
     local: bool = False  # use a local model (llama.cpp) instead of an API
     local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
@@ -192,7 +194,7 @@ def _profile_from(table: Mapping[str, Any], base: AgentProfile, where: str) -> A
 
 TOP_LEVEL_KEYS = frozenset(
     {
-        "agent", "agents", "aliases", "prices", "max_budget_usd", "router_model", "base_url", "theme",
+        "agent", "agents", "aliases", "prices", "models", "max_budget_usd", "router_model", "base_url", "theme",
         "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model",
     }
 )  # fmt: skip
@@ -222,7 +224,12 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     if isinstance(selected, dict):  # an [agent] table: overrides for the default profile
         agents["default"] = _profile_from(selected, agents["default"], f"{where}: [agent]")
         selected = "default"
-    settings = replace(settings, aliases=_aliases(_table(data, "aliases", where)), prices=_prices(data, where))
+    settings = replace(
+        settings,
+        aliases=_aliases(_table(data, "aliases", where)),
+        prices=_prices(data, where),
+        context_windows=_context_windows(data, where),
+    )
     settings = settings.with_agent(str(selected))
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
     if "stream" in data:
@@ -248,6 +255,21 @@ def _aliases(table: Mapping[str, Any]) -> dict[str, str]:
     for name, model in table.items():
         aliases[name if name.startswith("@") else f"@{name}"] = str(model)
     return aliases
+
+
+def _context_windows(data: Mapping[str, Any], where: str) -> dict[str, int]:
+    """`[models."ID"] context_window = N`: the window of a model the Models API does not describe."""
+    windows: dict[str, int] = {}
+    for model, table in _table(data, "models", where).items():
+        if not isinstance(table, dict) or set(table) - {"context_window"}:
+            raise SettingsError(f'{where}: [models."{model}"] takes context_window only')
+        window = table.get("context_window")
+        if window is None:
+            continue
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1024:
+            raise SettingsError(f'{where}: [models."{model}"] context_window must be a number of tokens (>= 1024)')
+        windows[model] = window
+    return windows
 
 
 def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float]]:
@@ -337,6 +359,9 @@ FIRST_RUN_TEMPLATE = """\
 # fast = "claude-haiku-5-5"
 # balanced = "claude-sonnet-5-5"
 # smart = "claude-opus-5-5"
+
+# [models."my-local-model"]     # a model's context window in tokens, when the endpoint's
+# context_window = 32768        # Models API does not say (otherwise 200,000)
 
 # [prices."claude-sonnet-5-5"]  # USD per million tokens, for the cost estimate and budgets
 # input = 3.0

@@ -105,4 +105,6 @@ def start_local_model(settings: Settings, server: LocalModelServer | None = None
     server = (server or LocalModelServer(settings.local_model)).start()
     model = f"local:{server.gguf.stem}"
     agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
-    return replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model), server
+    windows = {**settings.context_windows, model: server.n_ctx}  # what llama.cpp was started with
+    local = replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model)
+    return replace(local, context_windows=windows), server

@@ -34,6 +34,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.windows import context_window
 
 
 class Session:
@@ -79,6 +80,7 @@ class Session:
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
+        self._windows: dict[str, int] = {}  # context windows by model
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -174,6 +176,14 @@ class Session:
         self.settings = settings
         self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
         return config
+
+    async def context_window(self) -> int:
+        """The current model's context window in tokens (asked of the Models API once a model)."""
+        model = self.runner.config.model
+        if model not in self._windows:
+            assert self.client is not None
+            self._windows[model] = await context_window(self.client, model, self.settings)
+        return self._windows[model]
 
     def new_conversation(self) -> None:
         """Forget the conversation; a recorded one continues in a new transcript (the old stays whole)."""

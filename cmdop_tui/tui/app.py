@@ -68,6 +68,7 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 if TYPE_CHECKING:
     import anthropic
 
+    from cmdop_tui.agent.context_usage import ContextUsage
     from cmdop_tui.agent.runner import Runner
     from cmdop_tui.permissions import Permissions
     from cmdop_tui.session.recorder import SessionRecorder
@@ -284,6 +285,13 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(self.setup_error, "error")
         self._show_status()
         self._watch_machines()
+        self.show_context_window()
+
+    @work(group="window", exclusive=True, exit_on_error=False)
+    async def show_context_window(self) -> None:
+        """Learn the model's context window (the Models API may be asked) for the status line."""
+        if self.session is not None:
+            self.status.update_facts(context_window=await self.session.context_window())
 
     def _watch_machines(self) -> None:
         fleet = self.session.fleet if self.session else None
@@ -490,6 +498,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(str(exc), "error")
             return
         await self.chat.add_notice(f"Model: {model}")
+        self.show_context_window()
         self._show_status()
 
     @COMMAND_REGISTRY.slash(
@@ -504,6 +513,17 @@ class CmdopApp(App[None]):
         self.session.set_loop(argument == "on")
         await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
         self._show_status()
+
+    @COMMAND_REGISTRY.slash(
+        "/context", "what fills the model's context", palette=(PaletteEntry("Show what fills the context"),)
+    )
+    async def _slash_context(self, argument: str) -> None:
+        if (session := await self._ready_session()) is None:
+            return
+        window = await session.context_window()
+        await self.chat.add_notice(
+            context_report(session.runner.context_usage(), window, session.runner.last_context_tokens)
+        )
 
     @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
     async def _slash_budget(self, argument: str) -> None:
@@ -536,6 +556,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(str(exc), "error")
             return
         self.settings = session.settings
+        self.show_context_window()
         await self.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
         self._show_status()
 
@@ -697,6 +718,22 @@ class CmdopApp(App[None]):
         if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
             return Approval(True)
         return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+
+
+def context_report(usage: ContextUsage, window: int, last: int | None) -> str:
+    """/context's answer: the window, the last request's real size, and the parts estimated."""
+    rows = [
+        ("System prompt and tools", usage.system_and_tools),
+        ("Summary of earlier turns", usage.summary),
+        ("Conversation", usage.conversation),
+        ("Tool outputs", usage.tool_outputs),
+    ]
+    lines = [f"Context window: {window:,} tokens."]
+    if last is not None:
+        lines.append(f"The last request and its reply: {last:,} tokens ({last / window:.0%} of the window).")
+    lines.append(f"The next request, estimated: about {usage.total:,} tokens ({usage.total / window:.0%}):")
+    lines += [f"  {name:<25} {tokens:>9,}" for name, tokens in rows]
+    return "\n".join(lines)
 
 
 async def _open_or_explain(session: Session) -> str | None:

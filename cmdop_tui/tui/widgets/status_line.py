@@ -26,6 +26,11 @@ class StatusFacts:
     usage: UsageTotals = field(default_factory=UsageTotals)
     cost_usd: float | None = None
     budget_usd: float | None = None
+    context_window: int | None = None
+    context_tokens: int = 0  # the last request's context and its reply: where the next one starts
+
+
+CONTEXT_WARN_AT = 0.75  # the context's share shown as a warning from here on
 
 
 def compact_count(tokens: int) -> str:
@@ -49,6 +54,12 @@ class StatusLine(Widget):
     facts: reactive[StatusFacts] = reactive(StatusFacts, always_update=True)
 
     def render(self) -> Content:
+        parts = self._parts(with_cache=True)
+        if sum(len(part if isinstance(part, str) else part[0]) for part in parts) > self.content_size.width:
+            parts = self._parts(with_cache=False)  # on a narrow terminal the cache share goes first
+        return Content.assemble(*parts)
+
+    def _parts(self, *, with_cache: bool) -> list[tuple[str, str] | str]:
         facts = self.facts
         usage = facts.usage
         total_in = usage.total_input_tokens
@@ -58,13 +69,16 @@ class StatusLine(Widget):
             parts.append(f" · turn {facts.turn}/{facts.max_turns}")
         if facts.loop_enabled:
             parts.append((f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
+        if facts.context_window and facts.context_tokens:
+            share = facts.context_tokens / facts.context_window
+            parts.append((f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
         parts.append(f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}")
-        if total_in:
+        if total_in and with_cache:
             parts.append(f" · cache {cache_read_share(usage):.0%}")
         if facts.cost_usd is not None or facts.budget_usd is not None:
             budget = f"/{facts.budget_usd:.2f}" if facts.budget_usd is not None else ""
             parts.append(f" · ${facts.cost_usd or 0:.4f}{budget}")
-        return Content.assemble(*parts)
+        return parts
 
     def update_facts(self, **changes: object) -> None:
         self.facts = replace(self.facts, **changes)  # type: ignore[arg-type]
@@ -74,9 +88,11 @@ class StatusLine(Widget):
         self.update_facts(turn=event.turn, max_turns=event.max_turns, loop=event.loop)
 
     def on_agent_usage_reported(self, message: Agent.UsageReported) -> None:
+        event = message.event
         usage = replace(self.facts.usage)
-        usage.add(message.event)
-        self.update_facts(usage=usage, cost_usd=message.event.session_cost_usd)
+        usage.add(event)
+        context = event.total_input_tokens + event.output_tokens
+        self.update_facts(usage=usage, cost_usd=event.session_cost_usd, context_tokens=context)
 
     def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
         self.update_facts(loop=message.event.loop, max_loops=message.event.max_loops)
