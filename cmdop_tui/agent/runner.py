@@ -47,12 +47,14 @@ from cmdop_tui.agent.history import (
     CANCELLED_RESULT,
     Block,
     Conversation,
+    blocks_of,
     message_text,
     sanitize,
     tool_result_block,
 )
 from cmdop_tui.agent.llm import ModelClient, ModelReply, describe_error
 from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
+from cmdop_tui.agent.reduction import OutputReducer, result_text
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
@@ -80,6 +82,7 @@ class AgentConfig:
     router_model: str | None = None
     repeat_limit: int = 3
     max_budget_usd: float | None = None  # per session (a runner's lifetime)
+    context_window: int | None = None  # the model's, in tokens (None: unknown, nothing is reduced)
     prices: Prices = field(default_factory=dict)
 
 
@@ -141,6 +144,7 @@ class Runner:
         self._budget_warned = False
         self._finished_results: dict[str, Block] = {}
         self._approval_lock = asyncio.Lock()
+        self.reducer = OutputReducer()  # what requests send of old tool outputs (never stored)
 
     # --- the run -----------------------------------------------------------------------------
 
@@ -295,7 +299,19 @@ class Runner:
             temperature=self.config.temperature,
             thinking_budget=self.config.thinking_budget,
         )
-        return build_request(options, system, sanitize(self.conversation.messages), tools)
+        messages = sanitize(self.conversation.messages)
+        definitions = [tool.definition() for tool in tools]
+        estimate = measure(system, definitions, messages).total
+        messages = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
+        return build_request(options, system, messages, tools)
+
+    def output_of(self, call_id: str) -> str | None:
+        """The whole output of an earlier tool call of this conversation (for `recall`)."""
+        for message in self.conversation.messages:
+            for block in blocks_of(message):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
+                    return result_text(block)
+        return None
 
     def _turn_started(self, turn: int, progress: _Progress) -> TurnStarted:
         loop = self.config.loop
@@ -429,6 +445,7 @@ class Runner:
             progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
             machines=self.machines,
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
+            recall=self.output_of,
         )
         return await run_tool(call.tool, call.input, context)
 

@@ -27,6 +27,7 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.tools.ask import ASK_TOOLS
+from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 
 
@@ -83,7 +84,7 @@ def build_runner(
     remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
     facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
     facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
-    tools = builtin_tools() + (list(ASK_TOOLS) if remote_names else [])
+    tools = [*builtin_tools(), RECALL, *(ASK_TOOLS if remote_names else ())]
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
         tools=ToolRegistry(tools),

@@ -160,6 +160,9 @@ class Session:
 
     async def run(self, prompt: str, emit: EventSink) -> RunResult:
         """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+        window = await self.context_window()
+        if self.runner.config.context_window != window:
+            self.runner.config = replace(self.runner.config, context_window=window)
         return await self.runner.run(prompt, emit)
 
     def stop(self) -> None:

@@ -40,7 +40,8 @@ class ToolContext:
     """Everything a running tool may use besides its arguments.
 
     `machines` is the session's fleet (None: the local machine only). `nested` receives the
-    events of an agent working for this call on another machine (ask_machine).
+    events of an agent working for this call on another machine (ask_machine). `recall` gives
+    the whole output of an earlier call of the session by its id (None: no such call).
     """
 
     call_id: str
@@ -48,6 +49,7 @@ class ToolContext:
     progress: ProgressSink = lambda text, stream: None
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
+    recall: Callable[[str], str | None] = lambda call_id: None
 
     def machine(self, args: Mapping[str, Any]) -> Machine:
         """The machine this call is for (its `machine` argument), relative paths starting at `cwd`

@@ -15,6 +15,7 @@ from cmdop_tui.machines.spec import MachineError
 from .ask import ASK_TOOLS
 from .base import Tool, ToolContext, ToolResult
 from .files import FILE_TOOLS
+from .recall import RECALL
 from .schema import validate
 from .shell import EXECUTE_COMMAND
 
@@ -29,7 +30,7 @@ def builtin_tools() -> list[Tool]:
 def declared_tool(name: str) -> Tool | None:
     """The built-in tool called `name` (the machine tools included), whatever a session offers:
     its declaration (mutating, subject) is the one source of truth about it."""
-    return next((tool for tool in (*builtin_tools(), *ASK_TOOLS) if tool.name == name), None)
+    return next((tool for tool in (*builtin_tools(), RECALL, *ASK_TOOLS) if tool.name == name), None)
 
 
 class ToolRegistry:

@@ -1,0 +1,112 @@
+"""Cheap reductions of what a request sends: deterministic, no model call, before any summary.
+
+Only the request changes; the conversation (and so the transcript) keeps every output whole.
+
+* **Old tool outputs.** Once a request would pass `reduce_at` of the context window, every tool
+  output older than the last `keep_turns` turns is sent as a one-line stub that names the call,
+  its size and its id; the read-only `recall` tool takes that id and brings the output back, a
+  page at a time. Outputs are cleared in batches of at least `clear_at_least` of the window and
+  stay cleared, so between batches every request starts with the same prefix and the prompt
+  cache keeps serving it.
+* **Identical outputs.** An output the request already carries word for word is sent as a
+  pointer to the first one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmdop_tui.agent.context_usage import estimate_tokens
+from cmdop_tui.agent.history import Block, Message, blocks_of
+
+STUB_ARGUMENTS_CHARS = 80  # of the call's arguments, in a stub
+
+
+@dataclass(frozen=True)
+class ReductionPolicy:
+    reduce_at: float = 0.5  # share of the window past which old outputs are cleared
+    keep_turns: int = 3  # the outputs of this many latest turns are always sent whole
+    clear_at_least: float = 0.05  # share of the window a batch of clearing must free
+    min_output_chars: int = 400  # smaller outputs are never worth a stub or a pointer
+
+
+@dataclass
+class OutputReducer:
+    """Decides, request by request, which tool outputs go as stubs; remembers its batches."""
+
+    policy: ReductionPolicy = field(default_factory=ReductionPolicy)
+    cleared: set[str] = field(default_factory=set)  # tool_use ids sent as stubs from now on
+
+    def reduce(self, messages: list[Message], *, window: int | None, estimate: int) -> list[Message]:
+        """`messages` as the request should carry them; `estimate` is the request's size."""
+        if window and estimate > self.policy.reduce_at * window:
+            self._clear_a_batch(messages, window)
+        calls = {block["id"]: block for block in _blocks(messages, "tool_use")}
+        first_with: dict[str, str] = {}  # output -> the first call that gave it
+        reduced: list[Message] = []
+        for message in messages:
+            blocks = [self._reduced(block, calls, first_with) for block in blocks_of(message)]
+            reduced.append({**message, "content": blocks})
+        return reduced
+
+    def _clear_a_batch(self, messages: list[Message], window: int) -> None:
+        old = [block for block in _old_results(messages, self.policy.keep_turns) if self._worth_a_stub(block)]
+        batch = {block["tool_use_id"]: estimate_tokens(result_text(block)) for block in old}
+        batch = {call: size for call, size in batch.items() if call not in self.cleared}
+        if batch and sum(batch.values()) >= self.policy.clear_at_least * window:
+            self.cleared |= set(batch)
+
+    def _worth_a_stub(self, block: Block) -> bool:
+        return len(result_text(block)) >= self.policy.min_output_chars
+
+    def _reduced(self, block: Block, calls: dict[str, Block], first_with: dict[str, str]) -> Block:
+        if block.get("type") != "tool_result":
+            return block
+        call_id, text = block["tool_use_id"], result_text(block)
+        if call_id in self.cleared:
+            return {**block, "content": stub(calls.get(call_id), call_id, text)}
+        if len(text) < self.policy.min_output_chars:
+            return block
+        first = first_with.setdefault(text, call_id)
+        if first == call_id:
+            return block
+        return {**block, "content": f"[the same output as call {first} above, word for word]"}
+
+
+def stub(call: Block | None, call_id: str, text: str) -> str:
+    """The one line a cleared output is sent as."""
+    name = call.get("name", "a tool") if call else "a tool"
+    given = call.get("input") if call else None
+    arguments = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in (given or {}).items())
+    if len(arguments) > STUB_ARGUMENTS_CHARS:
+        arguments = arguments[: STUB_ARGUMENTS_CHARS - 1] + "…"
+    shown = f"{name}({arguments})"
+    return (
+        f"[output of {shown} cleared to save context: {len(text):,} characters, about "
+        f'{estimate_tokens(text):,} tokens; recall(id="{call_id}") brings it back]'
+    )
+
+
+def _old_results(messages: list[Message], keep_turns: int) -> list[Block]:
+    """Tool results older than the last `keep_turns` assistant turns."""
+    assistant_turns = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
+    if len(assistant_turns) <= keep_turns:
+        return []
+    boundary = assistant_turns[-keep_turns] if keep_turns else len(messages)
+    return list(_blocks(messages[:boundary], "tool_result"))
+
+
+def _blocks(messages: list[Message], kind: str) -> Iterator[Block]:
+    for message in messages:
+        yield from (block for block in blocks_of(message) if block.get("type") == kind)
+
+
+def result_text(block: Block) -> str:
+    """What a tool_result block says, as text."""
+    content: Any = block.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
