@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import subprocess
 import sys
 from collections.abc import Sequence
 
 from cmdop_tui.config.flags import apply_flags, parser
 from cmdop_tui.config.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
+from cmdop_tui.support.editor import editor_argv
 
 EXIT_USAGE = 2
 
@@ -64,11 +64,11 @@ def config_command(argv: list[str]) -> int:
         return 0
     if argv == ["edit"]:
         ensure_config_file(path)
-        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+        command = editor_argv(path)
         try:
-            return subprocess.call([*shlex.split(editor), str(path)])
+            return subprocess.call(command)
         except OSError as exc:
-            return fail(f"cannot start the editor {editor!r}: {exc.strerror}; set $EDITOR")
+            return fail(f"cannot start the editor {command[0]!r}: {exc.strerror}; set $EDITOR")
     return fail("usage: cmdop-tui config path | config edit", EXIT_USAGE)
 
 

@@ -26,6 +26,7 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
@@ -53,6 +54,15 @@ def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         max_budget_usd=settings.max_budget_usd,
         prices=dict(settings.prices),
     )
+
+
+def runner_config(settings: Settings, cwd: Path) -> AgentConfig:
+    """`agent_config`, with the standing instructions of the user and of the project in `cwd`."""
+    config = agent_config(settings)
+    memory = standing_instructions(cwd)
+    if not memory:
+        return config
+    return replace(config, extra_instructions="\n\n".join(filter(None, [config.extra_instructions, memory])))
 
 
 def build_fleet(settings: Settings) -> Fleet:
@@ -85,10 +95,11 @@ def build_runner(
     facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
     facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
     tools = [*builtin_tools(), RECALL, *(ASK_TOOLS if remote_names else ())]
+    config = runner_config(settings, cwd or Path.cwd())
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
         tools=ToolRegistry(tools),
-        config=agent_config(settings),
+        config=config,
         facts=facts,
         approve=approve,
         ui_cancel=ui_cancel,

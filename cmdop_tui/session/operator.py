@@ -32,7 +32,7 @@ from cmdop_tui.agent.history import Message
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings, load_settings
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.session.assembly import agent_config
+from cmdop_tui.session.assembly import runner_config
 from cmdop_tui.session.session import Session
 
 Mode = Literal["default", "strict", "auto"]
@@ -203,7 +203,8 @@ class Operator:
             # On top of the open session's settings, which a local model has made its own.
             settings = self._session.settings = self._with_loop_settings(self._session.settings)
             budget = self._session.runner.config.max_budget_usd
-            self._session.runner.config = replace(agent_config(settings), max_budget_usd=budget)
+            runner = self._session.runner
+            runner.config = replace(runner_config(settings, runner.cwd), max_budget_usd=budget)
         return self._session
 
     async def aclose(self) -> None:

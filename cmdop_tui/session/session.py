@@ -29,7 +29,7 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.permissions import Permissions
-from cmdop_tui.session.assembly import agent_config, build_fleet, build_runner, start_local_model
+from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
@@ -175,7 +175,7 @@ class Session:
         Raises SettingsError for an unknown profile.
         """
         settings = self.settings.with_agent(name)
-        config = agent_config(settings)
+        config = runner_config(settings, self.runner.cwd)
         self.settings = settings
         self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
         return config
@@ -187,6 +187,11 @@ class Session:
             assert self.client is not None
             self._windows[model] = await context_window(self.client, model, self.settings)
         return self._windows[model]
+
+    def reload_memory(self) -> None:
+        """Read the standing instructions again (after /memory), for the next request."""
+        fresh = runner_config(self.settings, self.runner.cwd)
+        self.runner.config = replace(self.runner.config, extra_instructions=fresh.extra_instructions)
 
     def new_conversation(self) -> None:
         """Forget the conversation; a recorded one continues in a new transcript (the old stays whole)."""

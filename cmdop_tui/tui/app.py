@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import constants as textual_constants
 from textual import work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SuspendNotSupported
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer
@@ -36,6 +37,8 @@ from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
+from cmdop_tui.session.memory import user_memory_path
+from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
 from cmdop_tui.tui.commands import (
@@ -524,6 +527,26 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(
             context_report(session.runner.context_usage(), window, session.runner.last_context_tokens)
         )
+
+    @COMMAND_REGISTRY.slash(
+        "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
+    )
+    async def _slash_memory(self, argument: str) -> None:
+        path = user_memory_path()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch(mode=0o600, exist_ok=True)
+            with self.suspend():
+                subprocess.call(editor_argv(path))
+        except SuspendNotSupported:  # no terminal to give the editor (a browser, a test)
+            await self.chat.add_notice(f"Your standing instructions are in {path}: edit it there.")
+            return
+        except OSError as exc:
+            await self.chat.add_notice(f"Cannot open {path} in your editor: {exc.strerror or exc}", "error")
+            return
+        if self.session is not None:
+            self.session.reload_memory()
+        await self.chat.add_notice(f"Your standing instructions ({path}) apply from the next request.")
 
     @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
     async def _slash_budget(self, argument: str) -> None:
