@@ -55,6 +55,7 @@ from cmdop_tui.agent.history import (
 from cmdop_tui.agent.llm import ModelClient, ModelReply, describe_error
 from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.reduction import OutputReducer, result_text
+from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
@@ -303,7 +304,7 @@ class Runner:
         definitions = [tool.definition() for tool in tools]
         estimate = measure(system, definitions, messages).total
         messages = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
-        return build_request(options, system, messages, tools)
+        return build_request(options, system, with_reminders(messages), tools)
 
     def output_of(self, call_id: str) -> str | None:
         """The whole output of an earlier tool call of this conversation (for `recall`)."""

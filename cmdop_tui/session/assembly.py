@@ -30,6 +30,7 @@ from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
+from cmdop_tui.tools.todo import TODO
 
 
 def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) -> AgentConfig:
@@ -94,7 +95,7 @@ def build_runner(
     remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
     facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
     facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
-    tools = [*builtin_tools(), RECALL, *(ASK_TOOLS if remote_names else ())]
+    tools = [*builtin_tools(), TODO, RECALL, *(ASK_TOOLS if remote_names else ())]
     config = runner_config(settings, cwd or Path.cwd())
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),

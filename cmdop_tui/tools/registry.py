@@ -18,6 +18,7 @@ from .files import FILE_TOOLS
 from .recall import RECALL
 from .schema import validate
 from .shell import EXECUTE_COMMAND
+from .todo import TODO
 
 __all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "run_tool"]
 
@@ -30,7 +31,7 @@ def builtin_tools() -> list[Tool]:
 def declared_tool(name: str) -> Tool | None:
     """The built-in tool called `name` (the machine tools included), whatever a session offers:
     its declaration (mutating, subject) is the one source of truth about it."""
-    return next((tool for tool in (*builtin_tools(), RECALL, *ASK_TOOLS) if tool.name == name), None)
+    return next((tool for tool in (*builtin_tools(), RECALL, TODO, *ASK_TOOLS) if tool.name == name), None)
 
 
 class ToolRegistry:
