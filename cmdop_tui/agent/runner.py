@@ -47,6 +47,7 @@ from cmdop_tui.agent.history import (
     CANCELLED_RESULT,
     Block,
     Conversation,
+    Message,
     blocks_of,
     message_text,
     sanitize,
@@ -301,10 +302,20 @@ class Runner:
             thinking_budget=self.config.thinking_budget,
         )
         messages = sanitize(self.conversation.messages)
-        definitions = [tool.definition() for tool in tools]
-        estimate = measure(system, definitions, messages).total
+        estimate = self._request_estimate(system, tools, messages)
         messages = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
         return build_request(options, system, with_reminders(messages), tools)
+
+    def _request_estimate(self, system: str, tools: list[Tool], messages: list[Message]) -> int:
+        """The next request's size: the last real count plus what came since (the last message,
+        which holds the prompt or the tool results), so a turn does not serialise the history;
+        before any reply, an estimate of the whole."""
+        if self.config.context_window is None:
+            return 0  # nothing to weigh it against
+        last = self.last_context_tokens
+        if last is None or not messages:
+            return measure(system, [tool.definition() for tool in tools], messages).total
+        return last + measure("", [], messages[-1:]).total
 
     def output_of(self, call_id: str) -> str | None:
         """The whole output of an earlier tool call of this conversation (for `recall`)."""

@@ -20,7 +20,7 @@ from cmdop_tui.machines.machine import (
     MachineResult,
     ProgressSink,
 )
-from cmdop_tui.machines.process import run_process
+from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_process
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
 from cmdop_tui.support.text import decode_output, strip_terminal_sequences, truncate_middle
@@ -102,32 +102,17 @@ class RemoteMachine:
     ) -> MachineResult:
         """Run it there in its own process group, which Stop kills there too (killing the local
         ssh client alone would leave it running)."""
-        remote_command, run_id = self.transport.stoppable(command, cwd)
-
-        async def stop_remote() -> None:
-            await self.transport.kill(run_id)
 
         def ssh_error(status: int | None, stderr: str) -> str | None:
             return str(ssh_failure(self.spec, stderr)) if status == SSH_FAILED else None
 
-        return await run_process(
-            self.transport.argv(remote_command),
-            cwd=None,
-            timeout_ms=timeout_ms,
-            progress=progress,
-            output_limit=output_limit,
-            on_abort=stop_remote,
-            exit_line=ssh_error,
+        return await self._run_stoppable(
+            command, cwd=cwd, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
         )
 
     async def run_agent(self, prompt: str, *, timeout_ms: int, progress: ProgressSink) -> MachineResult:
         """Give `prompt` to this project's headless agent there; its stream-json lines go to
         `progress` as stdout. Stop ends it, TERM first so that it can end its turn cleanly."""
-        command = f"{self.spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
-        remote_command, run_id = self.transport.stoppable(command, None)
-
-        async def stop_remote() -> None:
-            await self.transport.kill(run_id, grace_s=AGENT_STOP_GRACE_S)
 
         def failure(status: int | None, stderr: str) -> str | None:
             if status == SSH_FAILED:
@@ -141,13 +126,37 @@ class RemoteMachine:
                 )
             return None
 
+        command = f"{self.spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
+        return await self._run_stoppable(
+            command, cwd=None, timeout_ms=timeout_ms, progress=progress, exit_line=failure, grace_s=AGENT_STOP_GRACE_S
+        )
+
+    async def _run_stoppable(
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        timeout_ms: int,
+        progress: ProgressSink,
+        exit_line: ExitLine,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        grace_s: float = 0.0,
+    ) -> MachineResult:
+        """`command` there in a process group of its own, which a Stop (or the time-out) kills
+        there, after `grace_s` of TERM when given."""
+        remote_command, run_id = self.transport.stoppable(command, cwd)
+
+        async def stop_remote() -> None:
+            await self.transport.kill(run_id, grace_s=grace_s)
+
         return await run_process(
             self.transport.argv(remote_command),
             cwd=None,
             timeout_ms=timeout_ms,
             progress=progress,
+            output_limit=output_limit,
             on_abort=stop_remote,
-            exit_line=failure,
+            exit_line=exit_line,
         )
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
