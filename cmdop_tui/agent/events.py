@@ -110,6 +110,7 @@ class Usage(Event):
     model: str = ""
     cost_usd: float | None = None  # this response's estimated cost (None: no price known)
     session_cost_usd: float | None = None  # the session's so far
+    purpose: Literal["reply", "summary"] = "reply"  # a summary's call says nothing of the context
 
     @property
     def total_input_tokens(self) -> int:
@@ -143,6 +144,31 @@ class BudgetWarning(Event):
     kind: ClassVar[str] = "budget_warning"
     spent_usd: float
     budget_usd: float
+
+
+@dataclass(frozen=True)
+class CompactionStarted(Event):
+    """The conversation is being compacted: `auto` (it neared the window), `manual` (/compact),
+    `too_long` (the endpoint refused a request as too long; it is retried after)."""
+
+    kind: ClassVar[str] = "compaction_start"
+    trigger: Literal["auto", "manual", "too_long"]
+    tokens_before: int
+    reason: str = ""  # for `too_long`: what the endpoint said
+
+
+@dataclass(frozen=True)
+class Compacted(Event):
+    """The head of the conversation was replaced by `summary`; the transcript keeps it all."""
+
+    kind: ClassVar[str] = "compaction"
+    trigger: Literal["auto", "manual", "too_long"]
+    tokens_before: int
+    tokens_after: int
+    summary: str
+    summary_tokens: int = 0
+    messages: int = 0  # how many messages the summary replaced
+    duration_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -185,6 +211,8 @@ class Cancelled(Event):
 __all__ = [
     "BudgetWarning",
     "Cancelled",
+    "Compacted",
+    "CompactionStarted",
     "Error",
     "Event",
     "Final",

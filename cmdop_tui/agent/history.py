@@ -20,6 +20,12 @@ Message = dict[str, Any]
 Block = dict[str, Any]
 
 CANCELLED_RESULT = "Cancelled by the user before this tool call finished."
+SUMMARY_OPEN = "<conversation-summary>"
+SUMMARY_CLOSE = "</conversation-summary>"
+SUMMARY_PREAMBLE = (
+    "The earlier part of this conversation was compacted to save context: this summary replaces it. "
+    "Everything is still in the session transcript; recall(id) brings back a tool output by its call id."
+)
 
 
 def text_block(text: str) -> Block:
@@ -50,6 +56,34 @@ def tool_result_ids(message: Mapping[str, Any]) -> list[str]:
     if message.get("role") != "user":
         return []
     return [b["tool_use_id"] for b in blocks_of(message) if b.get("type") == "tool_result"]
+
+
+def summary_block(summary: str, current_request: str | None = None) -> Block:
+    """The text block that stands for the compacted head of a conversation."""
+    parts = [SUMMARY_OPEN, SUMMARY_PREAMBLE, "", summary.strip()]
+    if current_request:
+        parts += ["", "The user's current request, verbatim:", current_request]
+    return text_block("\n".join([*parts, SUMMARY_CLOSE]))
+
+
+def is_summary_block(block: Mapping[str, Any]) -> bool:
+    return block.get("type") == "text" and str(block.get("text", "")).startswith(SUMMARY_OPEN)
+
+
+def summary_of(messages: Sequence[Message]) -> str | None:
+    """The summary the conversation starts with (None: it was never compacted)."""
+    if not messages or messages[0].get("role") != "user":
+        return None
+    for block in blocks_of(messages[0]):
+        if is_summary_block(block):
+            return str(block["text"])
+    return None
+
+
+def without_summaries(messages: Iterable[Message]) -> list[Message]:
+    """`messages` with the summary blocks taken out (and messages left empty dropped)."""
+    kept = [{**m, "content": [b for b in blocks_of(m) if not is_summary_block(b)]} for m in messages]
+    return [m for m in kept if m["content"]]
 
 
 def message_text(message: Mapping[str, Any]) -> str:
@@ -201,6 +235,32 @@ class Conversation:
                 [done.get(call_id) or tool_result_block(call_id, note, is_error=True) for call_id in open_ids]
             )
 
+    def compact(self, summary: Block, drop: int, **facts: Any) -> None:
+        """Replace the first `drop` messages by one user message holding `summary` (a compaction).
+
+        `facts` (sizes, counts) travel with the record for the transcript; replaying needs only
+        the summary and `drop`.
+        """
+        self._compact(summary, drop)
+        self._tell({"op": "compact", "summary": summary, "drop": drop, **facts})
+
+    def _compact(self, summary: Block, drop: int) -> None:
+        self.messages[:] = merge_adjacent([{"role": "user", "content": [summary]}, *self.messages[drop:]])
+
+    def retract(self, blocks: int) -> None:
+        """Take back the last `blocks` blocks of the last message (a prompt that could not be sent)."""
+        self._retract(blocks)
+        self._tell({"op": "retract", "blocks": blocks})
+
+    def _retract(self, blocks: int) -> None:
+        if not self.messages or blocks <= 0:
+            return
+        kept = self.messages[-1]["content"][:-blocks]
+        if kept:
+            self.messages[-1] = {**self.messages[-1], "content": kept}
+        else:
+            self.messages.pop()
+
     def replace(self, messages: list[Message]) -> None:
         """Rewrite the history (loop-mode cleanup, a repaired resume)."""
         self.messages[:] = messages
@@ -219,6 +279,10 @@ class Conversation:
             self.messages[:] = list(record["messages"])
         elif op == "clear":
             self.messages.clear()
+        elif op == "compact":
+            self._compact(dict(record["summary"]), int(record["drop"]))
+        elif op == "retract":
+            self._retract(int(record["blocks"]))
 
     def _tell(self, record: dict[str, Any]) -> None:
         for listener in self.listeners:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +92,33 @@ def _retry_after(exc: BaseException | None) -> float | None:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+_STATED_LIMIT = re.compile(r"(\d+)\s*(?:tokens)?\s*>\s*(\d+)")
+_OVERFLOW_WORDS = ("prompt is too long", "context limit", "context length", "context window", "too many tokens")
+
+
+@dataclass(frozen=True)
+class ContextOverflow:
+    """The endpoint refused a request as too big for the model's context (or its request size)."""
+
+    tokens: int | None = None  # what it counted, when it says
+    maximum: int | None = None  # the model's limit, when it says
+
+
+def context_overflow(exc: BaseException) -> ContextOverflow | None:
+    """A `prompt is too long` answer (or HTTP 413, or another endpoint's wording of it), or None."""
+    if not isinstance(exc, anthropic.APIStatusError):
+        return None
+    if exc.status_code == 413:
+        return ContextOverflow()
+    if exc.status_code != 400:
+        return None
+    message = _error_message(exc)
+    if not any(words in message.lower() for words in _OVERFLOW_WORDS):
+        return None
+    stated = _STATED_LIMIT.search(message)
+    return ContextOverflow(int(stated[1]), int(stated[2])) if stated else ContextOverflow()
 
 
 def describe_error(exc: BaseException) -> tuple[str, str]:
@@ -202,7 +230,13 @@ class ReplyAssembler:
         return ModelReply(
             content=[b for b in content if not _is_empty_text(b)],
             stop_reason=self.stop_reason,
-            usage=Usage(model=self.model, **self.usage),
+            usage=Usage(
+                input_tokens=self.usage.get("input_tokens", 0),
+                output_tokens=self.usage.get("output_tokens", 0),
+                cache_read_input_tokens=self.usage.get("cache_read_input_tokens", 0),
+                cache_creation_input_tokens=self.usage.get("cache_creation_input_tokens", 0),
+                model=self.model,
+            ),
             input_errors=self.input_errors,
         )
 

@@ -23,6 +23,7 @@ from cmdop_tui.agent.context_usage import estimate_tokens
 from cmdop_tui.agent.history import Block, Message, blocks_of
 
 STUB_ARGUMENTS_CHARS = 80  # of the call's arguments, in a stub
+STUB_TOKENS = 60  # about what a stub costs
 
 
 @dataclass(frozen=True)
@@ -39,11 +40,13 @@ class OutputReducer:
 
     policy: ReductionPolicy = field(default_factory=ReductionPolicy)
     cleared: set[str] = field(default_factory=set)  # tool_use ids sent as stubs from now on
+    freed: int = 0  # tokens the last call's new batch took out of the request (estimated)
 
     def reduce(self, messages: list[Message], *, window: int | None, estimate: int) -> list[Message]:
         """`messages` as the request should carry them; `estimate` is the request's size."""
+        self.freed = 0
         if window and estimate > self.policy.reduce_at * window:
-            self._clear_a_batch(messages, window)
+            self.freed = self._clear_a_batch(messages, window)
         calls = {block["id"]: block for block in _blocks(messages, "tool_use")}
         first_with: dict[str, str] = {}  # output -> the first call that gave it
         reduced: list[Message] = []
@@ -52,12 +55,15 @@ class OutputReducer:
             reduced.append({**message, "content": blocks})
         return reduced
 
-    def _clear_a_batch(self, messages: list[Message], window: int) -> None:
+    def _clear_a_batch(self, messages: list[Message], window: int) -> int:
+        """Clear the old outputs not cleared yet, if together they are worth it; the tokens freed."""
         old = [block for block in _old_results(messages, self.policy.keep_turns) if self._worth_a_stub(block)]
         batch = {block["tool_use_id"]: estimate_tokens(result_text(block)) for block in old}
         batch = {call: size for call, size in batch.items() if call not in self.cleared}
-        if batch and sum(batch.values()) >= self.policy.clear_at_least * window:
-            self.cleared |= set(batch)
+        if not batch or sum(batch.values()) < self.policy.clear_at_least * window:
+            return 0
+        self.cleared |= set(batch)
+        return sum(batch.values()) - STUB_TOKENS * len(batch)
 
     def _worth_a_stub(self, block: Block) -> bool:
         return len(result_text(block)) >= self.policy.min_output_chars

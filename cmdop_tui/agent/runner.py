@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -26,11 +26,20 @@ from typing import Any, Literal
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
 from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
+from cmdop_tui.agent.compaction import (
+    FALLBACK_WINDOW,
+    CompactionPolicy,
+    Compactor,
+    NothingToCompact,
+    Trigger,
+    overflow_reason,
+)
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
-from cmdop_tui.agent.context_usage import ContextUsage, measure
+from cmdop_tui.agent.context_usage import ContextUsage, estimate_tokens, measure
 from cmdop_tui.agent.events import (
     BudgetWarning,
     Cancelled,
+    Compacted,
     Error,
     Event,
     Final,
@@ -51,9 +60,10 @@ from cmdop_tui.agent.history import (
     blocks_of,
     message_text,
     sanitize,
+    summary_of,
     tool_result_block,
 )
-from cmdop_tui.agent.llm import ModelClient, ModelReply, describe_error
+from cmdop_tui.agent.llm import ContextOverflow, ModelClient, ModelReply, context_overflow, describe_error
 from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.reduction import OutputReducer, result_text
 from cmdop_tui.agent.reminders import with_reminders
@@ -64,7 +74,7 @@ from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, run_tool
 
 EventSink = Callable[[Event], None]
-Status = Literal["final", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
+Status = Literal["final", "compacted", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,8 @@ class AgentConfig:
     repeat_limit: int = 3
     max_budget_usd: float | None = None  # per session (a runner's lifetime)
     context_window: int | None = None  # the model's, in tokens (None: unknown, nothing is reduced)
+    compaction: CompactionPolicy = CompactionPolicy()
+    summary_model: str | None = None  # writes compaction summaries (None: the session's model)
     prices: Prices = field(default_factory=dict)
 
 
@@ -143,6 +155,10 @@ class Runner:
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
         self.spent_usd = 0.0  # the session's estimated cost so far
         self._last_usage: Usage | None = None
+        self._baseline: tuple[int, int] | None = None  # (tokens, messages) of what was last measured
+        self._last_compaction: Compacted | None = None
+        self._prompt: str | None = None
+        self.recall_fallback: Callable[[str], str | None] | None = None  # outputs compaction let go
         self._budget_warned = False
         self._finished_results: dict[str, Block] = {}
         self._approval_lock = asyncio.Lock()
@@ -151,20 +167,36 @@ class Runner:
     # --- the run -----------------------------------------------------------------------------
 
     async def run(self, prompt: str, emit: EventSink, operation: Operation | None = None) -> RunResult:
-        """Run one user prompt to a final answer, a limit, an error or a cancel.
-
-        The turns run in a child task, which is what the UI cancel signal cancels: a Stop can
-        never leak into the caller, even one that lands after the run's last await. Cancelling
-        the caller cancels the child too (history repaired, Cancelled emitted) and propagates.
-        """
+        """Run one user prompt to a final answer, a limit, an error or a cancel."""
         operation = operation or Operation()
         emit = self._with_listeners(emit)
         progress = _Progress()
+        self._prompt = prompt
+        self.conversation.append_user(prompt)
+        return await self._stoppable(self._run_loops(emit, operation, progress), emit, operation, progress)
+
+    async def compact(self, emit: EventSink, instructions: str = "", operation: Operation | None = None) -> RunResult:
+        """Compact the conversation now (/compact); a Stop cancels it and leaves the history as it was."""
+        operation = operation or Operation()
+        emit = self._with_listeners(emit)
+        progress = _Progress()
+        return await self._stoppable(
+            self._compact_now(emit, operation, progress, instructions), emit, operation, progress
+        )
+
+    async def _stoppable(
+        self, work: Coroutine[Any, Any, RunResult], emit: EventSink, operation: Operation, progress: _Progress
+    ) -> RunResult:
+        """Run `work` as a child task that the UI cancel signal cancels.
+
+        A Stop can never leak into the caller, even one that lands after the work's last await.
+        Cancelling the caller cancels the child too (history repaired, Cancelled emitted) and
+        propagates.
+        """
         self._finished_results = {}
         self.ui_cancel.reset()
-        self.conversation.append_user(prompt)
         outcome: list[RunResult] = []
-        body = asyncio.create_task(self._run_body(emit, operation, progress, outcome))
+        body = asyncio.create_task(self._run_body(work, emit, operation, progress, outcome))
         with self.ui_cancel.bind(body):
             try:
                 return await body
@@ -176,11 +208,16 @@ class Runner:
                 raise
 
     async def _run_body(
-        self, emit: EventSink, operation: Operation, progress: _Progress, outcome: list[RunResult]
+        self,
+        work: Coroutine[Any, Any, RunResult],
+        emit: EventSink,
+        operation: Operation,
+        progress: _Progress,
+        outcome: list[RunResult],
     ) -> RunResult:
         try:
             async with asyncio.timeout(operation.remaining()):
-                result = await self._run_loops(emit, operation, progress)
+                result = await work
         except _Stop as stop:
             result = self._cancelled(stop.reason, emit, progress)
         except TimeoutError:
@@ -226,15 +263,17 @@ class Runner:
             self._check_boundary(operation)
             progress.turns += 1
             tools = resolve_tools(self.tools, turn=progress.turns, policy=self.config.tool_policy, route=route)
-            request = self._build_request(tools)
+            if progress.turns == 1 and (too_big := self._prompt_too_big(tools)) is not None:
+                return self._result("error", progress, code="prompt_too_long", message=too_big)
+            request = await self._prepare_request(tools, emit, operation)
             over = self._over_budget(request, emit)
             if over is not None:
                 return self._result("budget", progress, code="budget", message=over)
             emit(self._turn_started(turn, progress))
             try:
-                reply = await self.model.complete(request, emit, operation)
+                reply = await self._call_model(request, tools, emit, operation)
             except Exception as exc:  # a model failure after retries ends the run, not the app
-                code, message = describe_error(exc)
+                code, message = self._describe_failure(exc)
                 return self._result("error", progress, code=code, message=message)
             progress.usage.add(reply.usage)
             self._account(reply.usage, emit)
@@ -279,22 +318,24 @@ class Runner:
     def context_usage(self) -> ContextUsage:
         """What the next request would hold, by part (estimated: see agent/context_usage.py)."""
         tools = resolve_tools(self.tools, turn=2, policy=self.config.tool_policy)  # past turn 1's allowlist
-        system = build_system_prompt(
-            self.facts, tools_available=bool(tools), extra_instructions=self.config.extra_instructions
-        )
-        return measure(system, [tool.definition() for tool in tools], self.conversation.messages)
+        messages = self.conversation.messages
+        summary = summary_of(messages) or ""
+        return measure(self._system_prompt(tools), [tool.definition() for tool in tools], messages, summary)
 
     @property
     def last_context_tokens(self) -> int | None:
-        """The context the last reply was made in, plus the reply: what the next request starts
-        from (None before the first reply)."""
-        usage = self._last_usage
-        return None if usage is None else usage.total_input_tokens + usage.output_tokens
+        """What the next request starts from: the last reply's context and the reply, or the size
+        of the conversation a compaction left (None before either)."""
+        return None if self._baseline is None else self._baseline[0]
 
-    def _build_request(self, tools: list[Tool]) -> dict[str, Any]:
-        system = build_system_prompt(
+    def _system_prompt(self, tools: list[Tool]) -> str:
+        return build_system_prompt(
             self.facts, tools_available=bool(tools), extra_instructions=self.config.extra_instructions
         )
+
+    def _build_request(self, tools: list[Tool]) -> tuple[dict[str, Any], int]:
+        """The next request, with the cheap reductions applied, and its estimated size."""
+        system = self._system_prompt(tools)
         options = RequestOptions(
             model=self.config.model,
             max_tokens=self.config.max_tokens,
@@ -304,26 +345,148 @@ class Runner:
         messages = sanitize(self.conversation.messages)
         estimate = self._request_estimate(system, tools, messages)
         messages = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
-        return build_request(options, system, with_reminders(messages), tools)
+        return build_request(options, system, with_reminders(messages), tools), estimate - self.reducer.freed
 
     def _request_estimate(self, system: str, tools: list[Tool], messages: list[Message]) -> int:
-        """The next request's size: the last real count plus what came since (the last message,
-        which holds the prompt or the tool results), so a turn does not serialise the history;
-        before any reply, an estimate of the whole."""
+        """The next request's size: the last measured size plus what came since, so a turn does
+        not serialise the history; with nothing measured yet, an estimate of the whole."""
         if self.config.context_window is None:
             return 0  # nothing to weigh it against
-        last = self.last_context_tokens
-        if last is None or not messages:
+        if self._baseline is None or self._baseline[1] > len(messages):
             return measure(system, [tool.definition() for tool in tools], messages).total
-        return last + measure("", [], messages[-1:]).total
+        tokens, counted = self._baseline
+        return tokens + measure("", [], messages[counted:]).total
+
+    def forget_measurements(self) -> None:
+        """The conversation was replaced (a new one, a resumed one): measure it afresh."""
+        self._baseline = None
+        self._last_compaction = None
+        self.reducer = OutputReducer(self.reducer.policy)
+
+    # --- compaction ----------------------------------------------------------------------------
+
+    def _prompt_too_big(self, tools: list[Tool]) -> str | None:
+        """Why the current prompt cannot be sent at all (it alone passes the window), or None.
+
+        Such a prompt is taken back out of the history, so the next one starts clean.
+        """
+        window, prompt = self.config.context_window, self._prompt
+        if window is None or prompt is None or len(prompt) < window:  # ~4 characters a token
+            return None
+        prefix = measure(self._system_prompt(tools), [tool.definition() for tool in tools], [])
+        size = prefix.total + estimate_tokens(prompt)
+        if size <= window:
+            return None
+        self.conversation.retract(1)
+        self._prompt = None
+        return (
+            f"the prompt is too long for the model's context window (about {size:,} tokens with the "
+            f"system prompt and tools; the window is {window:,}): it was not sent"
+        )
+
+    async def _prepare_request(self, tools: list[Tool], emit: EventSink, operation: Operation) -> dict[str, Any]:
+        """The next request; the conversation is compacted first when it would pass the threshold."""
+        request, size = self._build_request(tools)
+        if self._should_compact(size):
+            try:
+                await self._compact(emit, operation, "auto", tokens_before=size)
+            except NothingToCompact:
+                return request
+            request, _ = self._build_request(tools)
+        return request
+
+    def _should_compact(self, size: int) -> bool:
+        window = self.config.context_window
+        if window is None or size <= self.config.compaction.compact_at * window:
+            return False
+        last = self._last_compaction
+        # A tail too big to get under the threshold is not compacted again every turn.
+        return last is None or size > last.tokens_after + window // 10
+
+    async def _call_model(
+        self, request: dict[str, Any], tools: list[Tool], emit: EventSink, operation: Operation
+    ) -> ModelReply:
+        """The model's reply; a request refused as too long leads to one compaction and a retry."""
+        try:
+            return await self.model.complete(request, emit, operation)
+        except Exception as exc:
+            overflow = context_overflow(exc)
+            if overflow is None:
+                raise
+            self._learn_window(overflow)
+            try:
+                await self._compact(emit, operation, "too_long", reason=overflow_reason(overflow))
+            except NothingToCompact:
+                raise exc from None
+        request, _ = self._build_request(tools)
+        return await self.model.complete(request, emit, operation)
+
+    def _learn_window(self, overflow: ContextOverflow) -> None:
+        """The endpoint said what the model's limit is: believe it from now on."""
+        window = self.config.context_window
+        if overflow.maximum and (window is None or overflow.maximum < window):
+            self.config = replace(self.config, context_window=overflow.maximum)
+
+    def _describe_failure(self, exc: BaseException) -> tuple[str, str]:
+        if context_overflow(exc) is not None:
+            return "context_full", (
+                "the conversation does not fit in the model's context window even after compaction; "
+                "/compact or /clear, then go on"
+            )
+        return describe_error(exc)
+
+    async def _compact(
+        self,
+        emit: EventSink,
+        operation: Operation,
+        trigger: Trigger,
+        *,
+        tokens_before: int | None = None,
+        instructions: str = "",
+        reason: str = "",
+    ) -> Compacted:
+        """Summarise the head of the conversation (one model call); the history changes only
+        when the summary has come (a cancel or a failure leaves it as it was)."""
+        compactor = Compactor(self.model, self.config.compaction, account=self._account_summary)
+        event = await compactor.compact(
+            self.conversation,
+            window=self.config.context_window or FALLBACK_WINDOW,
+            models=list(dict.fromkeys(m for m in (self.config.summary_model, self.config.model) if m)),
+            trigger=trigger,
+            tokens_before=tokens_before or self.context_usage().total,
+            emit=emit,
+            operation=operation,
+            measure_after=lambda: self.context_usage().total,
+            current_prompt=self._prompt,
+            instructions=instructions,
+            reason=reason,
+        )
+        self._last_compaction = event
+        self._baseline = (event.tokens_after, len(self.conversation.messages))
+        return event
+
+    async def _compact_now(
+        self, emit: EventSink, operation: Operation, progress: _Progress, instructions: str
+    ) -> RunResult:
+        try:
+            event = await self._compact(emit, operation, "manual", instructions=instructions)
+        except NothingToCompact as exc:
+            result = self._result("error", progress, code="nothing_to_compact", message=str(exc))
+        except Exception as exc:  # the summary call failed: the history is as it was
+            code, message = describe_error(exc)
+            result = self._result("error", progress, code=code, message=f"compaction failed: {message}")
+        else:
+            return self._result("compacted", progress, text=event.summary)
+        return self._finish(result, emit)
 
     def output_of(self, call_id: str) -> str | None:
-        """The whole output of an earlier tool call of this conversation (for `recall`)."""
+        """The whole output of an earlier tool call of this session (for `recall`), also one a
+        compaction took out of the conversation (from the transcript, where there is one)."""
         for message in self.conversation.messages:
             for block in blocks_of(message):
                 if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
                     return result_text(block)
-        return None
+        return self.recall_fallback(call_id) if self.recall_fallback is not None else None
 
     def _turn_started(self, turn: int, progress: _Progress) -> TurnStarted:
         loop = self.config.loop
@@ -356,9 +519,16 @@ class Runner:
         )
 
     def _account(self, usage: Usage, emit: EventSink) -> None:
-        cost = estimate_cost(self.config.model, usage, self.config.prices)
-        self.spent_usd += cost or 0.0
+        self._spend(usage, emit)
         self._last_usage = usage
+        self._baseline = (usage.total_input_tokens + usage.output_tokens, len(self.conversation.messages) + 1)
+
+    def _account_summary(self, usage: Usage, emit: EventSink) -> None:
+        self._spend(replace(usage, purpose="summary"), emit)
+
+    def _spend(self, usage: Usage, emit: EventSink) -> None:
+        cost = estimate_cost(usage.model or self.config.model, usage, self.config.prices)
+        self.spent_usd += cost or 0.0
         emit(replace(usage, cost_usd=cost, session_cost_usd=self.spent_usd if cost is not None else None))
         if self.config.max_budget_usd is not None:
             self._warn_budget(self.spent_usd, self.config.max_budget_usd, emit)
