@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.agent.events import BudgetWarning, Event
+from cmdop_tui.agent.events import BudgetWarning, Compacted, Event
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
@@ -124,6 +124,10 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
             printer(event)
         if isinstance(event, BudgetWarning):  # said on stderr whatever the output format
             sys.stderr.write(f"cmdop-tui: budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent\n")
+        elif isinstance(event, Compacted):
+            sys.stderr.write(
+                f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"
+            )
 
     try:
         result = await session.run(options.prompt, sink)

@@ -210,3 +210,45 @@ async def test_a_request_too_large_is_compacted_and_retried(fake_api, tmp_path, 
     events = Recorder()
     assert (await runner.run("go on", events)).text == "fine"
     assert [s.trigger for s in events.of(CompactionStarted)] == ["too_long"]
+
+
+# --- in the transcript --------------------------------------------------------------------
+
+
+def test_a_compaction_replays_from_the_transcript_and_the_whole_history_stays(tmp_path):
+    from cmdop_tui.agent.history import Conversation
+    from cmdop_tui.transcripts import Transcript, load, tool_output
+
+    conversation = Conversation()
+    with Transcript.create(model="m", cwd="/", directory=tmp_path) as transcript:
+        conversation.listeners.append(transcript.append)
+        for message in history(4):
+            conversation._append(message["role"], message["content"])
+        conversation.compact(summary_block("four steps ran"), 7, trigger="manual", tokens_before=9_000)
+        conversation.append_user("next")
+        conversation.retract(1)
+        conversation.append_user("next, for real")
+        conversation.append_assistant([text_block("done")])
+        path = transcript.path
+    loaded = load(path)
+    assert loaded.messages == conversation.messages and not loaded.notes
+    assert summary_of(loaded.messages) is not None and len(loaded.messages) == 4
+    assert [m["role"] for m in loaded.whole].count("assistant") == 5  # every exchange, compacted or not
+    assert "four steps ran" in json.dumps(loaded.whole) and "next, for real" in json.dumps(loaded.whole)
+    assert tool_output(path, "t0") == OUTPUT.replace("x", "0") and tool_output(path, "nope") is None
+
+
+def test_a_malformed_compaction_record_is_skipped_with_a_note(tmp_path):
+    from cmdop_tui.transcripts import load
+
+    path = tmp_path / "s.jsonl"
+    lines = [
+        {"op": "session", "version": 1, "id": "s"},
+        {"op": "append", "role": "user", "blocks": [text_block("hi")]},
+        {"op": "compact", "summary": {"type": "text", "text": "not a summary"}, "drop": 1},
+        {"op": "compact", "summary": summary_block("ok"), "drop": "all"},
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    loaded = load(path)
+    assert loaded.messages == [{"role": "user", "content": [text_block("hi")]}]
+    assert [note.split(":")[0] for note in loaded.notes][:2] == ["line 3", "line 4"]

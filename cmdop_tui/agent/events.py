@@ -172,6 +172,15 @@ class Compacted(Event):
 
 
 @dataclass(frozen=True)
+class CompactionFailed(Event):
+    """A compaction could not be made (the summary call failed); the history is as it was."""
+
+    kind: ClassVar[str] = "compaction_failed"
+    trigger: Literal["auto", "manual", "too_long"]
+    message: str
+
+
+@dataclass(frozen=True)
 class LoopContinued(Event):
     """Loop mode re-prompted the model with the loop message."""
 
@@ -212,6 +221,7 @@ __all__ = [
     "BudgetWarning",
     "Cancelled",
     "Compacted",
+    "CompactionFailed",
     "CompactionStarted",
     "Error",
     "Event",

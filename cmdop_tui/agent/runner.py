@@ -40,6 +40,7 @@ from cmdop_tui.agent.events import (
     BudgetWarning,
     Cancelled,
     Compacted,
+    CompactionFailed,
     Error,
     Event,
     Final,
@@ -385,15 +386,26 @@ class Runner:
         )
 
     async def _prepare_request(self, tools: list[Tool], emit: EventSink, operation: Operation) -> dict[str, Any]:
-        """The next request; the conversation is compacted first when it would pass the threshold."""
+        """The next request; the conversation is compacted first when it would pass the threshold.
+
+        A compaction that cannot be made is reported and the request goes as it is: it may
+        still fit, and if it does not, the endpoint's refusal leads to one more try.
+        """
         request, size = self._build_request(tools)
-        if self._should_compact(size):
-            try:
-                await self._compact(emit, operation, "auto", tokens_before=size)
-            except NothingToCompact:
-                return request
+        if self._should_compact(size) and await self._try_compact(emit, operation, "auto", tokens_before=size):
             request, _ = self._build_request(tools)
         return request
+
+    async def _try_compact(self, emit: EventSink, operation: Operation, trigger: Trigger, **options: Any) -> bool:
+        """Compact; whether it was done (a failure is reported as an event, never raised)."""
+        try:
+            await self._compact(emit, operation, trigger, **options)
+        except NothingToCompact:
+            return False
+        except Exception as exc:  # the summary call failed after its retries
+            emit(CompactionFailed(trigger=trigger, message=f"compaction failed: {describe_error(exc)[1]}"))
+            return False
+        return True
 
     def _should_compact(self, size: int) -> bool:
         window = self.config.context_window
@@ -414,10 +426,8 @@ class Runner:
             if overflow is None:
                 raise
             self._learn_window(overflow)
-            try:
-                await self._compact(emit, operation, "too_long", reason=overflow_reason(overflow))
-            except NothingToCompact:
-                raise exc from None
+            if not await self._try_compact(emit, operation, "too_long", reason=overflow_reason(overflow)):
+                raise
         request, _ = self._build_request(tools)
         return await self.model.complete(request, emit, operation)
 

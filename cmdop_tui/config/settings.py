@@ -92,6 +92,16 @@ def builtin_agents() -> dict[str, AgentProfile]:
 
 
 @dataclass(frozen=True)
+class ContextSettings:
+    """`[context]`: when the conversation is compacted and how much is kept (see agent/compaction.py)."""
+
+    compact_at: float = 0.75  # share of the context window a request may reach
+    tail_tokens: int = 20_000  # kept verbatim (scaled down on small windows)
+    summary_tokens: int = 4_000  # a summary's cap (scaled down on small windows)
+    summary_model: str | None = None  # None: `@fast` when [aliases] sets it, else the session's model
+
+
+@dataclass(frozen=True)
 class Settings:
     agent: AgentProfile = field(default_factory=AgentProfile)  # the profile in use
     agents: Mapping[str, AgentProfile] = field(default_factory=builtin_agents)
@@ -99,6 +109,7 @@ class Settings:
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
     max_context_tokens: int | None = None  # --max-context-tokens: overrides every window
+    context: ContextSettings = field(default_factory=lambda: ContextSettings())  # [context]: compaction
     max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
     local: bool = False  # use a local model (llama.cpp) instead of an API
     local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
@@ -195,7 +206,7 @@ def _profile_from(table: Mapping[str, Any], base: AgentProfile, where: str) -> A
 TOP_LEVEL_KEYS = frozenset(
     {
         "agent", "agents", "aliases", "prices", "models", "max_budget_usd", "router_model", "base_url", "theme",
-        "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model",
+        "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model", "context",
     }
 )  # fmt: skip
 
@@ -229,6 +240,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         aliases=_aliases(_table(data, "aliases", where)),
         prices=_prices(data, where),
         context_windows=_context_windows(data, where),
+        context=_context(data, where),
     )
     settings = settings.with_agent(str(selected))
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
@@ -255,6 +267,31 @@ def _aliases(table: Mapping[str, Any]) -> dict[str, str]:
     for name, model in table.items():
         aliases[name if name.startswith("@") else f"@{name}"] = str(model)
     return aliases
+
+
+def _context(data: Mapping[str, Any], where: str) -> ContextSettings:
+    """`[context]`: compact_at (a share, 0.3-0.95), tail_tokens, summary_tokens, summary_model."""
+    table = _table(data, "context", where)
+    unknown = sorted(set(table) - {"compact_at", "tail_tokens", "summary_tokens", "summary_model"})
+    if unknown:
+        raise SettingsError(f"{where}: [context] has no setting {unknown[0]!r}")
+    context = ContextSettings()
+    compact_at = table.get("compact_at", context.compact_at)
+    if isinstance(compact_at, bool) or not isinstance(compact_at, (int, float)) or not 0.3 <= compact_at <= 0.95:
+        raise SettingsError(f"{where}: [context] compact_at must be a share of the window from 0.3 to 0.95")
+    sizes = {}
+    for key in ("tail_tokens", "summary_tokens"):
+        value = table.get(key, getattr(context, key))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 256:
+            raise SettingsError(f"{where}: [context] {key} must be a number of tokens (>= 256)")
+        sizes[key] = value
+    fast_configured = any(name in _table(data, "aliases", where) for name in ("fast", "@fast"))
+    summary_model = table.get("summary_model", "@fast" if fast_configured else None)
+    return ContextSettings(
+        compact_at=float(compact_at),
+        summary_model=None if summary_model is None else str(summary_model),
+        **sizes,
+    )
 
 
 def _context_windows(data: Mapping[str, Any], where: str) -> dict[str, int]:
@@ -360,6 +397,12 @@ FIRST_RUN_TEMPLATE = """\
 # balanced = "claude-sonnet-5-5"
 # smart = "claude-opus-5-5"
 
+# [context]                     # when the conversation is compacted (summarised)
+# compact_at = 0.75             # share of the context window a request may reach
+# tail_tokens = 20000           # the recent part kept word for word
+# summary_tokens = 4000         # a summary's cap
+# summary_model = "@fast"       # writes the summaries (default: the session's model)
+#
 # [models."my-local-model"]     # a model's context window in tokens, when the endpoint's
 # context_window = 32768        # Models API does not say (otherwise 200,000)
 

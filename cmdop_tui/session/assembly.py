@@ -15,6 +15,7 @@ import anthropic
 
 from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.compaction import CompactionPolicy
 from cmdop_tui.agent.context import Platform, SessionFacts
 from cmdop_tui.agent.llm import ModelClient
 from cmdop_tui.agent.loop_mode import LoopSettings
@@ -54,6 +55,12 @@ def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) ->
         router_model=settings.resolve_model(settings.router_model),
         max_budget_usd=settings.max_budget_usd,
         prices=dict(settings.prices),
+        compaction=CompactionPolicy(
+            compact_at=settings.context.compact_at,
+            tail_tokens=settings.context.tail_tokens,
+            summary_tokens=settings.context.summary_tokens,
+        ),
+        summary_model=settings.resolve_model(summary) if (summary := settings.context.summary_model) else None,
     )
 
 

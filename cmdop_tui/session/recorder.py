@@ -8,6 +8,7 @@ from typing import Any
 
 from cmdop_tui import transcripts
 from cmdop_tui.agent.events import Event
+from cmdop_tui.agent.history import Message, summary_of
 from cmdop_tui.agent.runner import Runner
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.secrets import configured_secrets
@@ -15,7 +16,7 @@ from cmdop_tui.support.secrets import configured_secrets
 _log = logging.getLogger(__name__)
 Transcript = transcripts.Transcript
 
-SESSION_EVENTS = frozenset({"tool_start", "tool_end", "final", "error", "cancelled", "usage"})
+SESSION_EVENTS = frozenset({"tool_start", "tool_end", "final", "error", "cancelled", "usage", "compaction"})
 
 
 class SessionRecorder:
@@ -32,6 +33,7 @@ class SessionRecorder:
         self.transcript: Transcript | None = None
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)
+        runner.recall_fallback = self.tool_output
 
     @property
     def session_id(self) -> str | None:
@@ -56,8 +58,22 @@ class SessionRecorder:
         transcript, loaded = transcripts.resume(session, extra_secrets=self.secrets)
         self.close()
         self.runner.conversation.replace(loaded.messages)  # not recorded: the file already has it
+        self.runner.forget_measurements()
         self.transcript = transcript
-        return [f"resumed session {loaded.id} ({len(loaded.messages)} messages)", *loaded.notes]
+        shown = f"{len(loaded.whole)} messages"
+        if summary_of(loaded.messages) is not None:
+            shown += f"; compacted: the model sees a summary and the last {len(loaded.messages) - 1}"
+        return [f"resumed session {loaded.id} ({shown})", *loaded.notes]
+
+    def whole_history(self) -> list[Message]:
+        """Every message of this session, those a compaction summarised too (for /export)."""
+        if self.transcript is None:
+            return list(self.runner.conversation.messages)
+        return transcripts.load(self.transcript.path).whole
+
+    def tool_output(self, call_id: str) -> str | None:
+        """A tool output as the transcript keeps it (`recall` of one a compaction let go)."""
+        return transcripts.tool_output(self.transcript.path, call_id) if self.transcript else None
 
     def close(self) -> None:
         transcript, self.transcript = self.transcript, None
@@ -71,6 +87,7 @@ class SessionRecorder:
         if event.kind in SESSION_EVENTS:
             fields = event.to_json()
             kind = fields.pop("type")
+            fields.pop("summary", None)  # a compaction's summary is in its own record already
             self._write(lambda transcript: transcript.event(kind, **fields))
 
     def _write(self, action: Callable[[Transcript], None]) -> None:

@@ -160,10 +160,27 @@ class Session:
 
     async def run(self, prompt: str, emit: EventSink) -> RunResult:
         """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+        await self._set_window()
+        try:
+            return await self.runner.run(prompt, emit)
+        finally:
+            self._learn_window()
+
+    async def compact(self, emit: EventSink, instructions: str = "") -> RunResult:
+        """Compact the conversation now (/compact); Stop cancels it like a turn."""
+        await self._set_window()
+        return await self.runner.compact(emit, instructions)
+
+    async def _set_window(self) -> None:
         window = await self.context_window()
         if self.runner.config.context_window != window:
             self.runner.config = replace(self.runner.config, context_window=window)
-        return await self.runner.run(prompt, emit)
+
+    def _learn_window(self) -> None:
+        """A smaller window the endpoint stated in a refusal holds for the rest of the session."""
+        model, learned = self.runner.config.model, self.runner.config.context_window
+        if learned is not None and learned < self._windows.get(model, learned + 1):
+            self._windows[model] = learned
 
     def stop(self) -> None:
         """The UI's cancel: the running turn ends at once, and the conversation stays valid."""
@@ -198,6 +215,7 @@ class Session:
         if self.record:
             self.recorder.new()
         self.runner.conversation.clear()
+        self.runner.forget_measurements()
 
     def use_model(self, name: str) -> str:
         """Switch model (an id or an alias) from the next request; returns the model id.

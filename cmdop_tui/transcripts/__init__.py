@@ -6,7 +6,8 @@ The package, a module per concern:
 - `records`: the file format, one JSON object per line.
 - `redaction`: secrets redacted from every record on its way to disk.
 - `transcript`: `Transcript`, the one locked writer of a session (durability, locking).
-- `repair` and `load`: reading a session back, repairing its history, and `resume`.
+- `repair` and `load`: reading a session back (the conversation as the model sees it, and the
+  whole history a compaction summarised), repairing it, `resume`, and `tool_output` (recall).
 - `listing`: `list_sessions`, `info` and `latest` (for ``--continue``).
 - `export`: `export_markdown`.
 - `errors`: `SessionError` and its kinds.
@@ -15,7 +16,7 @@ The package, a module per concern:
 from cmdop_tui.transcripts.errors import SessionError, SessionLockedError, SessionNotFoundError
 from cmdop_tui.transcripts.export import export_markdown
 from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions
-from cmdop_tui.transcripts.load import LoadedSession, load, resume
+from cmdop_tui.transcripts.load import LoadedSession, load, resume, tool_output
 from cmdop_tui.transcripts.paths import resolve, sessions_dir
 from cmdop_tui.transcripts.repair import INTERRUPTED_RESULT, repair
 from cmdop_tui.transcripts.transcript import Transcript
@@ -37,4 +38,5 @@ __all__ = [
     "resolve",
     "resume",
     "sessions_dir",
+    "tool_output",
 ]

@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cmdop_tui.agent.history import Message, blocks_of
+from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
 from cmdop_tui.support.secrets import Redactor
 
 _BACKTICKS = re.compile(r"`{3,}+")
@@ -46,11 +46,22 @@ def export_markdown(
             if kind == "tool_result":
                 out += _result_markdown(block, redactor, tool_names)
                 continue
+            if is_summary_block(block):
+                out += _summary_markdown(block, redactor)
+                speaker = None
+                continue
             if role != speaker:
                 out += ["## User" if role == "user" else "## Assistant", ""]
                 speaker = role
             out += _block_markdown(block, redactor, tool_names)
     return "\n".join(out).rstrip() + "\n"
+
+
+def _summary_markdown(block: Mapping[str, Any], redactor: Redactor) -> list[str]:
+    """A compaction: from here on the model saw this summary instead of what is above it."""
+    text = redactor.text(str(block.get("text", ""))).strip()
+    quoted = [f"> {line}" if line else ">" for line in text.splitlines()]
+    return ["## Compaction", "", "*The messages above were summarised for the model as:*", "", *quoted, ""]
 
 
 def _result_markdown(block: Mapping[str, Any], redactor: Redactor, tool_names: Mapping[str, str]) -> list[str]:

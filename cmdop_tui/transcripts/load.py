@@ -13,12 +13,14 @@ Typical use (``--continue``)::
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmdop_tui.agent.history import Conversation, Message, blocks_of
+from cmdop_tui.agent.history import Conversation, Message, blocks_of, is_summary_block, without_summaries
+from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.transcripts.paths import resolve
 from cmdop_tui.transcripts.records import ROLES, VERSION, parse_record, valid_blocks, valid_message
 from cmdop_tui.transcripts.repair import repair_history
@@ -39,6 +41,7 @@ class LoadedSession:
     notes: list[str] = field(default_factory=list)  # what was skipped or repaired, for the user
     replayed: list[Message] = field(default_factory=list)  # the history as stored, before repair
     repair_records: list[dict[str, Any]] = field(default_factory=list)  # ops turning replayed into messages
+    whole: list[Message] = field(default_factory=list)  # every message, compacted ones too (for export)
 
     @property
     def repaired(self) -> bool:
@@ -54,6 +57,7 @@ class _Replay:
     header: dict[str, Any]
     messages: list[Message]
     events: list[dict[str, Any]]
+    whole: list[Message]
 
 
 def load(session: str | Path, directory: Path | str | None = None) -> LoadedSession:
@@ -76,6 +80,7 @@ def load(session: str | Path, directory: Path | str | None = None) -> LoadedSess
         notes=notes + repaired.notes,
         replayed=replay.messages,
         repair_records=repaired.records,
+        whole=replay.whole,
     )
 
 
@@ -133,6 +138,7 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
     header: dict[str, Any] = {}
     conversation = Conversation()
     events: list[dict[str, Any]] = []
+    compacted: list[Message] = []  # what compactions took out of the conversation, with their summaries
     for number, record in records:
         op = record["op"]
         if op == "session":
@@ -144,13 +150,19 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
                     )
         elif op == "event":
             events.append(record)
-        elif op in ("append", "replace", "clear"):
+        elif op in ("append", "replace", "clear", "compact", "retract"):
+            before = list(conversation.messages)
             problem = _apply(conversation, record)
             if problem:
                 notes.append(f"line {number}: {problem}; skipped")
+            elif op == "compact":
+                compacted += without_summaries(before[: record["drop"]])
+                compacted.append({"role": "user", "content": [record["summary"]]})
+            elif op == "clear":
+                compacted.clear()
         else:
             notes.append(f"line {number}: unknown record {op!r}; skipped")
-    return _Replay(header, conversation.messages, events)
+    return _Replay(header, conversation.messages, events, compacted + without_summaries(conversation.messages))
 
 
 def _apply(conversation: Conversation, record: dict[str, Any]) -> str | None:
@@ -163,10 +175,37 @@ def _apply(conversation: Conversation, record: dict[str, Any]) -> str | None:
             return "append with malformed blocks"
         if not record["blocks"]:
             return None  # nothing to add (Conversation never tells an empty append)
+    elif op == "compact":
+        summary, drop = record.get("summary"), record.get("drop")
+        if not isinstance(summary, dict) or not is_summary_block(summary) or not isinstance(drop, int) or drop < 0:
+            return "malformed compaction"
+    elif op == "retract":
+        if not isinstance(record.get("blocks"), int):
+            return "malformed retract"
     elif op == "replace":
         messages = record.get("messages")
         if not isinstance(messages, list) or not all(valid_message(m) for m in messages):
             return "malformed replace"
         record = {"op": "replace", "messages": [{**m, "content": blocks_of(m)} for m in messages]}
     conversation.apply(record)
+    return None
+
+
+def tool_output(session: str | Path, call_id: str, directory: Path | str | None = None) -> str | None:
+    """The output of tool call `call_id` as the transcript keeps it (for `recall` after a
+    compaction took it out of the conversation); None when it is not there."""
+    try:
+        data = resolve(session, directory).read_bytes()
+    except OSError:
+        return None
+    needle = json.dumps(call_id).encode()
+    for line in data.split(b"\n"):
+        if needle not in line:
+            continue
+        record = parse_record(line)
+        if record is None or record.get("op") != "append" or not valid_blocks(record.get("blocks")):
+            continue
+        for block in record["blocks"]:
+            if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
+                return result_text(block)
     return None

@@ -8,12 +8,16 @@ Version 1, UTF-8, each record written with ``separators=(",", ":")``::
     {"op":"event","kind":"tool_end","ts":1735823045.5,...}
     {"op":"append","role":"user","blocks":[{"type":"tool_result","tool_use_id":"toolu_1","content":"..."}]}
     {"op":"replace","messages":[...]}
+    {"op":"compact","summary":{"type":"text","text":"<conversation-summary>..."},"drop":42,"trigger":"auto",...}
+    {"op":"retract","blocks":1}
     {"op":"clear"}
 
-``append``/``replace``/``clear`` are `Conversation`'s operation records (see
+``append``/``replace``/``compact``/``retract``/``clear`` are `Conversation`'s operation records (see
 ``cmdop_tui.agent.history.Conversation.apply``), stored as they were told: replaying them through a
-`Conversation` rebuilds the history exactly, merges included. ``event`` lines are UI events kept for
-export and never touch the history.
+`Conversation` rebuilds the history exactly, merges included. A ``compact`` replaces the first
+``drop`` messages of the conversation by its summary; the messages stay in the file above it, so
+the whole history can always be read back (`LoadedSession.whole`). ``event`` lines are UI events
+kept for export and never touch the history.
 """
 
 from __future__ import annotations
