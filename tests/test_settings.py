@@ -97,3 +97,28 @@ def test_context_windows_per_model_and_the_flag_that_overrides_them(tmp_path):
             settings_with(tmp_path, bad)
     with pytest.raises(SystemExit):
         parser().parse_args(["--max-context-tokens", "0"])
+
+
+def test_context_settings_reach_the_loop(tmp_path):
+    from cmdop_tui.session.assembly import agent_config
+
+    defaults = agent_config(settings_with(tmp_path, ""))
+    assert defaults.compaction.compact_at == 0.75 and defaults.summary_model is None
+    settings = settings_with(
+        tmp_path, '[aliases]\nfast = "claude-haiku-5-5"\n[context]\ncompact_at = 0.6\ntail_tokens = 8000\n'
+    )
+    config = agent_config(settings)
+    assert (config.compaction.compact_at, config.compaction.tail_tokens) == (0.6, 8000)
+    assert config.summary_model == "claude-haiku-5-5"  # @fast, because the user configured it
+    explicit = settings_with(tmp_path, '[context]\nsummary_model = "my-small-model"\n')
+    assert agent_config(explicit).summary_model == "my-small-model"
+    for bad, message in (
+        ("[context]\ncompact_at = 2\n", "compact_at must be a share"),
+        ("[context]\ncompact_at = true\n", "compact_at must be a share"),
+        ("[context]\ntail_tokens = 10\n", "tail_tokens must be a number of tokens"),
+        ("[context]\nkeep = 1\n", "[context] has no setting 'keep'"),
+        ("context = 1\n", "[context] must be a table"),
+    ):
+        with pytest.raises(SettingsError) as error:
+            settings_with(tmp_path, bad)
+        assert message in str(error.value)

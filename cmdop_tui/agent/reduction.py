@@ -23,7 +23,6 @@ from cmdop_tui.agent.context_usage import estimate_tokens
 from cmdop_tui.agent.history import Block, Message, blocks_of
 
 STUB_ARGUMENTS_CHARS = 80  # of the call's arguments, in a stub
-STUB_TOKENS = 60  # about what a stub costs
 
 
 @dataclass(frozen=True)
@@ -45,25 +44,29 @@ class OutputReducer:
     def reduce(self, messages: list[Message], *, window: int | None, estimate: int) -> list[Message]:
         """`messages` as the request should carry them; `estimate` is the request's size."""
         self.freed = 0
-        if window and estimate > self.policy.reduce_at * window:
-            self.freed = self._clear_a_batch(messages, window)
+        batch = self._clear_a_batch(messages, window) if window and estimate > self.policy.reduce_at * window else set()
         calls = {block["id"]: block for block in _blocks(messages, "tool_use")}
         first_with: dict[str, str] = {}  # output -> the first call that gave it
         reduced: list[Message] = []
         for message in messages:
-            blocks = [self._reduced(block, calls, first_with) for block in blocks_of(message)]
+            blocks = []
+            for block in blocks_of(message):
+                sent = self._reduced(block, calls, first_with)
+                if sent is not block and block.get("tool_use_id") in batch:
+                    self.freed += _tokens(block) - _tokens(sent)
+                blocks.append(sent)
             reduced.append({**message, "content": blocks})
         return reduced
 
-    def _clear_a_batch(self, messages: list[Message], window: int) -> int:
-        """Clear the old outputs not cleared yet, if together they are worth it; the tokens freed."""
+    def _clear_a_batch(self, messages: list[Message], window: int) -> set[str]:
+        """Clear the old outputs not cleared yet, if together they are worth it; their ids."""
         old = [block for block in _old_results(messages, self.policy.keep_turns) if self._worth_a_stub(block)]
         batch = {block["tool_use_id"]: estimate_tokens(result_text(block)) for block in old}
         batch = {call: size for call, size in batch.items() if call not in self.cleared}
         if not batch or sum(batch.values()) < self.policy.clear_at_least * window:
-            return 0
+            return set()
         self.cleared |= set(batch)
-        return sum(batch.values()) - STUB_TOKENS * len(batch)
+        return set(batch)
 
     def _worth_a_stub(self, block: Block) -> bool:
         return len(result_text(block)) >= self.policy.min_output_chars
@@ -94,6 +97,10 @@ def stub(call: Block | None, call_id: str, text: str) -> str:
         f"[output of {shown} cleared to save context: {len(text):,} characters, about "
         f'{estimate_tokens(text):,} tokens; recall(id="{call_id}") brings it back]'
     )
+
+
+def _tokens(block: Block) -> int:
+    return estimate_tokens(json.dumps(block, ensure_ascii=False))
 
 
 def _old_results(messages: list[Message], keep_turns: int) -> list[Block]:

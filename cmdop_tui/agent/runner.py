@@ -345,15 +345,22 @@ class Runner:
         )
         messages = sanitize(self.conversation.messages)
         estimate = self._request_estimate(system, tools, messages)
-        messages = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
-        return build_request(options, system, with_reminders(messages), tools), estimate - self.reducer.freed
+        reduced = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
+        if self._baseline is None and self.config.context_window is not None:
+            size = measure(system, [tool.definition() for tool in tools], reduced).total  # once, then real counts
+        else:
+            size = estimate - self.reducer.freed
+        return build_request(options, system, with_reminders(reduced), tools), size
 
     def _request_estimate(self, system: str, tools: list[Tool], messages: list[Message]) -> int:
-        """The next request's size: the last measured size plus what came since, so a turn does
-        not serialise the history; with nothing measured yet, an estimate of the whole."""
+        """The next request's size before this request's reductions: the last measured size
+        plus what came since, so a turn does not serialise the history; with nothing measured
+        yet, an estimate of the whole."""
         if self.config.context_window is None:
             return 0  # nothing to weigh it against
-        if self._baseline is None or self._baseline[1] > len(messages):
+        if self._baseline is not None and self._baseline[1] > len(messages):
+            self._baseline = None  # the history was rewritten (loop-mode cleanup): measure afresh
+        if self._baseline is None:
             return measure(system, [tool.definition() for tool in tools], messages).total
         tokens, counted = self._baseline
         return tokens + measure("", [], messages[counted:]).total
