@@ -48,8 +48,10 @@ Other endpoints, recorded apart so ``requests`` stays the list of Messages reque
     ``after_id``, ``before_id``, ``lifecycle``). ``server.models_api = False`` answers 404
     to all of them, like an endpoint without the Models API.
 
-A request carrying ``context_management`` (beta) is answered normally; the edits are not
-applied, and the answer has ``context_management: {"applied_edits": [...]}`` (the non-
+A request carrying ``context_management`` (beta) is answered normally; a ``compact_20260112``
+edit whose trigger the request passes puts a ``compaction`` block first in the reply (its
+content: "Server summary of N messages."; recorded in ``server_compactions``); the other edits
+are not applied, and the answer has ``context_management: {"applied_edits": [...]}`` (the non-
 streaming message, or the streamed ``message_delta``) with the reply's ``applied_edits``
 option (default none), e.g. ``text_reply("ok", applied_edits=[{"type":
 "clear_tool_uses_20250919", "cleared_tool_uses": 2, "cleared_input_tokens": 900}])``.
@@ -84,6 +86,7 @@ characters a token) with a simulated prompt cache; see :meth:`FakeAnthropic._acc
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import json
 import re
@@ -268,7 +271,6 @@ class ThinkingBlock:
         return len(self.thinking)
 
 
-Block = TextBlock | ToolUseBlock | ThinkingBlock
 
 
 def text(text: str, *, chunk_size: int | None = None) -> TextBlock:
@@ -299,6 +301,29 @@ def thinking(text: str, signature: str | None = None, *, chunk_size: int | None 
 
 
 # --------------------------------------------------------------------------- replies
+
+
+@dataclass(frozen=True)
+class CompactionBlock:
+    """A ``compaction`` block (server-side compaction, beta ``compact_20260112``): the summary
+    streams as one ``compaction_delta``, as the real API sends it."""
+
+    content: str
+
+    def start(self) -> dict:
+        return {"type": "compaction", "content": None}
+
+    def deltas(self) -> list[dict]:
+        return [{"type": "compaction_delta", "content": self.content}]
+
+    def final(self) -> dict:
+        return {"type": "compaction", "content": self.content}
+
+    def output_chars(self) -> int:
+        return len(self.content)
+
+
+Block = TextBlock | ToolUseBlock | ThinkingBlock | CompactionBlock
 
 
 @dataclass(frozen=True)
@@ -637,6 +662,21 @@ def _prefix_pieces(body: dict) -> Iterable[tuple[str, bool]]:
         yield _canonical(_strip_cache_control(item)), breakpoint
 
 
+def server_compaction(body: dict) -> CompactionBlock | None:
+    """The compaction block a request asks for: a ``compact_20260112`` edit in its
+    ``context_management`` whose trigger (default 150,000 input tokens) the request passes.
+    Its content names how many messages it summarised and the edit's instructions."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    edit = next((e for e in edits if isinstance(e, dict) and e.get("type") == "compact_20260112"), None)
+    if edit is None:
+        return None
+    trigger = (edit.get("trigger") or {}).get("value") or 150_000
+    if estimate_input_tokens(body) <= trigger:
+        return None
+    extra = f" ({edit['instructions']})" if edit.get("instructions") else ""
+    return CompactionBlock(f"Server summary of {len(body['messages'])} messages{extra}.")
+
+
 def estimate_input_tokens(body: dict) -> int:
     """The fake's input-token estimate for a request: about four characters a token over the
     canonical JSON of tools, system and message blocks (cache_control left out). It is the
@@ -833,6 +873,7 @@ class FakeAnthropic:
         self.too_long: list[tuple[int, int]] = []
         self.unsupported: list[str] = []
         self.too_large: list[int] = []
+        self.server_compactions: list[int] = []  # input tokens of each request compacted server-side
         self.errors: list[str] = []
         self.expect_invalid = False
         self._queue: deque[ReplySource] = deque()
@@ -1089,6 +1130,11 @@ class FakeAnthropic:
             return self._send_json(h, rec.status, req_id, envelope, r.headers)
         usage, model = self._account(body), r.model or body["model"]
         cm = {"applied_edits": [dict(e) for e in r.applied_edits]} if "context_management" in body else None
+        compaction = server_compaction(body)
+        if compaction is not None:
+            with self._lock:
+                self.server_compactions.append(estimate_input_tokens(body))
+            r = dataclasses.replace(r, blocks=(compaction, *r.blocks))
         if not sse:
             message = _message(r, model, usage, [b.final() for b in r.blocks], done=True)
             if cm is not None:

@@ -252,3 +252,56 @@ def test_a_malformed_compaction_record_is_skipped_with_a_note(tmp_path):
     loaded = load(path)
     assert loaded.messages == [{"role": "user", "content": [text_block("hi")]}]
     assert [note.split(":")[0] for note in loaded.notes][:2] == ["line 3", "line 4"]
+
+
+# --- server-side compaction -----------------------------------------------------------------
+
+
+def long_task(tmp_path, turns: int) -> list:
+    thoughts = "Reading the next log to see where the errors start. " * 30
+    for i in range(turns):
+        (tmp_path / f"log{i}.txt").write_text(OUTPUT.replace("x", str(i % 10)))
+    return [tool_reply("read_file", {"path": f"log{i}.txt"}, id=f"toolu_{i}", text=thoughts) for i in range(turns)]
+
+
+def test_where_the_model_compacts_server_side_the_api_does_it(fake_api, anthropic_env, tmp_path):
+    from fake_anthropic import ModelSpec
+
+    from cmdop_tui import Operator, Settings
+
+    fake_api.models = {"claude-sonnet-5-5": ModelSpec(max_input_tokens=16_000, context_management=True)}
+    fake_api.enqueue(*long_task(tmp_path, 20), text_reply("done"))
+    events: list[dict] = []
+    with Operator(settings=Settings(), cwd=tmp_path, record=False, max_turns=30) as operator:
+        assert operator.chat("read every log", on_event=events.append) == "done"
+        messages = operator.messages
+    assert fake_api.server_compactions and fake_api.too_long == []
+    assert not any(is_summary_request(r.body) for r in fake_api.requests)  # no call of ours
+    first = fake_api.requests[0]
+    assert first.headers["anthropic-beta"] == "compact-2026-01-12"
+    assert first.body["context_management"]["edits"][0]["trigger"] == {"type": "input_tokens", "value": 12_000}
+    compactions = [e for e in events if e["type"] == "compaction"]
+    assert compactions and all(c["server"] for c in compactions)
+    assert "Server summary of" in summary_of(messages)  # kept as the conversation's summary
+    assert not any(b.get("type") == "compaction" for m in messages for b in m["content"])
+
+
+def test_an_endpoint_that_refuses_server_compaction_gets_ours(fake_api, anthropic_env, tmp_path):
+    from fake_anthropic import ModelSpec
+
+    from cmdop_tui import Operator, Settings
+
+    fake_api.models = {"claude-sonnet-5-5": ModelSpec(max_input_tokens=16_000, context_management=True)}
+    fake_api.unsupported_fields = {"context_management"}  # the Models API claims it; the endpoint refuses
+    fake_api.enqueue(*scripted(["S1"], [*long_task(tmp_path, 20), text_reply("done")]))
+    events: list[dict] = []
+    with Operator(settings=Settings(), cwd=tmp_path, record=False, max_turns=30) as operator:
+        assert operator.chat("read every log", on_event=events.append) == "done"
+        fake_api.discard_pending()
+        fake_api.enqueue(text_reply("and again"))
+        assert operator.chat("once more") == "and again"  # the next prompt remembers the refusal
+    assert fake_api.unsupported == ["context_management"]  # refused once, then never sent again
+    assert "context_management" in fake_api.requests[0].body
+    assert not any("context_management" in r.body for r in fake_api.requests[1:])
+    assert fake_api.too_long == [] and not fake_api.server_compactions
+    assert [e["server"] for e in events if e["type"] == "compaction"][:1] == [False]

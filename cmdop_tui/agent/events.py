@@ -169,6 +169,7 @@ class Compacted(Event):
     summary_tokens: int = 0
     messages: int = 0  # how many messages the summary replaced
     duration_s: float = 0.0
+    server: bool = False  # the endpoint wrote the summary (server-side compaction), not the app
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,15 @@ def context_overflow(exc: BaseException) -> ContextOverflow | None:
     return ContextOverflow(int(stated[1]), int(stated[2])) if stated else ContextOverflow()
 
 
+def server_compaction_refused(exc: BaseException) -> bool:
+    """Whether the endpoint refused a request for its server-side compaction (the beta field or
+    header), so that it can be sent again without."""
+    if not isinstance(exc, anthropic.BadRequestError):
+        return False
+    message = _error_message(exc).lower()
+    return any(words in message for words in ("context_management", "anthropic-beta", "compact_2026", "compact-2026"))
+
+
 def describe_error(exc: BaseException) -> tuple[str, str]:
     """(code, one-line message for a person) for a failed model call."""
     if isinstance(exc, anthropic.AuthenticationError):
@@ -200,6 +209,8 @@ class ReplyAssembler:
             block["signature"] = delta.signature
         elif delta.type == "input_json_delta":
             builder.partial_json += delta.partial_json
+        elif delta.type == "compaction_delta":  # server-side compaction: the summary
+            block["content"] = (block.get("content") or "") + (delta.content or "")
 
     def _on_content_block_stop(self, event: Any) -> None:
         builder = self._blocks.get(event.index)
@@ -339,15 +350,19 @@ class ModelClient:
                 return await self._call_once(request, operation)
             raise
 
+    def _create(self, request: dict[str, Any]) -> Any:
+        """The SDK's create: the beta one for a request that names betas (server-side compaction)."""
+        return self.client.beta.messages.create if "betas" in request else self.client.messages.create
+
     async def _call_once(self, request: dict[str, Any], operation: Operation) -> ModelReply:
         timeout = operation.bound(self.stream.request_timeout_s)
-        message = await self.client.messages.create(**request, timeout=timeout)
+        message = await self._create(request)(**request, timeout=timeout)
         return reply_from_message(message)
 
     async def _stream_once(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
         assembler = ReplyAssembler(emit)
         first_wait = operation.bound(self.stream.first_event_timeout_s)
-        stream = await self.client.messages.create(**request, stream=True, timeout=first_wait)
+        stream = await self._create(request)(**request, stream=True, timeout=first_wait)
         async with stream:
             events = stream.__aiter__()
             wait = first_wait

@@ -22,6 +22,7 @@ MAX_CACHE_BREAKPOINTS = 4
 HISTORY_BREAKPOINTS = 2
 EPHEMERAL = {"type": "ephemeral"}
 MIN_ANSWER_TOKENS = 1024  # room left for the answer when a thinking budget is set
+COMPACTION_BETA = "compact-2026-01-12"  # server-side compaction: the `compact_20260112` edit
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class RequestOptions:
     max_tokens: int = 8192
     temperature: float = 0.3
     thinking_budget: int = 0  # > 0 turns extended thinking on, which forbids a temperature
+    server_compaction_at: int | None = None  # input tokens past which the endpoint compacts (beta)
 
 
 def system_blocks(system_prompt: str) -> list[dict[str, Any]]:
@@ -75,6 +77,10 @@ def build_request(
     if tools:
         request["tools"] = [tool.definition() for tool in tools]
         request["tool_choice"] = {"type": "auto"}
+    if options.server_compaction_at is not None:
+        request["betas"] = [COMPACTION_BETA]
+        trigger = {"type": "input_tokens", "value": options.server_compaction_at}
+        request["context_management"] = {"edits": [{"type": "compact_20260112", "trigger": trigger}]}
     if options.thinking_budget > 0:
         request["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
         request["max_tokens"] = max(options.max_tokens, options.thinking_budget + MIN_ANSWER_TOKENS)

@@ -61,10 +61,18 @@ from cmdop_tui.agent.history import (
     blocks_of,
     message_text,
     sanitize,
+    summary_block,
     summary_of,
     tool_result_block,
 )
-from cmdop_tui.agent.llm import ContextOverflow, ModelClient, ModelReply, context_overflow, describe_error
+from cmdop_tui.agent.llm import (
+    ContextOverflow,
+    ModelClient,
+    ModelReply,
+    context_overflow,
+    describe_error,
+    server_compaction_refused,
+)
 from cmdop_tui.agent.loop_mode import LoopSettings, RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.reduction import OutputReducer, result_text
 from cmdop_tui.agent.reminders import with_reminders
@@ -98,6 +106,7 @@ class AgentConfig:
     context_window: int | None = None  # the model's, in tokens (None: unknown, nothing is reduced)
     compaction: CompactionPolicy = CompactionPolicy()
     summary_model: str | None = None  # writes compaction summaries (None: the session's model)
+    server_compaction: bool = False  # the endpoint compacts for us (beta context_management)
     prices: Prices = field(default_factory=dict)
 
 
@@ -278,6 +287,7 @@ class Runner:
                 return self._result("error", progress, code=code, message=message)
             progress.usage.add(reply.usage)
             self._account(reply.usage, emit)
+            self._adopt_server_compaction(reply, emit)
             self.conversation.append_assistant(reply.content)
             if not reply.tool_calls:
                 return self._result("final", progress, text=reply.text)
@@ -342,6 +352,7 @@ class Runner:
             max_tokens=self.config.max_tokens,
             temperature=self.config.temperature,
             thinking_budget=self.config.thinking_budget,
+            server_compaction_at=self._server_compaction_at(),
         )
         messages = sanitize(self.conversation.messages)
         estimate = self._request_estimate(system, tools, messages)
@@ -414,9 +425,18 @@ class Runner:
             return False
         return True
 
+    def _server_compaction_at(self) -> int | None:
+        window = self.config.context_window
+        if not self.config.server_compaction or window is None:
+            return None
+        return int(self.config.compaction.compact_at * window)
+
     def _should_compact(self, size: int) -> bool:
         window = self.config.context_window
-        if window is None or size <= self.config.compaction.compact_at * window:
+        compact_at = self.config.compaction.compact_at
+        if self.config.server_compaction:  # the endpoint compacts first; ours is the safety net
+            compact_at = min(0.9, compact_at + 0.1)
+        if window is None or size <= compact_at * window:
             return False
         last = self._last_compaction
         # A tail too big to get under the threshold is not compacted again every turn.
@@ -429,6 +449,9 @@ class Runner:
         try:
             return await self.model.complete(request, emit, operation)
         except Exception as exc:
+            if self.config.server_compaction and server_compaction_refused(exc):
+                self.config = replace(self.config, server_compaction=False)  # ours from now on
+                return await self._call_model(self._build_request(tools)[0], tools, emit, operation)
             overflow = context_overflow(exc)
             if overflow is None:
                 raise
@@ -481,6 +504,27 @@ class Runner:
         self._last_compaction = event
         self._baseline = (event.tokens_after, len(self.conversation.messages))
         return event
+
+    def _adopt_server_compaction(self, reply: ModelReply, emit: EventSink) -> None:
+        """The endpoint compacted everything before this reply: its summary becomes ours (so the
+        transcript, resume and export treat it like any compaction) and leaves the reply."""
+        compactions = [block for block in reply.content if block.get("type") == "compaction"]
+        if not compactions:
+            return
+        reply.content = [block for block in reply.content if block.get("type") != "compaction"]
+        summary = str(compactions[-1].get("content") or "").strip()
+        if not summary:
+            return  # a compaction that failed: the endpoint treats it as nothing
+        dropped = len(self.conversation.messages)
+        before = reply.usage.total_input_tokens
+        self.conversation.compact(
+            summary_block(summary, current_request=self._prompt), dropped, trigger="auto", tokens_before=before
+        )
+        after = self.context_usage().total
+        event = Compacted("auto", before, after, summary, estimate_tokens(summary), dropped, server=True)
+        self._last_compaction = event
+        self._baseline = (after, len(self.conversation.messages))
+        emit(event)
 
     async def _compact_now(
         self, emit: EventSink, operation: Operation, progress: _Progress, instructions: str

@@ -34,7 +34,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
-from cmdop_tui.session.windows import context_window
+from cmdop_tui.session.windows import ModelFacts, model_facts
 
 
 class Session:
@@ -80,7 +80,7 @@ class Session:
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
-        self._windows: dict[str, int] = {}  # context windows by model
+        self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -172,15 +172,19 @@ class Session:
         return await self.runner.compact(emit, instructions)
 
     async def _set_window(self) -> None:
-        window = await self.context_window()
-        if self.runner.config.context_window != window:
-            self.runner.config = replace(self.runner.config, context_window=window)
+        facts = await self.model_facts()
+        config = self.runner.config
+        if (config.context_window, config.server_compaction) != (facts.window, facts.server_compaction):
+            self.runner.config = replace(config, context_window=facts.window, server_compaction=facts.server_compaction)
 
     def _learn_window(self) -> None:
-        """A smaller window the endpoint stated in a refusal holds for the rest of the session."""
-        model, learned = self.runner.config.model, self.runner.config.context_window
-        if learned is not None and learned < self._windows.get(model, learned + 1):
-            self._windows[model] = learned
+        """What the endpoint said in a refusal (a smaller window, no server-side compaction)
+        holds for the rest of the session."""
+        config, known = self.runner.config, self._models.get(self.runner.config.model)
+        if known is None or config.context_window is None:
+            return
+        window = min(known.window, config.context_window)
+        self._models[config.model] = ModelFacts(window, known.server_compaction and config.server_compaction)
 
     def stop(self) -> None:
         """The UI's cancel: the running turn ends at once, and the conversation stays valid."""
@@ -199,11 +203,15 @@ class Session:
 
     async def context_window(self) -> int:
         """The current model's context window in tokens (asked of the Models API once a model)."""
+        return (await self.model_facts()).window
+
+    async def model_facts(self) -> ModelFacts:
+        """What the endpoint says of the current model (asked of the Models API once a model)."""
         model = self.runner.config.model
-        if model not in self._windows:
+        if model not in self._models:
             assert self.client is not None
-            self._windows[model] = await context_window(self.client, model, self.settings)
-        return self._windows[model]
+            self._models[model] = await model_facts(self.client, model, self.settings)
+        return self._models[model]
 
     def reload_memory(self) -> None:
         """Read the standing instructions again (after /memory), for the next request."""
