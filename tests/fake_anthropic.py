@@ -271,8 +271,6 @@ class ThinkingBlock:
         return len(self.thinking)
 
 
-
-
 def text(text: str, *, chunk_size: int | None = None) -> TextBlock:
     """A text block (deltas of ``chunk_size`` characters, or about three words each)."""
     return TextBlock(text, chunk_size)

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import constants as textual_constants
 from textual import work
@@ -60,7 +60,6 @@ from cmdop_tui.tui.vocabulary.messages import (
     ToolOutputCopyRequested,
     ToolOutputRequested,
 )
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.notice import Notice
@@ -328,28 +327,11 @@ class CmdopApp(App[None]):
         self._show_status()
 
     async def _show_history(self) -> None:
-        """Draw a resumed conversation: prompts, replies and tool calls with their results."""
+        """Draw a resumed conversation: prompts, replies and tool calls with their results (and
+        the summary it starts with, folded, when it was compacted)."""
         assert self.runner is not None
         await self._reset_display()
-        for message in self.runner.conversation.messages:
-            for block in message["content"]:
-                await self._show_block(message["role"], block)
-
-    async def _show_block(self, role: str, block: dict[str, Any]) -> None:
-        kind = block.get("type")
-        if kind == "text" and role == "user":
-            await self.chat.add_user_message(block.get("text", ""))
-        elif kind == "text":
-            await self.chat.add_reply(block.get("text", ""))
-        elif kind == "tool_use":
-            used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
-            used.status = "ok"
-            self.event_router.records[used.call_id] = used
-            await self.chat.add_tool_card(used)
-        elif kind == "tool_result" and (answered := self.event_router.records.get(block.get("tool_use_id", ""))):
-            content = block.get("content")
-            text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
-            answered.finish(text, bool(block.get("is_error")), 0.0)
+        await self.chat.show_messages(self.runner.conversation.messages, self.event_router.records)
 
     async def _reset_display(self) -> None:
         self.event_router.records.clear()
@@ -529,6 +511,19 @@ class CmdopApp(App[None]):
         )
 
     @COMMAND_REGISTRY.slash(
+        "/compact [INSTRUCTIONS]",
+        "summarise the conversation so far to free context (Esc stops)",
+        palette=(PaletteEntry("Compact the conversation"),),
+    )
+    async def _slash_compact(self, argument: str) -> None:
+        if self.running:
+            await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
+            return
+        if self._session_ready.is_set() and await self._ready_session() is None:
+            return
+        self.run_compaction(argument)
+
+    @COMMAND_REGISTRY.slash(
         "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
     )
     async def _slash_memory(self, argument: str) -> None:
@@ -613,10 +608,10 @@ class CmdopApp(App[None]):
     async def _slash_export(self, argument: str) -> None:
         if (session := await self._ready_session()) is None:
             return
-        runner, recorder = session.runner, session.recorder
+        recorder = session.recorder
         path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{recorder.session_id}.md"
         markdown = export_markdown(
-            runner.conversation.messages,
+            recorder.whole_history(),  # what compactions summarised too
             title=f"cmdop-tui session {recorder.session_id}",
             extra_secrets=recorder.secrets,
         )
@@ -653,6 +648,15 @@ class CmdopApp(App[None]):
         if (session := await self._ready_session()) is None:
             return
         await session.run(prompt, self.event_router.deliver)
+
+    @work(exclusive=True, group="agent", exit_on_error=False)
+    async def run_compaction(self, instructions: str) -> None:
+        """/compact: like a turn (Esc stops it); its events show how it went, a failure too."""
+        self.call_after_refresh(self._show_status)
+        await self._session_ready.wait()
+        if (session := await self._ready_session()) is None:
+            return
+        await session.compact(self.event_router.deliver, instructions)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "agent":

@@ -97,6 +97,12 @@ class Agent:
 
     class BudgetWarned(AgentMessage[ev.BudgetWarning]): ...
 
+    class CompactionStarted(AgentMessage[ev.CompactionStarted]): ...
+
+    class Compacted(AgentMessage[ev.Compacted]): ...
+
+    class CompactionFailed(AgentMessage[ev.CompactionFailed]): ...
+
     class Finished(AgentMessage[ev.Final]): ...
 
     class Failed(AgentMessage[ev.Error]): ...
@@ -110,6 +116,9 @@ MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage[Any]]] = {
     ev.Usage: Agent.UsageReported,
     ev.LoopContinued: Agent.LoopContinued,
     ev.BudgetWarning: Agent.BudgetWarned,
+    ev.CompactionStarted: Agent.CompactionStarted,
+    ev.Compacted: Agent.Compacted,
+    ev.CompactionFailed: Agent.CompactionFailed,
     ev.Final: Agent.Finished,
     ev.Error: Agent.Failed,
     ev.Cancelled: Agent.Cancelled,

@@ -1,4 +1,4 @@
-"""The conversation: prompts, streamed Markdown replies, thinking, tool cards and notices.
+"""The conversation: prompts, streamed Markdown replies, thinking, tool cards, compactions and notices.
 
 Anchored to the bottom while the user has not scrolled up (Textual's `anchor`), so a streaming
 reply stays in view without fighting a user who is reading back.
@@ -6,12 +6,18 @@ reply stays in view without fighting a user who is reading back.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
+from cmdop_tui.agent.compaction import previous_summary
+from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+from cmdop_tui.tui.widgets.compaction_item import CompactionItem
 from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
 from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
 from cmdop_tui.tui.widgets.tool_card import ToolCard
@@ -38,6 +44,8 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._reply: AssistantReply | None = None
         self._thinking: ThinkingBlock | None = None
         self._cards: dict[str, ToolCard] = {}
+        self._compaction: CompactionItem | None = None  # the one running
+        self._compaction_failure: str | None = None  # what the last failed compaction said
         self.last_reply = ""
 
     def on_mount(self) -> None:
@@ -73,11 +81,41 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def clear(self) -> None:
         await self._end_reply()
         self._cards.clear()
+        self._compaction = self._compaction_failure = None
         await self.remove_children()
+
+    # --- a resumed conversation ----------------------------------------------------------------
+
+    async def show_messages(self, messages: Sequence[Message], records: dict[str, ToolRecord]) -> None:
+        """Draw a resumed conversation: prompts, replies, tool calls with their results (`records`
+        gets one per call), and the summary it starts with if it was compacted (folded)."""
+        for message in messages:
+            for block in blocks_of(message):
+                if is_summary_block(block):
+                    await self.add(CompactionItem.resumed(previous_summary(messages)))
+                else:
+                    await self._show_block(message["role"], block, records)
+
+    async def _show_block(self, role: str, block: dict[str, Any], records: dict[str, ToolRecord]) -> None:
+        kind = block.get("type")
+        if kind == "text" and role == "user":
+            await self.add_user_message(block.get("text", ""))
+        elif kind == "text":
+            await self.add_reply(block.get("text", ""))
+        elif kind == "tool_use":
+            used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
+            used.status = "ok"
+            records[used.call_id] = used
+            await self.add_tool_card(used)
+        elif kind == "tool_result" and (answered := records.get(block.get("tool_use_id", ""))):
+            content = block.get("content")
+            text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
+            answered.finish(text, bool(block.get("is_error")), 0.0)
 
     # --- streaming -----------------------------------------------------------------------------
 
     async def _append_reply(self, text: str) -> None:
+        self._compaction_passed()
         if self._reply is None:
             self._thinking = None
             self._reply = AssistantReply()
@@ -101,6 +139,7 @@ class ChatLog(VerticalScroll, can_focus=True):
         await self._append_reply(message.batch.take())
 
     async def on_agent_thinking_received(self, message: Agent.ThinkingReceived) -> None:
+        self._compaction_passed()
         if self._thinking is None:
             await self._end_reply()
             self._thinking = ThinkingBlock()
@@ -115,6 +154,7 @@ class ChatLog(VerticalScroll, can_focus=True):
         )
 
     async def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
+        self._compaction_passed()
         await self.add_tool_card(message.record)
 
     def on_agent_tool_progressed(self, message: Agent.ToolProgressed) -> None:
@@ -127,17 +167,63 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._refresh_card(message.event.call_id)
 
     async def on_agent_finished(self, message: Agent.Finished) -> None:
+        self._compaction_passed()
         await self._end_reply()
 
     async def on_agent_failed(self, message: Agent.Failed) -> None:
         await self._end_reply()
-        await self.add_notice(f"Error: {message.event.message}", "error")
+        event = message.event
+        said, self._compaction_failure = self._compaction_failure, None
+        if (item := self._end_compaction()) is not None:  # /compact could not make its summary
+            item.failed(event.message)
+        elif event.message == said:  # the compaction's line said it already
+            pass
+        elif event.code == "nothing_to_compact":
+            await self.add_notice(f"Nothing to compact: {event.message}.")
+        else:
+            await self.add_notice(f"Error: {event.message}", "error")
 
     async def on_agent_cancelled(self, message: Agent.Cancelled) -> None:
         await self._end_reply()
         event = message.event
+        if (item := self._end_compaction()) is not None:
+            item.stopped(event)
+            return
         text = "■ Stopped." if event.reason == "ui" else f"■ Stopped: {event.message}."
         await self.add_notice(text, "stopped")
+
+    async def on_agent_compaction_started(self, message: Agent.CompactionStarted) -> None:
+        await self._end_reply()
+        event = message.event
+        if event.trigger == "too_long":
+            reason = f" {event.reason[:1].upper()}{event.reason[1:]}." if event.reason else ""
+            await self.add_notice(f"The model's context was full: compacting and retrying.{reason}", "warning")
+        self._compaction, self._compaction_failure = CompactionItem.started(event), None
+        await self.add(self._compaction)
+
+    async def on_agent_compacted(self, message: Agent.Compacted) -> None:
+        item = self._end_compaction() or await self._new_compaction_item()
+        item.done(message.event)
+
+    async def on_agent_compaction_failed(self, message: Agent.CompactionFailed) -> None:
+        item = self._end_compaction() or await self._new_compaction_item()
+        item.failed(message.event.message)
+        self._compaction_failure = message.event.message
+
+    def _end_compaction(self) -> CompactionItem | None:
+        item, self._compaction = self._compaction, None
+        return item
+
+    def _compaction_passed(self) -> None:
+        """The run went on while a compaction was shown running: it made no summary."""
+        if (item := self._end_compaction()) is not None:
+            item.failed("no summary was made; the conversation was not compacted")
+
+    async def _new_compaction_item(self) -> CompactionItem:
+        """For an end whose start this chat did not see."""
+        item = CompactionItem("Compacting the conversation…")
+        await self.add(item)
+        return item
 
     async def on_agent_budget_warned(self, message: Agent.BudgetWarned) -> None:
         event = message.event

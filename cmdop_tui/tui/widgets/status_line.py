@@ -91,8 +91,14 @@ class StatusLine(Widget):
         event = message.event
         usage = replace(self.facts.usage)
         usage.add(event)
+        if event.purpose == "summary":  # a compaction's summary: it costs, but fills no context
+            self.update_facts(usage=usage, cost_usd=event.session_cost_usd)
+            return
         context = event.total_input_tokens + event.output_tokens
         self.update_facts(usage=usage, cost_usd=event.session_cost_usd, context_tokens=context)
+
+    def on_agent_compacted(self, message: Agent.Compacted) -> None:
+        self.update_facts(context_tokens=message.event.tokens_after)
 
     def on_agent_loop_continued(self, message: Agent.LoopContinued) -> None:
         self.update_facts(loop=message.event.loop, max_loops=message.event.max_loops)
