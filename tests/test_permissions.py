@@ -196,6 +196,7 @@ FLOOR_COMMANDS = [
     "chown -R nobody:nogroup /",
     "chmod 777 /",
     "chmod -R 000 /etc",
+    "chown -R alice:alice /home/alice",
     "kill -9 -1",
     # SSH private keys
     "cat ~/.ssh/id_ed25519",
@@ -343,7 +344,7 @@ HARMLESS_COMMANDS = [
     "tar czf backup.tgz ~/projects",
     "kill -9 1234",
     "kill -1 1234",
-    "chown -R alice:alice /home/alice",
+    "chown alice:alice /home/alice",
     "sudo chown -R $(whoami) /usr/local",
     "chmod -R 755 ./public",
     "chmod -x script.sh",
@@ -385,7 +386,9 @@ def test_floor_reasons_say_what_and_why() -> None:
     assert "fork bomb" in check_command(":(){ :|:& };:")
     assert "SSH private key (~/.ssh/id_rsa)" in check_command("cat ~/.ssh/id_rsa")
     assert "${VAR:?}" in check_command('rm -rf "$DIR"/*')  # tells the model how to fix it
-    assert "set -a; . ./.env; set +a" in check_command("cat .env")
+    env_reason = check_command("cat .env")
+    assert "a .env file (.env), which holds secrets" in env_reason
+    assert "set -a" not in env_reason and ". ./.env" not in env_reason  # never a way around
 
 
 def test_cwd_argument_resolves_relative_paths() -> None:

@@ -15,12 +15,16 @@ looked up.
 
 The map, from the bottom up:
 
-* the floor: :mod:`.scanning` (reading shell text), :mod:`.paths` (what is critical or secret),
-  :mod:`.context` (what a walk carries), :mod:`.parsing` (bashlex and the fallback lexer),
-  :mod:`.expansion` (words as bash expands them), :mod:`.programs` (rm, find, dd, chmod, mkfs...),
-  :mod:`.secret_args`, :mod:`.wrappers` (sudo, env, shells, ssh, xargs...),
-  :mod:`.interpreters` (python -c...), :mod:`.fallback` (unparsed text), :mod:`.walk` (the
-  parsed tree) and :mod:`.floor` (its entry points);
+* the floor: :mod:`.scanning` (reading shell text), :mod:`.paths` (what is critical, secret or
+  runs code later), :mod:`.context` (what a walk carries, and the facts a line establishes),
+  :mod:`.parsing` (bashlex and the fallback lexer), :mod:`.producers` (what simple commands
+  print), :mod:`.expansion` (words as bash expands them), :mod:`.splitting` (IFS, ``read``),
+  :mod:`.find_checks` (find -delete/-exec), :mod:`.programs` (rm, dd, chmod, mkfs, crontab...),
+  :mod:`.environment` (printing secrets a .env loaded), :mod:`.code_text` and
+  :mod:`.interpreters` (python -c, node -e...), :mod:`.scripts` (files written then run),
+  :mod:`.secret_args`, :mod:`.wrappers` (sudo, env, shells, ssh, xargs...), :mod:`.redirects`,
+  :mod:`.fallback` (unparsed text), :mod:`.walk` (the parsed tree) and :mod:`.floor` (its entry
+  points);
 * the rules: :mod:`.arguments` (what rules judge), :mod:`.rules` (Rule and its globs),
   :mod:`.allow_always` (derive_rule), :mod:`.decisions` (floor, rules, mode);
 * the files and the object: :mod:`.store` (the TOML file, the audit log), :mod:`.rulebook`

@@ -18,6 +18,8 @@ from .paths import FLOOR_NOTE
 MAX_DEPTH = 12
 #: How many possible values one word may stand for before the rest are dropped.
 MAX_CANDIDATES = 32
+#: How many simple commands (each form of each) one command line may make the floor check.
+MAX_STEPS = 20_000
 
 #: A command's stdin when it can be known before the command runs, evaluated only if needed.
 Stdin = Callable[[], str | None]
@@ -74,8 +76,25 @@ class Walk(Protocol):
 
 
 @dataclass
+class Facts:
+    """What earlier commands of the line did, shared by every script nested in it.
+
+    `files`: the files written so far, by resolved path, with their possible contents (None:
+    written by something whose output cannot be known). `env_loaded`: a .env file was sourced,
+    so its secrets are in the environment. `ifs_changed`: IFS was assigned. `input_vars`:
+    variables `read` set from input that cannot be known. `steps`: simple commands checked.
+    """
+
+    files: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
+    env_loaded: bool = False
+    ifs_changed: bool = False
+    input_vars: set[str] = field(default_factory=set)
+    steps: int = 0
+
+
+@dataclass
 class Ctx:
-    """What is known while walking one command line."""
+    """What is known while walking one command line (`facts` is shared with nested scripts)."""
 
     walk: Walk
     vars: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -84,3 +103,4 @@ class Ctx:
     positional: tuple[str, ...] | None = None
     depth: int = 0
     calls: tuple[str, ...] = ()
+    facts: Facts = field(default_factory=Facts)

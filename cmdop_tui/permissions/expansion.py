@@ -1,27 +1,28 @@
 """Words expanded the way bash would, as far as that can be known before the command runs.
 
 Quotes (``'rm'``, ``r"m"``, ``\\rm``, ``$'\\x72m'``), ``~`` and ``$HOME``, variables assigned
-earlier in the same command line (``X=/; rm -rf $X``), brace expansion (``/{,}``), ``${IFS}``
-word splitting and ``$(echo /)``. A variable that is not known may be empty (``rm -rf
-"$DIR"/*`` could be ``rm -rf /*``); a command substitution is assumed to print something. A
-small pipeline of ``echo``/``printf``/``base64 -d``/``rev`` is evaluated, so that ``echo ... |
-base64 -d | sh`` shows the floor what the shell will run.
+earlier in the same command line (``X=/; rm -rf $X``), arrays ``read -a`` filled, brace
+expansion (``/{,}``), ``${IFS}`` and ``$(echo /)``. A variable that is not known may be empty
+(``rm -rf "$DIR"/*`` could be ``rm -rf /*``); a command substitution whose output cannot be
+known prints :data:`.paths.RUNTIME`, which the checks judge by what it could be. Small
+pipelines and lists of commands whose output can be known (:mod:`.producers`) are evaluated, so
+that ``echo ... | base64 -d | sh`` and ``rm -rf $(cd; pwd)`` show the floor what will run.
+Word splitting (on ``IFS``) is :mod:`.splitting`.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import itertools
 import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .context import MAX_CANDIDATES, Arg, Ctx
 from .parsing import parse
-from .paths import HOME, UNKNOWN
+from .paths import HOME, RUNTIME, UNKNOWN, unknowable
+from .producers import cd_target, command_output, find_items
 from .scanning import ansi_c, find_backtick, match_close, skip_double, split_top_commas, words
 
 _ALWAYS_SET = words(
@@ -156,8 +157,13 @@ class _Expander:
                 i = end + 1
             elif ch in "<>" and raw.startswith("(", i + 1) and not quoted:
                 end = match_close(raw, i + 1)
-                self.scripts.append(raw[i + 2 : end - 1])
+                inner = raw[i + 2 : end - 1]
+                self.scripts.append(inner)
                 segs.append(("/dev/fd/63",))
+                output = static_output(inner, self.ctx) if ch == "<" else None
+                if output is not None:  # <(echo ...): a file whose content is known (sh <(...))
+                    known = self.ctx.facts.files.get("/dev/fd/63") or ()
+                    self.ctx.facts.files["/dev/fd/63"] = tuple(dict.fromkeys(known + (output,)))
                 i = end
             elif assignment and ch == ":" and not quoted and raw.startswith("~", i + 1):
                 segs.append((":",))
@@ -206,7 +212,7 @@ class _Expander:
     def _known(self, values: tuple[str, ...], quoted: bool) -> tuple[str, ...]:
         if not quoted:
             self.split = True
-        if any(UNKNOWN in v for v in values):
+        if any(unknowable(v) for v in values):
             self.dynamic = True
         return values
 
@@ -257,6 +263,12 @@ class _Expander:
             return self._unknown(quoted)
         name, op = match.group(1), match.group(2)
         values = _lookup(name, self.ctx)
+        index = re.fullmatch(r"\[([^\]]*)\]", op)
+        if index is not None:  # ${A[@]} (its words, even quoted), ${A[0]}: an array `read -a` filled
+            if index.group(1) in ("@", "*"):
+                return self._unknown(False) if values is None else self._known(values, False)
+            values = _lookup(f"{name}[{index.group(1)}]", self.ctx)
+            return self._unknown(quoted) if values is None else self._known(values, quoted)
         if op == "":
             return self._unknown(quoted) if values is None else self._known(values, quoted)
         opm = re.match(r"(:?)([-=?+])(.*)$", op, re.DOTALL)
@@ -287,12 +299,12 @@ class _Expander:
 
     def _substitution(self, inner: str, quoted: bool) -> tuple[str, ...]:
         self.scripts.append(inner)
-        output = _static_output(inner, self.ctx)
+        output = static_output(inner, self.ctx)
         if output is None:
             self.dynamic = True
             if not quoted:
                 self.split = True
-            return (UNKNOWN,)
+            return (RUNTIME,)
         if not quoted:
             self.split = True
         return (output.rstrip("\n"),)
@@ -313,130 +325,106 @@ def assign(raw: str, ctx: Ctx, scripts: list[str]) -> None:
     scripts.extend(found)
     if re.fullmatch(r"[A-Za-z_]\w*", name):
         ctx.vars[name] = arg.values
+        ctx.facts.input_vars.discard(name)
+        if name == "IFS":
+            ctx.facts.ifs_changed = True
 
 
-def split_args(args: list[Arg]) -> list[Arg]:
-    """Word splitting of unquoted expansions (`$X` with X="rm -rf /", `rm${IFS}-rf${IFS}/`)."""
-    out: list[Arg] = []
-    for arg in args:
-        if arg.split:
-            spaced = next((v for v in arg.values if re.search(r"\s", v.strip())), None)
-            if spaced is not None:
-                out.extend(Arg(piece, (piece,), arg.dynamic) for piece in spaced.split())
-                continue
-        out.append(arg)
-    return out
+def here_document_raw(redirect: Any) -> str:
+    """A here-document's text as written, without its closing delimiter."""
+    body = str(redirect.heredoc.value)
+    lines = body.split("\n")
+    return "\n".join(lines[:-1]) if len(lines) > 1 else body
 
 
-# --- static evaluation of simple producers (echo, printf, base64 -d) ----------------------------
+def here_document(redirect: Any, src: str, ctx: Ctx) -> tuple[tuple[str, ...], list[str]]:
+    """A here-document's text, expanded as bash does unless its delimiter is quoted (`<<'EOF'`):
+    (its possible texts, the command substitutions in it)."""
+    text = here_document_raw(redirect)
+    delimiter = src[redirect.output.pos[0] : redirect.output.pos[1]] if hasattr(redirect.output, "pos") else ""
+    if re.search(r"['\"\\]", delimiter) or not re.search(r"[$`]", text):
+        return (text,), []
+    expander = _Expander(ctx)
+    values = _product(expander._segments(text, assignment=False, quoted=True)) or ("",)
+    return values, expander.scripts
 
 
-def _echo_output(args: Sequence[str]) -> str:
-    interpret = False
-    printed = list(args)
-    while printed and re.fullmatch(r"-[neE]+", printed[0]):
-        interpret = "e" in printed[0] or interpret
-        printed.pop(0)
-    text = " ".join(printed)
-    return ansi_c(text) if interpret else text
+# --- what substitutions and pipes print (see :mod:`.producers`) --------------------------------
 
 
-def _printf_output(args: Sequence[str]) -> str:
-    if not args:
-        return ""
-    fmt, rest = args[0], list(args[1:])
-    if fmt == "--" and rest:
-        fmt, rest = rest[0], rest[1:]
-    fmt = ansi_c(fmt)
-    out = []
-    while True:
-
-        def sub(match: re.Match[str]) -> str:
-            if match.group(0) == "%%":
-                return "%"
-            return ansi_c(rest.pop(0)) if rest else ""
-
-        out.append(re.sub(r"%%|%[-+ #0]*\d*(?:\.\d+)?[sbdiouxXcq]", sub, fmt))
-        if not rest or "%" not in fmt:
-            break
-    return "".join(out)
-
-
-def _decode(name: str, stdin: str) -> str | None:
-    """What base64 -d / base32 -d print for `stdin`, or None for bad input."""
-    try:
-        data = re.sub(r"\s+", "", stdin)
-        decoded = base64.b64decode(data + "=" * (-len(data) % 4)) if name == "base64" else base64.b32decode(data)
-        return decoded.decode("utf-8", "replace")
-    except (binascii.Error, ValueError):
-        return None
-
-
-def transform(argv: Sequence[str], stdin: str | None) -> str | None:
-    """Output of one pipeline stage we can evaluate, or None."""
-    if not argv:
-        return None
-    name = posixpath.basename(argv[0])
-    args = list(argv[1:])
-    if name == "echo":
-        return _echo_output(args) + "\n"
-    if name == "printf":
-        return _printf_output(args)
-    if stdin is None:
-        return None
-    if name in ("base64", "base32") and any(a in ("-d", "--decode", "-D") for a in args):
-        return _decode(name, stdin)
-    if name == "xxd" and "-r" in args:
-        try:
-            return bytes.fromhex(re.sub(r"\s+", "", stdin)).decode("utf-8", "replace")
-        except ValueError:
-            return None
-    if name == "rev":
-        return "\n".join(line[::-1] for line in stdin.split("\n"))
-    if name in ("cat", "tee") and not [a for a in args if not a.startswith("-")]:
-        return stdin
-    return None
-
-
-def _static_output(script: str, ctx: Ctx) -> str | None:
-    """The output of a small pipeline of echo/printf/base64 -d/rev, or None if not knowable."""
+def static_output(script: str, ctx: Ctx) -> str | None:
+    """What `script` prints, when it is a small pipeline or list (`cd; pwd`) of commands whose
+    output can be known before they run; None otherwise."""
     nodes = parse(script)
     if not nodes or len(nodes) != 1:
         return None
-    node = nodes[0]
-    stages = (
-        [node]
-        if node.kind == "command"
-        else ([p for p in node.parts if p.kind != "pipe"] if node.kind == "pipeline" else [])
-    )
-    if not stages or any(stage.kind != "command" for stage in stages):
+    return _node_output(nodes[0], script, ctx)
+
+
+def _node_output(node: Any, src: str, ctx: Ctx) -> str | None:
+    if node.kind == "command":
+        return _pipeline_output([node], src, ctx)
+    if node.kind == "pipeline":
+        return pipeline_text([p for p in node.parts if p.kind != "pipe"], src, ctx)
+    if node.kind != "list":
         return None
-    return _pipeline_output(stages, script, ctx)
+    local = replace(ctx, cwd=ctx.cwd)  # `cd` inside $( ) stays there
+    out: list[str] = []
+    for part in node.parts:
+        if part.kind == "operator":
+            if part.op not in (";", "&&", "\n"):
+                return None
+            continue
+        command = _static_command(part, src, local) if part.kind == "command" else None
+        if command is not None and command[0][:1] == ["cd"]:
+            local.cwd = cd_target(command[0][1:], local.cwd)
+            if local.cwd is None:
+                return None
+            continue
+        text = _node_output(part, src, local)
+        if text is None:
+            return None
+        out.append(text)
+    return "".join(out)
 
 
 def _pipeline_output(stages: Sequence[Any], src: str, ctx: Ctx) -> str | None:
     output: str | None = None
     for stage in stages:
-        argv = _static_argv(stage, src, ctx)
-        if argv is None:
+        command = _static_command(stage, src, ctx)
+        if command is None:
             return None
-        output = transform(argv, output)
+        argv, here = command
+        output = command_output(argv, here if here is not None else output, ctx.cwd, ctx.facts.files)
         if output is None:
             return None
     return output
 
 
-def _static_argv(node: Any, src: str, ctx: Ctx) -> list[str] | None:
+def _static_command(node: Any, src: str, ctx: Ctx) -> tuple[list[str], str | None] | None:
+    """The words of a simple command whose words are all known, and the text a here-string or
+    here-document feeds it; None when a word cannot be known."""
     argv: list[str] = []
+    here: str | None = None
     for part in node.parts:
         if part.kind == "word":
             arg, scripts = expand(src[part.pos[0] : part.pos[1]], ctx)
             if scripts or arg.dynamic or len(arg.values) != 1:
                 return None
             argv.append(arg.text)
-        elif part.kind == "redirect" and part.type in ("<<<",) or part.kind != "redirect":
+        elif part.kind != "redirect":
             return None
-    return argv
+        elif getattr(part, "heredoc", None) is not None:
+            texts, scripts = here_document(part, src, ctx)
+            if scripts or len(texts) != 1 or unknowable(texts[0]):
+                return None
+            here = texts[0] + "\n"
+        elif part.type == "<<<":
+            arg, scripts = expand(src[part.output.pos[0] : part.output.pos[1]], ctx)
+            if scripts or arg.dynamic:
+                return None
+            here = arg.text + "\n"
+    return argv, here
 
 
 def pipeline_text(stages: Sequence[Any], src: str, ctx: Ctx) -> str | None:
@@ -470,9 +458,7 @@ class Upstream:
         name = posixpath.basename(argv[0].word)
         args = [expand(self.src[w.pos[0] : w.pos[1]], self.ctx)[0] for w in argv[1:]]
         if name == "find":
-            starts = [a.text for a in args if not a.text.startswith("-") and a.text not in ("(", "!")]
-            starts = starts[:1] if starts else ["."]
-            return [s for start in starts for s in (start, start.rstrip("/") + "/*")]
+            return find_items([a.text for a in args])
         if name == "ls":
             dirs = [a.text for a in args if not a.text.startswith("-")]
             return [d.rstrip("/") + "/*" for d in dirs] or None

@@ -12,10 +12,12 @@ import contextlib
 import re
 
 from .context import Arg, Ctx, Stdin, given, refuse
-from .expansion import assign, expand, split_args, transform
+from .expansion import assign, expand
 from .parsing import RESERVED, WRITE_REDIRECTS, lex
 from .paths import resolve
-from .programs import check_read_target, check_write_target
+from .producers import transform
+from .programs import check_read_target, check_written_value
+from .splitting import split_args
 
 _FORK_BOMB_TEXT = re.compile(r"(?:function\s+)?([^\s(){};|&<>'\"]+)\s*\(\s*\)\s*\{([^}]*)\}")
 
@@ -68,7 +70,6 @@ def _check_segment(
     here = _check_redirects(redirects, ctx, snippet)
     if not args:
         return
-    argv = split_args(args)
     stdin: Stdin | None = None
     if here is not None:
         stdin = given(here)
@@ -76,7 +77,8 @@ def _check_segment(
         produced = transform([expand(w, ctx)[0].text for w in piped_from], None)
         if produced is not None:
             stdin = given(produced)
-    ctx.walk.command(argv, ctx, snippet, stdin)
+    for argv in split_args(args, ctx):
+        ctx.walk.command(argv, ctx, snippet, stdin)
 
 
 def _expanded_words(words: list[str], ctx: Ctx, broad: bool) -> list[Arg]:
@@ -114,9 +116,9 @@ def _check_redirects(redirects: list[tuple[str, str]], ctx: Ctx, snippet: str) -
         if op in ("<<", "<<-"):
             continue
         for value in target.values:
-            path = resolve(value, ctx.cwd)
             if op in WRITE_REDIRECTS or op.startswith("&"):
-                check_write_target(path, snippet)
+                check_written_value(value, ctx, snippet)
+                ctx.facts.files.setdefault(resolve(value, ctx.cwd), None)  # content not followed here
             elif op in ("<", "<&"):
-                check_read_target(path, snippet)
+                check_read_target(resolve(value, ctx.cwd), snippet)
     return here

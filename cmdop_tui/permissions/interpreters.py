@@ -1,17 +1,23 @@
-"""Code given to interpreters on the command line: ``python -c``, ``perl -e``, ``node -e``,
-``ruby -e``, ``php -r``, ``awk`` programs and their kind.
+"""Code given to interpreters: ``python -c``, ``perl -e``, ``node -e``/``--eval``, ``ruby -e``,
+``php -r``, ``awk`` programs and their kind, and scripts read from stdin (``python - <<EOF``,
+``echo ... | node``).
 
-The code is not run or parsed; it is searched for what the floor refuses in a shell: fork loops,
-shell-outs (their string arguments are checked as commands), deleted trees, secret paths and
-writes to a disk.
+The code is not run or parsed; it is made plain (:mod:`.code_text`: home and root expressions as
+literals, literals folded) and searched for what the floor refuses in a shell: fork loops,
+shell-outs (their string arguments are checked as commands), deleted trees (their whole
+argument), secret paths, writes to a disk or to a file that runs code later, and reading the
+environment after a .env file was loaded.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 
-from .context import Arg, Ctx, literal, refuse
-from .paths import block_device, critical, expand_tilde, path_class, resolve
+from .code_text import assignments, delete_arguments, literals, normalise
+from .context import Arg, Ctx, Stdin, literal, refuse
+from .environment import check_env_code
+from .paths import HOME, SECRET_CLASSES, block_device, critical, has_glob, path_class, resolve
 
 # the options that take code, per interpreter (its name without a version: python3.12 -> python)
 _CODE_OPTIONS = {
@@ -19,62 +25,103 @@ _CODE_OPTIONS = {
     "perl": ("-e", "-E"),
     "ruby": ("-e",),
     "node": ("-e", "--eval", "-p", "--print"),
-    "nodejs": ("-e", "--eval"),
+    "nodejs": ("-e", "--eval", "-p", "--print"),
     "php": ("-r",),
     "lua": ("-e",),
     "deno": ("eval",),
-    "bun": ("-e", "--eval"),
+    "bun": ("-e", "--eval", "-p", "--print"),
     "osascript": ("-e",),
     "pwsh": ("-c", "-Command"),
     "powershell": ("-c", "-Command"),
     "tclsh": (),
 }
+# options that take a value and name no script, per interpreter
+_VALUE_OPTIONS = {
+    "python": ("-W", "-X", "--check-hash-based-pycs"),
+    "perl": ("-I", "-M", "-m", "-x", "-C", "-d"),
+    "ruby": ("-I", "-r", "-C", "-E", "-K", "-x"),
+    "node": ("-r", "--require", "--import", "--loader", "--input-type", "-C", "--conditions"),
+}
+# options that run something other than a script file (python -m module)
+_NO_SCRIPT = frozenset({"-m", "-V", "--version", "-h", "--help", "-v", "-i"})
 _AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 
-_STRING_LITERAL = re.compile(r"""'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)\"""")
 _SHELL_OUT = re.compile(
     r"\b(os\.system|os\.popen|os\.exec\w*|subprocess|Popen|check_output|check_call|system|exec|execSync|spawn\w*|"
     r"child_process|shell_exec|passthru|proc_open|popen|qx|run|call|do shell script|Runtime)\b|`|%x\{|%x\(|qx\{|qx\("
-)
-_DELETE_TREE = re.compile(
-    r"(rmtree|rm_rf|rm_r|rmSync|rimraf|remove_tree|rmdirSync|deltree|removedirs|remove_all|rmdir)\s*\(\s*(.*?)\)",
-    re.DOTALL,
-)
-_HOME_EXPR = re.compile(
-    r"Path\.home\(\)|expanduser\(\s*['\"]~['\"]\s*\)|environ\[\s*['\"]HOME|getenv\(\s*['\"]HOME|"
-    r"\$ENV\{\s*HOME|ENV\[\s*['\"]HOME|os\.homedir\(\)|process\.env\.HOME"
 )
 _FORK_LOOP = re.compile(
     r"fork\s+while\s+fork|while\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?[^\n]{0,80}?\bfork\s*\(|"
     r"for\s*\(\s*;\s*;\s*\)\s*\{?\s*[^\n]{0,40}?fork\s*\(|loop\s*\{?\s*fork",
     re.DOTALL,
 )
+_WRITES = re.compile(r"['\"](?:[wa]b?\+?|r\+b?|rb\+)['\"]|write|O_WRONLY|O_RDWR|>|append|copy|symlink|rename")
+_REMOVER = re.compile(r"\b(?:remove|unlink|unlinkSync|rmSync|rmdir|rmdirSync|delete|truncate)\s*\(|\bunlink\b")
+_WALKER = re.compile(
+    r"\b(?:walk|rglob|glob|iglob|scandir|listdir|iterdir|readdirSync|readdir|find|children|entries|opendir)\s*\("
+)
+_ARGV_LIST = re.compile(r"[\[(]\s*((?:['\"][^'\"]*['\"]\s*,\s*)+['\"][^'\"]*['\"])\s*,?\s*[\])]")
 
 
-def check_interpreters(name: str, argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    """The code `argv` gives an interpreter or awk, if `name` is one."""
+def base_name(name: str) -> str:
+    """The interpreter a program name stands for (python3.12 -> python), or the name."""
     base = re.sub(r"[\d.]+$", "", name)
-    if base in _CODE_OPTIONS or name in _CODE_OPTIONS:
-        _check_interpreter(base if base in _CODE_OPTIONS else name, argv, ctx, snippet)
+    return base if base in _CODE_OPTIONS else name
+
+
+def check_interpreters(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | None = None) -> None:
+    """The code `argv` (or, with no code and no script, its stdin) gives an interpreter or awk."""
+    base = base_name(name)
+    if base in _CODE_OPTIONS:
+        found = _code_arguments(base, argv)
+        for code in found:
+            check_code(code, ctx, snippet)
+        if not found and script_operand(name, argv) in (None, "-") and stdin is not None and base != "tclsh":
+            if not any(a.text in _NO_SCRIPT for a in argv[1:]):
+                check_code(stdin() or "", ctx, snippet)
     if name in _AWKS:
         program = next((a.text for a in argv[1:] if not a.text.startswith("-")), "")
         check_code(program, ctx, snippet)
 
 
-def _check_interpreter(base: str, argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+def _code_arguments(base: str, argv: list[Arg]) -> list[str]:
     flags = _CODE_OPTIONS.get(base, ())
     args = argv[1:]
+    found: list[str] = []
     for index, arg in enumerate(args):
         text = arg.text
         code = None
         if text in flags and index + 1 < len(args):
             code = args[index + 1].text
+        elif text.startswith("--eval=") or text.startswith("--print="):
+            code = text.split("=", 1)[1]
         elif text.startswith("-") and not text.startswith("--") and len(text) > 2 and text[:2] in flags:
             code = text[2:]
         elif re.fullmatch(r"-[A-Za-z]*[ceE]", text) and index + 1 < len(args) and base in ("perl", "ruby", "python"):
             code = args[index + 1].text
         if code:
-            check_code(code, ctx, snippet)
+            found.append(code)
+    return found
+
+
+def script_operand(name: str, argv: list[Arg]) -> str | None:
+    """The script file an interpreter runs (`python3 x.py`), '-' for stdin, None for none."""
+    base = base_name(name)
+    if base not in _CODE_OPTIONS:
+        return None
+    with_value = _VALUE_OPTIONS.get(base, ())
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text == "--":
+            return args[i + 1].text if i + 1 < len(args) else None
+        if text in _NO_SCRIPT or text in _CODE_OPTIONS[base]:
+            return None
+        if text == "-" or not text.startswith("-"):
+            return text
+        i += 2 if text in with_value else 1
+    return None
 
 
 def check_code(code: str, ctx: Ctx, snippet: str) -> None:
@@ -83,36 +130,51 @@ def check_code(code: str, ctx: Ctx, snippet: str) -> None:
         return
     if _FORK_LOOP.search(code):
         raise refuse(snippet, "is a fork bomb (a loop that forks without end)")
-    literals = [m.group(1) if m.group(1) is not None else m.group(2) for m in _STRING_LITERAL.finditer(code)]
-    literals = [re.sub(r"\\(.)", r"\1", lit) for lit in literals]
-    if _SHELL_OUT.search(code):
-        _check_shell_outs(code, literals, ctx, snippet)
-    for match in _DELETE_TREE.finditer(code):
-        argument = match.group(2)
-        if _HOME_EXPR.search(argument):
-            raise refuse(snippet, "would delete a home directory")
-        quoted = re.search(r"['\"]([^'\"]*)['\"]", argument)
-        if quoted:
-            what = critical(resolve(expand_tilde(quoted.group(1)), ctx.cwd))
-            if what:
-                raise refuse(snippet, f"would delete {what}")
-    writes = re.search(r"['\"](?:[wa]b?\+?|r\+b?|rb\+)['\"]|write|O_WRONLY|O_RDWR|>", code) is not None
-    for literal_text in literals:
-        path = resolve(expand_tilde(literal_text), ctx.cwd)
+    check_env_code(code, ctx, snippet)
+    plain = normalise(code)
+    texts = literals(plain)
+    if _SHELL_OUT.search(plain):
+        _check_shell_outs(plain, texts, ctx, snippet)
+    _check_deleted_trees(plain, ctx, snippet)
+    writes = _WRITES.search(plain) is not None
+    for text in texts:
+        path = resolve(text, ctx.cwd)
         found = path_class(path)
-        if found and found[0] in ("key", "env", "shadow"):
+        if found and found[0] in SECRET_CLASSES:
             raise refuse(snippet, f"would read or write {found[1]}")
-        if found and found[0] == "sudoers" and writes:
+        if found and found[0] in ("sudoers", "persist") and writes:
             raise refuse(snippet, f"would change {found[1]}")
         if block_device(path) and writes:
             raise refuse(snippet, f"would write to the block device {path}")
 
 
-def _check_shell_outs(code: str, literals: list[str], ctx: Ctx, snippet: str) -> None:
+def _check_deleted_trees(plain: str, ctx: Ctx, snippet: str) -> None:
+    """rmtree(...), rmSync(...), rm_rf(...): their argument, and the names it uses; a walk over
+    a critical directory that removes what it finds (os.walk + os.remove)."""
+    if _REMOVER.search(plain) and _WALKER.search(plain):
+        for text in literals(plain):
+            path = resolve(text, ctx.cwd)
+            base = "/".join(itertools.takewhile(lambda part: not has_glob(part), path.split("/"))) or "/"
+            what = critical(base) if path.startswith("/") else None
+            if what:
+                raise refuse(snippet, f"would delete what is in {what}")
+    names = assignments(plain)
+    for argument in delete_arguments(plain):
+        values = literals(argument)
+        values += [names[word] for word in re.findall(r"\$?[A-Za-z_]\w*", argument) if word in names]
+        if HOME in argument and not values:
+            values.append(HOME)
+        for value in values:
+            what = critical(resolve(value, ctx.cwd))
+            if what:
+                raise refuse(snippet, f"would delete {what}")
+
+
+def _check_shell_outs(code: str, texts: list[str], ctx: Ctx, snippet: str) -> None:
     """Code that runs commands: its strings that look like command lines, and its argv lists."""
-    for text in literals:
+    for text in texts:
         if re.search(r"[a-z]", text) and " " in text.strip():
             ctx.walk.script(text, ctx)
-    for listing in re.finditer(r"[\[(]\s*((?:['\"][^'\"]*['\"]\s*,\s*)+['\"][^'\"]*['\"])\s*,?\s*[\])]", code):
+    for listing in _ARGV_LIST.finditer(code):
         argv = re.findall(r"['\"]([^'\"]*)['\"]", listing.group(1))
         ctx.walk.command([literal(word) for word in argv], ctx, snippet)

@@ -17,7 +17,10 @@ from .scanning import words
 
 HOME = "/home/~"  # where ~ and $HOME point: a home directory whose name we do not know
 UNKNOWN = "\x00"  # a non-empty value that cannot be known before the command runs
+RUNTIME = "\x01"  # what a command substitution prints, when that cannot be known before it runs
 FLOOR_NOTE = "(safety floor: no rule, mode or approval can allow this)"
+# what a command substitution may print, for a path built from one
+_RUNTIME_SAMPLES = ("/", HOME, "/etc", "/usr", "..", "/dev/sda")
 _GLOB_CHARS = frozenset("*?[")
 
 _SYSTEM_TOP = words(
@@ -51,6 +54,57 @@ _ENV_SAMPLES = (".env", ".env.local", ".env.production")
 _ENV_SAFE_SUFFIXES = frozenset({"example", "sample", "template", "dist"})
 _SHADOW_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/master.passwd")
 _SUDOERS_FILES = ("/etc/sudoers", "/etc/sudoers.d", "/etc/sudoers.d/x", "/private/etc/sudoers")
+
+# cloud and service credentials, below a home: not read (written, they may be: kubectl setup)
+_CREDENTIAL_FILES = (
+    ".aws/credentials",
+    ".config/gcloud/credentials.db",
+    ".config/gcloud/access_tokens.db",
+    ".config/gcloud/application_default_credentials.json",
+    ".azure/accessTokens.json",
+    ".azure/msal_token_cache.json",
+    ".azure/msal_token_cache.bin",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".docker/config.json",
+    ".kube/config",
+    ".gnupg/secring.gpg",
+)
+_CREDENTIAL_TREES = (".config/gcloud/legacy_credentials", ".gnupg/private-keys-v1.d")
+_CREDENTIAL_FOLDERS = (".aws", ".gnupg", ".azure", ".config/gcloud")
+
+# files that run code later (persistence): written, they are refused; read, they pass
+_SSH_PERSIST = words("authorized_keys authorized_keys2 config rc environment")
+_STARTUP_FILES = words(
+    ".bashrc .bash_profile .bash_login .bash_logout .bash_aliases .profile .zshrc .zshenv .zprofile .zlogin .zlogout "
+    ".kshrc .mkshrc .cshrc .tcshrc .login .logout .xprofile .xinitrc .xsession .xsessionrc"
+)
+_HOME_PERSIST_DIRS = (
+    ".config/systemd/user",
+    ".config/autostart",
+    ".config/fish",
+    ".config/environment.d",
+    "Library/LaunchAgents",
+)
+_SYSTEM_PERSIST = words(
+    "/etc/profile /etc/bash.bashrc /etc/bashrc /etc/environment /etc/ld.so.preload /etc/zshrc /etc/zshenv "
+    "/etc/zprofile /etc/zlogin /etc/csh.cshrc /etc/csh.login /etc/crontab /etc/anacrontab /etc/rc.local "
+    "/etc/ssh/sshd_config /private/etc/profile /private/etc/bashrc /private/etc/zshrc"
+)
+_SYSTEM_PERSIST_DIRS = (
+    "/etc/profile.d",
+    "/etc/zsh",
+    "/etc/cron.d",
+    "/etc/cron.hourly",
+    "/etc/cron.daily",
+    "/etc/cron.weekly",
+    "/etc/cron.monthly",
+    "/var/spool/cron",
+    "/var/at/tabs",
+    "/usr/lib/cron/tabs",
+    "/etc/ssh/sshd_config.d",
+)
 
 _BLOCK_DEVICE = re.compile(
     r"^/dev/(?:"
@@ -105,14 +159,23 @@ def show(path: str) -> str:
     """A resolved path as the user wrote it, near enough."""
     if path == HOME or path.startswith(HOME + "/"):
         path = "~" + path[len(HOME) :]
-    return path.replace(UNKNOWN, "…") or "''"
+    return path.replace(UNKNOWN, "…").replace(RUNTIME, "…") or "''"
+
+
+def unknowable(value: str) -> bool:
+    """Does `value` hold a part that cannot be known before the command runs?"""
+    return UNKNOWN in value or RUNTIME in value
 
 
 def resolve(value: str, cwd: str | None) -> str:
-    """`value` as a normalised path: relative paths joined to `cwd` when it is known."""
+    """`value` as a normalised path: relative paths joined to `cwd` when it is known.
+
+    A leading `~` that bash did not expand (quoted, or from a variable) is still taken for the
+    home directory: a model that wrote it meant that, and the floor fails closed.
+    """
     if value == "":
         return ""
-    path = value
+    path = expand_tilde(value) if value.startswith("~") else value
     if not path.startswith("/") and cwd:
         path = cwd.rstrip("/") + "/" + path
     path = re.sub(r"/{2,}", "/", path)
@@ -131,9 +194,27 @@ def expand_tilde(path: str) -> str:
         user = match.group(1)
         base = "/root" if user == "root" else f"/home/{user}"
         return base + (match.group(2) or "")
-    if path == "$HOME" or path.startswith("$HOME/"):
-        return HOME + path[5:]
+    for spelling in ("$HOME", "${HOME}"):
+        if path == spelling or path.startswith(spelling + "/"):
+            return HOME + path[len(spelling) :]
     return path
+
+
+def runtime_samples(value: str, cwd: str | None) -> list[str]:
+    """The paths `value` may be when a command substitution in it (RUNTIME) prints `/`, a home,
+    a system directory, `..` or a disk; [] when it holds none."""
+    if RUNTIME not in value:
+        return []
+    return [resolve(value.replace(RUNTIME, sample), cwd) for sample in _RUNTIME_SAMPLES]
+
+
+def runtime_critical(value: str, cwd: str | None) -> str | None:
+    """What `value` may destroy if a command substitution in it prints the wrong thing."""
+    for sample in runtime_samples(value, cwd):
+        what = critical(sample)
+        if what:
+            return f"{what} (the path comes from a command substitution that cannot be checked before it runs)"
+    return None
 
 
 def home_dir(path: str) -> bool:
@@ -195,18 +276,28 @@ def block_device(path: str) -> bool:
     return bool(_BLOCK_DEVICE.match(path))
 
 
-PathClass = Literal["key", "env", "shadow", "sudoers", "keydir"]
+PathClass = Literal["key", "env", "shadow", "sudoers", "keydir", "persist", "cred"]
+#: The classes whose content may not be read.
+SECRET_CLASSES = ("key", "env", "shadow", "cred")
+#: The classes that may be written (the others may not).
+WRITABLE_CLASSES = ("keydir", "cred")
 
 
 def path_class(path: str) -> tuple[PathClass, str] | None:
-    """Is `path` (resolved, possibly a glob) a protected secret? (class, description)."""
+    """Is `path` (resolved, possibly a glob) protected? (class, description).
+
+    key, env, shadow: secrets, neither read nor written. cred: cloud and service credentials,
+    not read (setting them up writes them). sudoers, persist: read freely, never written
+    (persist: files that run code later, at login or on a schedule). keydir: a folder of keys or
+    credentials, named freely but not copied or searched whole.
+    """
     if not path:
         return None
     comps = path.split("/")
     name = comps[-1]
     parent = comps[-2] if len(comps) > 1 else ""
     shown = show(path)
-    found = _key_class(name, parent, shown) or _env_class(name, shown)
+    found = _key_class(name, parent, shown) or _env_class(name, shown) or _persist_class(path, shown)
     if found is not None:
         return found
     # password hashes
@@ -219,6 +310,23 @@ def path_class(path: str) -> tuple[PathClass, str] | None:
     # directories that hold private keys
     if glob_matches(name, ".ssh") or path == "/etc/ssh":
         return "keydir", f"the SSH key directory {shown}"
+    return _credential_class(path, shown)
+
+
+def _credential_class(path: str, shown: str) -> tuple[PathClass, str] | None:
+    """Cloud and service credentials in a home (~/.aws/credentials, ~/.kube/config...), and the
+    folders that hold them."""
+    rest = _home_rest(path)
+    if not rest:
+        return None
+    for known in _CREDENTIAL_FILES:
+        wanted = known.split("/")
+        if len(rest) == len(wanted) and all(glob_matches(r, w) for r, w in zip(rest, wanted, strict=True)):
+            return "cred", f"credentials ({shown})"
+    if any(_under(rest, folder) and len(rest) > folder.count("/") + 1 for folder in _CREDENTIAL_TREES):
+        return "cred", f"credentials ({shown})"
+    if any(rest == folder.split("/") for folder in _CREDENTIAL_FOLDERS):
+        return "keydir", f"the credentials folder {shown}"
     return None
 
 
@@ -245,4 +353,51 @@ def _env_class(name: str, shown: str) -> tuple[PathClass, str] | None:
             return "env", f"a .env file ({shown})"
     elif name == ".env" or (name.startswith(".env.") and name[5:].lower() not in _ENV_SAFE_SUFFIXES):
         return "env", f"a .env file ({shown})"
+    return None
+
+
+def _named(name: str, names: frozenset[str]) -> bool:
+    """Is `name` (perhaps a glob) one of `names`, or a glob that may match one?"""
+    return any(glob_matches(name, known) for known in names) if has_glob(name) else name in names
+
+
+def _under(comps: list[str], folder: str) -> bool:
+    """Are the path components `comps` (perhaps globs) the folder `folder` or inside it?"""
+    wanted = folder.strip("/").split("/")
+    return len(comps) >= len(wanted) and all(glob_matches(c, w) for c, w in zip(comps, wanted, strict=False))
+
+
+def _home_rest(path: str) -> list[str] | None:
+    """The components of `path` below a home directory, None when it is not in one. A relative
+    path whose directory is unknown may be in one."""
+    comps = path.split("/")
+    if not path.startswith("/"):
+        return [c for c in comps if c not in ("", ".")]
+    if len(comps) >= 4 and (comps[1] in ("home", "Users") or glob_matches(comps[1], "home")):
+        return comps[3:]
+    if comps[1] == "root":
+        return comps[2:]
+    if comps[1:3] == ["var", "root"]:
+        return comps[3:]
+    return None
+
+
+def _persist_class(path: str, shown: str) -> tuple[PathClass, str] | None:
+    """Files that run code later: SSH logins, shell start-up files, crontabs, autostart units."""
+    comps = path.split("/")
+    parent = comps[-2] if len(comps) > 1 else ""
+    if parent and glob_matches(parent, ".ssh") and _named(comps[-1], _SSH_PERSIST):
+        return "persist", f"the SSH login configuration ({shown}), which decides who logs in and what runs"
+    rest = _home_rest(path)
+    if rest is not None:
+        if len(rest) == 1 and _named(rest[0], _STARTUP_FILES):
+            return "persist", f"a shell start-up file ({shown}), run at every login"
+        if any(_under(rest, folder) for folder in _HOME_PERSIST_DIRS):
+            return "persist", f"a login or autostart file ({shown}), run at every login"
+    if not path.startswith("/"):
+        return None
+    if any(_path_matches(path, known) if has_glob(path) else path == known for known in _SYSTEM_PERSIST):
+        return "persist", f"{shown}, which runs code at every login, boot or on a schedule"
+    if any(_under(comps[1:], folder) for folder in _SYSTEM_PERSIST_DIRS):
+        return "persist", f"{shown}, which runs code at every login or on a schedule"
     return None

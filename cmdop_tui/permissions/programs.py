@@ -1,8 +1,11 @@
-"""Per-program checks: what rm, find, dd, cp/mv, chmod/chown, mkfs, partition tools, kill and
-their kind would destroy, judged from their expanded arguments.
+"""Per-program checks: what rm, find (:mod:`.find_checks`), dd, cp/mv, shred/truncate,
+chmod/chown, mkfs, partition tools, crontab, kill and their kind would destroy, judged from their
+expanded arguments.
 
 Each check takes the command's words (``argv[0]`` is the program), the walk's context and the
-command's text (quoted in the refusal), and raises :class:`Refuse` or returns.
+command's text (quoted in the refusal), and raises :class:`Refuse` or returns. A target built
+from a command substitution that cannot be known before it runs is judged by what it could be
+(``/``, a home, a system directory, a disk): a destroying command fails closed.
 """
 
 from __future__ import annotations
@@ -12,7 +15,20 @@ import re
 from collections.abc import Callable, Mapping
 
 from .context import Arg, Ctx, literal, refuse
-from .paths import HOME, UNKNOWN, block_device, broad, critical, has_glob, home_dir, path_class, resolve, show
+from .find_checks import check_find
+from .paths import (
+    SECRET_CLASSES,
+    UNKNOWN,
+    WRITABLE_CLASSES,
+    block_device,
+    critical,
+    expand_tilde,
+    has_glob,
+    path_class,
+    resolve,
+    runtime_critical,
+    runtime_samples,
+)
 
 #: One program's check: (argv, ctx, snippet), raising Refuse.
 Check = Callable[[list[Arg], Ctx, str], None]
@@ -44,7 +60,8 @@ _PARTITION_LISTING = frozenset(
 _MKFS = frozenset(
     {"mke2fs", "mke4fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkudffs", "mkreiserfs", "newfs", "wipefs", "mkfs"}
 )
-# a user's own home, /usr/local, /opt, /srv, /mnt: chown -R there is routine
+_SCP_VALUE_OPTIONS = frozenset({"-i", "-P", "-o", "-F", "-S", "-l", "-c", "-J", "-D", "-X"})
+# /usr/local, /opt, /srv, /mnt: chown -R there is routine (of a home, or of / it is not)
 _OWNABLE = frozenset({"/usr/local", "/opt", "/srv", "/mnt", "/media", "/var/www", "/snap"})
 
 
@@ -95,14 +112,27 @@ def check_write_target(path: str, snippet: str) -> None:
     if block_device(path):
         raise refuse(snippet, f"would write to the block device {path}, destroying what is on it")
     found = path_class(path)
-    if found and found[0] != "keydir":
+    if found and found[0] not in WRITABLE_CLASSES:
         raise refuse(snippet, f"would write {found[1]}")
+
+
+def check_written_value(value: str, ctx: Ctx, snippet: str) -> None:
+    """Writing the path `value` (as expanded): the path, and what a command substitution in it
+    could make it (a disk)."""
+    check_write_target(resolve(value, ctx.cwd), snippet)
+    for sample in runtime_samples(value, ctx.cwd):
+        if block_device(sample):
+            raise refuse(
+                snippet,
+                f"would write to a path that comes from a command substitution that cannot be "
+                f"checked before it runs (it could be the block device {sample})",
+            )
 
 
 def check_read_target(path: str, snippet: str) -> None:
     """Reading `path` (a `<` redirect, dd if=)."""
     found = path_class(path)
-    if found and found[0] in ("key", "env", "shadow"):
+    if found and found[0] in SECRET_CLASSES:
         raise refuse(snippet, f"would read {found[1]}")
 
 
@@ -126,6 +156,8 @@ def check_rm(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
                         f"or unset (write ${{VAR:?}} to stop on an unset variable)",
                     )
                 raise refuse(snippet, f"would delete {what}")
+            if recursive and (what := runtime_critical(value, ctx.cwd)):
+                raise refuse(snippet, f"would delete {what}")
             found = path_class(path)
             if found and found[0] == "keydir" and recursive:
                 raise refuse(snippet, f"would delete {found[1]} with its private keys")
@@ -133,87 +165,45 @@ def check_rm(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
                 raise refuse(snippet, f"would delete {found[1]}")
 
 
-def check_find(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    """find: -delete from a critical start; -exec/-ok commands run with {} = each found path."""
-    args = argv[1:]
-    i = 0
-    while (
-        i < len(args)
-        and args[i].text in ("-H", "-L", "-P", "-D")
-        or (i < len(args) and re.fullmatch(r"-O\d", args[i].text))
-    ):
-        i += 2 if args[i].text == "-D" else 1
-    starts: list[Arg] = []
-    while i < len(args) and not (args[i].text.startswith("-") or args[i].text in ("(", "!", ")")):
-        starts.append(args[i])
-        i += 1
-    expr = args[i:]
-    texts = [a.text for a in expr]
-    name_pattern = None
-    for flag in ("-name", "-iname"):
-        if flag in texts and texts.index(flag) + 1 < len(texts):
-            name_pattern = texts[texts.index(flag) + 1]
-            break
-    filtered = name_pattern is not None and not broad(name_pattern)
-    start_paths = [resolve(v, ctx.cwd) for a in (starts or [literal(".")]) for v in a.values]
-    if "-delete" in texts:
-        for path in start_paths:
-            what = critical(path)
-            if what and not filtered:
-                raise refuse(snippet, f"would delete everything under {show(path)} ({what})")
-            found = path_class(path)
-            if found and found[0] == "keydir":
-                raise refuse(snippet, f"would delete files in {found[1]}")
-    _check_find_commands(expr, start_paths, name_pattern, filtered, ctx, snippet)
-
-
-def _check_find_commands(
-    expr: list[Arg], start_paths: list[str], name_pattern: str | None, filtered: bool, ctx: Ctx, snippet: str
-) -> None:
-    """-exec/-execdir/-ok: each command, with {} standing for what find may find."""
-    j = 0
-    while j < len(expr):
-        if expr[j].text in ("-exec", "-execdir", "-ok", "-okdir"):
-            k = j + 1
-            while k < len(expr) and expr[k].text not in (";", "+", "\\;"):
-                k += 1
-            command = expr[j + 1 : k]
-            for path in start_paths:
-                item = path.rstrip("/") + "/" + (name_pattern or "*")
-                items = (item,) if filtered else (path or ".", item)
-                sub = [
-                    Arg(a.raw, tuple(dict.fromkeys(v.replace("{}", it) for it in items for v in a.values)), a.dynamic)
-                    for a in command
-                ]
-                ctx.walk.command(sub, ctx, snippet)
-            j = k + 1
-        else:
-            j += 1
-
-
 def check_dd(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    """dd: of= is written, if= is read (bash expands `~` after `of=`, as in an assignment)."""
     for arg in argv[1:]:
         for value in arg.values:
             if value.startswith("of="):
-                check_write_target(resolve(value[3:], ctx.cwd), snippet)
+                check_written_value(expand_tilde(value[3:]), ctx, snippet)
             elif value.startswith("if="):
-                check_read_target(resolve(value[3:], ctx.cwd), snippet)
+                check_read_target(resolve(expand_tilde(value[3:]), ctx.cwd), snippet)
 
 
 def check_writes_operands(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    """tee, truncate, shred: every operand is written."""
+    """tee, sponge: every operand is written."""
     _options, operands = split_options(argv[1:])
     for arg in operands:
         for value in arg.values:
-            path = resolve(value, ctx.cwd)
-            check_write_target(path, snippet)
+            check_written_value(value, ctx, snippet)
+
+
+def check_overwrite(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    """shred, truncate, wipe, srm: what they are given is destroyed, so not / or a home or a
+    system directory (or everything in one), nor what a command substitution may print."""
+    name = posixpath.basename(argv[0].text)
+    _options, operands = split_options(argv[1:])
+    for arg in operands:
+        for value in arg.values:
+            check_written_value(value, ctx, snippet)
+            what = critical(resolve(value, ctx.cwd)) or runtime_critical(value, ctx.cwd)
+            if what:
+                raise refuse(snippet, f"would destroy what is in {what} ({name})")
 
 
 def check_copy(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    """cp, install, mv, rsync, ln: the destination is written; mv takes its sources away."""
+    """cp, install, mv, rsync, ln, scp: the destination is written; mv takes its sources away."""
     name = posixpath.basename(argv[0].text)
     args = argv[1:]
     options, operands = split_options(args)
+    if name == "scp":  # the values of -i KEY, -P PORT...: not files to copy
+        valued = {id(args[i + 1]) for i, a in enumerate(args[:-1]) if a.text in _SCP_VALUE_OPTIONS}
+        operands = [a for a in operands if id(a) not in valued]
     target_dir = None
     for index, arg in enumerate(args):
         if arg.text in ("-t", "--target-directory") and index + 1 < len(args):
@@ -226,11 +216,19 @@ def check_copy(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
         dests, sources = operands[-1:], operands[:-1]
     for arg in dests:
         for value in arg.values:
-            check_write_target(resolve(value, ctx.cwd), snippet)
+            remote = re.match(r"(?:[\w.-]+@)?[\w.-]+:(?!//)(.*)$", value) if name in ("scp", "rsync") else None
+            if remote is not None:  # host:path, a path on another machine (from its home)
+                value = remote.group(1) if remote.group(1).startswith(("/", "~")) else "~/" + remote.group(1)
+            check_written_value(value, ctx, snippet)
+            # a folder as the destination: each source lands in it under its own name
+            for source in (v for s in sources for v in s.values):
+                leaf = posixpath.basename(source.rstrip("/"))
+                if leaf and leaf not in (".", ".."):
+                    check_write_target(resolve(value.rstrip("/") + "/" + leaf, ctx.cwd), snippet)
     if name == "mv":
         for arg in sources:
             for value in arg.values:
-                what = critical(resolve(value, ctx.cwd))
+                what = critical(resolve(value, ctx.cwd)) or runtime_critical(value, ctx.cwd)
                 if what:
                     raise refuse(snippet, f"would move away {what}")
     if name == "rsync" and any(o.startswith("--del") or o == "--remove-source-files" for o in options):
@@ -245,14 +243,15 @@ def check_copy(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
 
 
 def check_chmod(argv: list[Arg], ctx: Ctx, snippet: str, name: str | None = None) -> None:
-    """chmod, chown, chgrp, setfacl: of / at all, of a critical directory recursively."""
+    """chmod, chown, chgrp, setfacl, chattr: of / at all; recursively, of a home directory, a
+    system directory or everything in one (/usr/local, /opt, /srv... excepted)."""
     name = name or posixpath.basename(argv[0].text)
     args = argv[1:]
     options, operands = split_options(args)
-    if name == "chmod":
-        # chmod -x file: "-x" is a mode, not an option
-        options = [o for o in options if re.fullmatch(r"-[Rcfv]+|--.*", o)]
-        modes = [a for a in args if re.fullmatch(r"-[rwxXst]+", a.text)]
+    if name in ("chmod", "chattr"):
+        # chmod -x file, chattr -i file: "-x" is a mode, not an option
+        options = [o for o in options if re.fullmatch(r"-[RcfvV]+|--.*", o)]
+        modes = [a for a in args if re.fullmatch(r"-[rwxXst]+" if name == "chmod" else r"[-+=][a-zA-Z]+", a.text)]
         operands = [a for a in operands if a not in modes]
     if long_flag(options, "--no-preserve-root"):
         raise refuse(snippet, "turns off the protection of / (--no-preserve-root)")
@@ -261,16 +260,16 @@ def check_chmod(argv: list[Arg], ctx: Ctx, snippet: str, name: str | None = None
     if name in ("chmod", "chown", "chgrp") and not has_reference and not (name == "chmod" and _modes_present(args)):
         operands = operands[1:]  # the mode or the owner
     elif name == "setfacl":
-        operands = [a for a in operands if not re.fullmatch(r"[ugom]:.*|[ugom]:?[^/]*:.*", a.text)]
+        operands = [a for a in operands if not re.fullmatch(r"[ugom]:.*|[ugom]:?[^/]*:.*|default:.*", a.text)]
+    change = "permissions" if name in ("chmod", "setfacl") else "attributes" if name == "chattr" else "ownership"
     for arg in operands:
         for value in arg.values:
             path = resolve(value, ctx.cwd)
             if path == "/":
-                raise refuse(snippet, f"would change the {'permissions' if name == 'chmod' else 'owner'} of /")
+                raise refuse(snippet, f"would change the {change} of /")
             if recursive:
-                what = critical(path)
-                if what and not (home_dir(path) or path in _OWNABLE or path.startswith(HOME)):
-                    change = "permissions" if name in ("chmod", "setfacl") else "ownership"
+                what = critical(path) or runtime_critical(value, ctx.cwd)
+                if what and path not in _OWNABLE:
                     raise refuse(snippet, f"would change the {change} of {what}, recursively")
 
 
@@ -367,8 +366,29 @@ def _check_kill(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
         i += 1
     if i < len(args) and args[i] == "--":
         i += 1
-    if "-1" in args[i:]:
+    if any("-1" in a.values for a in argv[1 + i :]):
         raise refuse(snippet, "would kill every process on the machine (kill -1)")
+
+
+def _check_killall5(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    raise refuse(snippet, "would kill every process on the machine (killall5)")
+
+
+def _check_crontab(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    """crontab FILE, crontab - (or no argument: stdin) installs a crontab; -l, -e, -r do not."""
+    args = [a.text for a in argv[1:]]
+    operands: list[str] = []
+    i = 0
+    while i < len(args):
+        if args[i] in ("-u", "-c"):
+            i += 2
+            continue
+        if args[i] == "-" or not args[i].startswith("-"):
+            operands.append(args[i])
+        i += 1
+    managing = any(re.fullmatch(r"-[lerivTn]+|--help|--version", a) for a in args)
+    if operands or not managing:
+        raise refuse(snippet, "would install a crontab, which runs commands on a schedule")
 
 
 #: The check for each program name (the basename of the command word).
@@ -377,9 +397,16 @@ PROGRAM_CHECKS: Mapping[str, Check] = {
     "find": check_find,
     "dd": check_dd,
     "tee": check_writes_operands,
-    "truncate": check_writes_operands,
-    "shred": check_writes_operands,
+    "sponge": check_writes_operands,
+    "truncate": check_overwrite,
+    "shred": check_overwrite,
+    "wipe": check_overwrite,
+    "srm": check_overwrite,
+    "crontab": _check_crontab,
+    "killall5": _check_killall5,
+    "chattr": check_chmod,
     "cp": check_copy,
+    "scp": check_copy,
     "install": check_copy,
     "mv": check_copy,
     "rsync": check_copy,

@@ -1,11 +1,15 @@
-"""Arguments that name a secret (an SSH private key, a .env file, /etc/shadow, the sudo
-configuration): refused unless the command only *uses* it.
+"""Arguments that name a secret (an SSH private key, a .env file, /etc/shadow, cloud
+credentials, the sudo configuration) or a file that runs code later: refused unless the command
+only *uses* it.
 
 Commands that only use a secret pass (``ssh -i key``, ``scp -i key``, ``ssh-add``,
-``ssh-keygen -y``, ``chmod 600 key``, ``ls``/``stat``/``test``/``echo`` of a path, ``set -a;
-. ./.env``, ``docker --env-file .env``, ``git rm --cached .env``); every other command naming
-one is refused, writes included (``cp .env.example .env``). A directory of keys may be named,
-but not copied or searched recursively.
+``ssh-keygen -y``, ``chmod 600 key``, ``ls``/``stat``/``test``/``echo`` of a path, sourcing a
+.env file (what is printed afterwards is :mod:`.environment`'s), ``docker --env-file .env``,
+``git rm --cached .env``); every other command naming one is refused, writes included (``cp
+.env.example .env``). A directory of keys may be named, but not copied or searched
+recursively. Credentials (``~/.aws/credentials``, ``~/.kube/config``...) may be the
+destination of a copy (setting them up), not read. Start-up files, ``authorized_keys`` and
+crontabs (``persist``) may be read, but not edited in place (``sed -i``, ``perl -i``, editors).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from .context import Arg, Ctx, refuse
 from .paths import path_class, resolve
 from .programs import long_flag, short_flags, split_options
 from .scanning import words
+from .scripts import edits_in_place
 
 # commands that look at a path without reading what is in it
 _META = words(
@@ -33,6 +38,7 @@ _ALLOWED_USERS: Mapping[str, frozenset[str]] = {
     "env": _ENV_USERS,
     "shadow": _META,
     "sudoers": _SUDOERS_READERS,
+    "cred": _META | words("chmod chown chgrp"),
 }
 # option values that use a secret without revealing it (ssh keys for scp, env files for docker)
 _SKIP_OPTION_VALUES: Mapping[str, frozenset[str]] = {
@@ -42,7 +48,12 @@ _SKIP_OPTION_VALUES: Mapping[str, frozenset[str]] = {
     "podman": frozenset({"--env-file"}),
     "docker-compose": frozenset({"--env-file"}),
     "git": frozenset({"-c"}),
+    "kubectl": frozenset({"--kubeconfig"}),
+    "helm": frozenset({"--kubeconfig"}),
+    "curl": frozenset({"--netrc-file"}),
 }
+# programs whose last operand is where they write
+_COPIERS = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
 _RECURSIVE_READERS = frozenset(
     {
         "cp",
@@ -82,6 +93,9 @@ def check_secret_args(name: str, argv: list[Arg], ctx: Ctx, snippet: str) -> Non
             return
     skip = _SKIP_OPTION_VALUES.get(name, frozenset())
     recursive = _recursive_reader(name, argv)
+    in_place = edits_in_place(name, argv[1:])
+    operands = [a for a in argv[1:] if not a.text.startswith("-")]
+    destination = operands[-1] if name in _COPIERS and len(operands) > 1 else None
     skip_next = False
     for arg in argv[1:]:
         if skip_next:
@@ -93,11 +107,14 @@ def check_secret_args(name: str, argv: list[Arg], ctx: Ctx, snippet: str) -> Non
         if any(arg.text.startswith(option + "=") for option in skip if option.startswith("--")):
             continue
         for value in arg.values:
-            _check_value(name, value, recursive, ctx, snippet)
+            _check_value(name, value, (recursive, in_place, arg is destination), ctx, snippet)
 
 
-def _check_value(name: str, value: str, recursive: bool, ctx: Ctx, snippet: str) -> None:
-    """One possible value of an argument, and the path after its `=` or `@` (curl -d @file)."""
+def _check_value(name: str, value: str, how: tuple[bool, bool, bool], ctx: Ctx, snippet: str) -> None:
+    """One possible value of an argument, and the path after its `=` or `@` (curl -d @file).
+    `how`: (the command reads folders recursively, it rewrites the files it names, the argument
+    is where a copy goes)."""
+    recursive, in_place, written = how
     candidates = [value]
     if "=" in value:
         candidates.append(value.split("=", 1)[1])
@@ -114,16 +131,18 @@ def _check_value(name: str, value: str, recursive: bool, ctx: Ctx, snippet: str)
             if recursive:
                 raise refuse(snippet, f"would copy or read {what}, which holds private keys")
             continue
+        if kind == "persist":
+            if in_place:
+                raise refuse(snippet, f"would change {what}")
+            continue
+        if kind == "cred" and written:  # cp admin.conf ~/.kube/config: setting up, not reading
+            continue
         if name in _ALLOWED_USERS[kind]:
             continue
         if kind == "sudoers":
-            raise refuse(snippet, f"would change {what}; use visudo")
+            raise refuse(snippet, f"would change {what}")
         if kind == "env":
-            raise refuse(
-                snippet,
-                f"would read or write {what}; to load it into the shell without "
-                f"showing it, `set -a; . ./.env; set +a` is allowed",
-            )
+            raise refuse(snippet, f"would read or write {what}, which holds secrets")
         raise refuse(snippet, f"would read or write {what}")
 
 

@@ -1,11 +1,13 @@
 """The walk over a parsed command line: every simple command, wherever it hides, checked.
 
-Pipelines, lists, subshells, ``{ }`` groups, ``if``/``for``/``while`` bodies, functions (checked
-as written and again at each call), command and process substitution, redirections and
-here-documents. Each simple command's words are expanded (:mod:`.expansion`), then judged by
-its program: wrappers are unwrapped, shell strings walked again (to :data:`MAX_DEPTH`), and the
-per-program, interpreter and secret-argument checks applied. ``cd DIR`` is followed, so later
-relative paths resolve against it.
+Pipelines, lists, subshells, ``{ }`` groups, ``if``/``for``/``while`` bodies (fed what their
+redirections or the pipe give them), functions (checked as written and again at each call),
+command and process substitution, redirections and here-documents (:mod:`.redirects`). Each
+simple command's words are expanded (:mod:`.expansion`) and split (:mod:`.splitting`), then
+judged by its program: wrappers are unwrapped, shell strings walked again (to
+:data:`MAX_DEPTH`), files the line wrote and then runs checked (:mod:`.scripts`), and the
+per-program, interpreter, environment and secret-argument checks applied. ``cd DIR`` is
+followed, so later relative paths resolve against it.
 """
 
 from __future__ import annotations
@@ -17,15 +19,19 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from .context import MAX_CANDIDATES, MAX_DEPTH, Arg, Ctx, Stdin, given, refuse
-from .expansion import Upstream, assign, expand, pipeline_text, split_args
+from .context import MAX_CANDIDATES, MAX_DEPTH, MAX_STEPS, Arg, Ctx, Stdin, given, refuse
+from .environment import check_env_print, note_sourcing
+from .expansion import Upstream, assign, expand, pipeline_text
 from .fallback import check_unparsed
-from .interpreters import check_interpreters
-from .parsing import WRITE_REDIRECTS, iter_nodes, parse_full
-from .paths import HOME, UNKNOWN, glob_matches, has_glob, resolve
-from .programs import PROGRAM_CHECKS, check_chmod, check_mkfs, check_read_target, check_rm, check_write_target, is_mkfs
-from .scanning import substitutions
+from .interpreters import check_interpreters, script_operand
+from .parsing import iter_nodes, parse_full
+from .paths import HOME, UNKNOWN, glob_matches, has_glob, resolve, unknowable
+from .producers import command_output
+from .programs import PROGRAM_CHECKS, check_chmod, check_mkfs, check_rm, is_mkfs
+from .redirects import MAX_FEEDS, Redirected, check_redirect
+from .scripts import note_program_writes, record, run_command_file, run_file
 from .secret_args import check_secret_args
+from .splitting import check_read, looks_destructive, split_args, suspicious_name
 from .wrappers import check_shell, check_xargs, unwrap
 
 # programs a glob in the command word may name (/???/r? -rf /)
@@ -53,6 +59,8 @@ _GLOB_SUSPECTS = (
     "python3",
     "perl",
 )
+# builtins whose NAME=value arguments assign variables
+_DECLARERS = frozenset({"export", "declare", "typeset", "local", "readonly"})
 
 
 def check_script(text: str, ctx: Ctx) -> None:
@@ -101,34 +109,48 @@ def _nesting(text: str) -> int:
 
 
 def _visit(node: Any, src: str, ctx: Ctx, stdin: Stdin | None = None, upstream: Sequence[Any] = ()) -> None:
+    """One node; `stdin` and `upstream` are what a pipe or a redirection feeds it."""
     kind = node.kind
     if kind == "command":
         _visit_command(node, src, ctx, stdin, upstream)
-    elif kind == "list":
-        for part in node.parts:
-            _visit(part, src, ctx)
     elif kind == "pipeline":
         stages = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
         for index, stage in enumerate(stages):
             before = stages[:index]
-            feed = (lambda before=before: pipeline_text(before, src, ctx)) if before else None
-            _visit(stage, src, ctx, feed, before)
+            feed = _piped(before, src, ctx) if before else stdin
+            _visit(stage, src, ctx, feed, before or upstream)
     elif kind == "compound":
-        for part in node.list:
-            _visit(part, src, ctx)
-        for redirect in getattr(node, "redirects", None) or ():
-            _check_redirect(redirect, src, ctx, src[node.pos[0] : node.pos[1]])
+        _visit_compound(node, src, ctx, stdin, upstream)
     elif kind == "for":
-        _visit_for(node, src, ctx)
-    elif kind in ("if", "while", "until"):
+        _visit_for(node, src, ctx, stdin)
+    elif kind in ("list", "if", "while", "until"):
         for part in node.parts:
-            _visit(part, src, ctx)
+            _visit(part, src, ctx, stdin, upstream)
     elif kind == "function":
         _visit_function(node, src, ctx)
     # reservedword, operator, pipe: nothing to check
 
 
-def _visit_for(node: Any, src: str, ctx: Ctx) -> None:
+def _piped(before: Sequence[Any], src: str, ctx: Ctx) -> Stdin:
+    """What the stages `before` print into the pipe, evaluated only if asked."""
+    return lambda: pipeline_text(before, src, ctx)
+
+
+def _visit_compound(node: Any, src: str, ctx: Ctx, stdin: Stdin | None, upstream: Sequence[Any]) -> None:
+    """( ), { }, and the loops bashlex wraps: redirections first, then the body they feed."""
+    redirected = Redirected()
+    snippet = src[node.pos[0] : node.pos[1]]
+    for redirect in getattr(node, "redirects", None) or ():
+        check_redirect(redirect, src, ctx, snippet, redirected)
+    feeds: list[Stdin | None] = [given(text) for text in redirected.feeds[:MAX_FEEDS]] or [stdin]
+    for feed in feeds:
+        for part in node.list:
+            _visit(part, src, ctx, feed, upstream)
+    for value, append, _stdout in redirected.writes:
+        record(value, None, ctx, append=append)
+
+
+def _visit_for(node: Any, src: str, ctx: Ctx, stdin: Stdin | None) -> None:
     parts = node.parts
     words = [p for p in parts if p.kind == "word"]
     if words:
@@ -138,11 +160,12 @@ def _visit_for(node: Any, src: str, ctx: Ctx) -> None:
             arg, scripts = expand(src[word.pos[0] : word.pos[1]], ctx)
             for script in scripts:
                 check_script(script, ctx)
-            values.extend(arg.values)
+            for value in arg.values:  # unquoted: each word of each value (IFS)
+                values.extend(value.split() if arg.split and value.split() else [value])
         ctx.vars[name] = tuple(dict.fromkeys(values))[:MAX_CANDIDATES] or (UNKNOWN,)
     for part in parts:
         if part.kind in ("list", "command", "compound", "pipeline", "if", "for", "while", "until", "function"):
-            _visit(part, src, ctx)
+            _visit(part, src, ctx, stdin)
 
 
 def _visit_function(node: Any, src: str, ctx: Ctx) -> None:
@@ -182,70 +205,60 @@ def _is_fork_bomb(name: str, body: Any) -> bool:
     return False
 
 
-def _visit_command(node: Any, src: str, ctx: Ctx, stdin: Stdin | None, upstream: Sequence[Any]) -> None:
-    snippet = src[node.pos[0] : node.pos[1]]
+def _command_words(node: Any, src: str, ctx: Ctx) -> tuple[list[Arg], list[Any]]:
+    """A simple command's expanded words and its redirections; its leading NAME=value
+    assignments are made (an IFS given to one command only may also be the old one)."""
     words: list[Arg] = []
     redirects = []
     scripts: list[str] = []
+    before_ifs = ctx.vars.get("IFS")
+    prefix_ifs = False
     for part in node.parts:
         raw = src[part.pos[0] : part.pos[1]]
-        if part.kind == "assignment":
-            if not words:
-                assign(raw, ctx, scripts)
-            else:  # `cmd NAME=value`: an argument
-                arg, found = expand(raw, ctx)
-                scripts.extend(found)
-                words.append(arg)
-        elif part.kind == "word":
+        if part.kind == "assignment" and not words:
+            assign(raw, ctx, scripts)
+            prefix_ifs = prefix_ifs or raw.startswith("IFS=")
+        elif part.kind in ("word", "assignment"):  # `cmd NAME=value`: an argument
             arg, found = expand(raw, ctx)
             scripts.extend(found)
             words.append(arg)
         elif part.kind == "redirect":
             redirects.append(part)
+    if prefix_ifs and words:
+        ctx.vars["IFS"] = tuple(dict.fromkeys(ctx.vars["IFS"] + (before_ifs or (" \t\n",))))
     for script in scripts:
         check_script(script, ctx)
-    here_text: str | None = None
+    return words, redirects
+
+
+def _visit_command(node: Any, src: str, ctx: Ctx, stdin: Stdin | None, upstream: Sequence[Any]) -> None:
+    snippet = src[node.pos[0] : node.pos[1]]
+    words, redirects = _command_words(node, src, ctx)
+    redirected = Redirected()
     for redirect in redirects:
-        text = _check_redirect(redirect, src, ctx, snippet)
-        if text is not None:
-            here_text = text
+        check_redirect(redirect, src, ctx, snippet, redirected)
     if not words:
+        for value, append, _stdout in redirected.writes:
+            record(value, ("",), ctx, append=append)  # `> f`: an empty file
         return
-    argv = split_args(words)
-    feed = stdin
-    if here_text is not None:
-        feed = given(here_text)
-    check_argv(argv, ctx, snippet, feed, Upstream(upstream, src, ctx))
+    feeds: list[Stdin | None] = [given(text) for text in redirected.feeds[:MAX_FEEDS]] or [stdin]
+    outputs: list[str] | None = []
+    for argv in split_args(words, ctx):
+        for feed in feeds:
+            check_argv(argv, ctx, snippet, feed, Upstream(upstream, src, ctx))
+            if redirected.writes and outputs is not None:
+                output = _output(argv, feed, ctx)
+                outputs = None if output is None else [*outputs, output]
+    for value, append, stdout in redirected.writes:
+        content = tuple(dict.fromkeys(outputs))[:MAX_CANDIDATES] if stdout and outputs is not None else None
+        record(value, content, ctx, append=append)
 
 
-def _check_redirect(redirect: Any, src: str, ctx: Ctx, snippet: str) -> str | None:
-    """Check one redirection; return the text it feeds to stdin (heredoc, here-string)."""
-    kind = redirect.type
-    heredoc = getattr(redirect, "heredoc", None)
-    if heredoc is not None:
-        body = heredoc.value
-        lines = body.split("\n")
-        text = "\n".join(lines[:-1]) if len(lines) > 1 else body
-        delimiter = src[redirect.output.pos[0] : redirect.output.pos[1]] if hasattr(redirect.output, "pos") else ""
-        if not re.search(r"['\"\\]", delimiter):  # <<EOF: $( ) and backticks in the body run
-            for script in substitutions(text):
-                check_script(script, ctx)
-        return text
-    target = redirect.output
-    if not hasattr(target, "pos"):
-        return None  # 2>&1: a file descriptor
-    arg, scripts = expand(src[target.pos[0] : target.pos[1]], ctx)
-    for script in scripts:
-        check_script(script, ctx)
-    if kind == "<<<":
-        return arg.text
-    for value in arg.values:
-        path = resolve(value, ctx.cwd)
-        if kind in WRITE_REDIRECTS:
-            check_write_target(path, snippet)
-        elif kind in ("<", "<&"):
-            check_read_target(path, snippet)
-    return None
+def _output(argv: list[Arg], feed: Stdin | None, ctx: Ctx) -> str | None:
+    """What a command prints, when it can be known (for a file it writes with `>`)."""
+    if any(arg.dynamic or len(arg.values) != 1 for arg in argv):
+        return None
+    return command_output([arg.text for arg in argv], feed() if feed is not None else None, ctx.cwd, ctx.facts.files)
 
 
 # --- one simple command -------------------------------------------------------------------------
@@ -257,14 +270,24 @@ def check_argv(
     """Check one simple command by each program its first word may name."""
     if not argv:
         return
+    ctx.facts.steps += 1
+    if ctx.facts.steps > MAX_STEPS:  # every value of every variable, nested: bounded, or it may never end
+        raise refuse(snippet, "has too many possible forms to be checked")
+    run_command_file(argv, ctx, snippet)
     names = _name_of(argv[0])
     if not names:
         # The command itself is not known ($CMD -rf /, $SHELL -c '...'): judge its arguments as
-        # if it were rm, chmod or a shell.
+        # if it were rm, chmod or a shell; after IFS changed or from `read`, fail closed.
         if argv[0].dynamic and len(argv) > 1:
             check_rm(argv, ctx, snippet)
             check_chmod(argv, ctx, snippet, "chmod")
             check_shell(argv[1:], ctx, None)
+            if suspicious_name(argv[0], ctx) and looks_destructive(argv[1:], ctx):
+                raise refuse(
+                    snippet,
+                    "runs a command whose name cannot be known before it runs (split by a changed "
+                    "IFS or read from input) with arguments that would be destructive",
+                )
         return
     for name in list(dict.fromkeys(names)):
         if has_glob(name):  # /???/r? -rf /: a glob that may name a dangerous program
@@ -277,7 +300,7 @@ def _name_of(arg: Arg) -> list[str]:
     """Candidate command names of the first word (basename; `\\rm` already unquoted)."""
     names = []
     for value in arg.values[:4]:
-        if value and value != UNKNOWN:
+        if value and not unknowable(value):
             names.append(posixpath.basename(value.rstrip("/")) or value)
     return names
 
@@ -286,11 +309,10 @@ def _check_program(
     name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | None, upstream: Upstream | None
 ) -> None:
     args = argv[1:]
-    values = [a.text for a in args]
     # functions defined earlier in the same command line
     if name in ctx.funcs and name not in ctx.calls:
         body, src = ctx.funcs[name]
-        call_ctx = replace(ctx, positional=tuple(values), calls=ctx.calls + (name,))
+        call_ctx = replace(ctx, positional=tuple(a.text for a in args), calls=ctx.calls + (name,))
         _visit(body, src, call_ctx)
         return
     wrapped = unwrap(name, argv, ctx, stdin)
@@ -298,25 +320,55 @@ def _check_program(
         new_argv, new_ctx = wrapped
         check_argv(new_argv, new_ctx, snippet, stdin, upstream)
         return
-    if name in ("cd", "pushd"):
-        _change_directory(args, ctx)
+    check_env_print(name, argv, ctx, snippet)
+    if _builtin(name, argv, ctx, snippet, stdin):
         return
     if name == "xargs":
-        check_xargs(argv, ctx, snippet, upstream)
-        return
-    if name == "set":
-        if "--" in values:
-            ctx.positional = tuple(values[values.index("--") + 1 :])
-        elif values and not values[0].startswith(("-", "+")):
-            ctx.positional = tuple(values)
+        check_xargs(argv, ctx, snippet, upstream, stdin)
         return
     check = PROGRAM_CHECKS.get(name)
     if check is not None:
         check(argv, ctx, snippet)
     if is_mkfs(name):
         check_mkfs(argv, ctx, snippet)
-    check_interpreters(name, argv, ctx, snippet)
+    check_interpreters(name, argv, ctx, snippet, stdin)
+    script = script_operand(name, argv)
+    if script not in (None, "-"):
+        for value in next(a for a in args if a.text == script).values:
+            run_file(value, ctx, snippet, code=True, stdin=stdin)
     check_secret_args(name, argv, ctx, snippet)
+    note_program_writes(name, argv, ctx, stdin)
+
+
+def _builtin(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | None) -> bool:
+    """Shell builtins that change what the walk knows: cd, set, read, source, declare...
+    True when nothing else is left to check."""
+    args = argv[1:]
+    values = [a.text for a in args]
+    if name in ("cd", "pushd"):
+        _change_directory(args, ctx)
+        return True
+    if name == "set":
+        if "--" in values:
+            ctx.positional = tuple(values[values.index("--") + 1 :])
+        elif values and not values[0].startswith(("-", "+")):
+            ctx.positional = tuple(values)
+        return True
+    if name in ("read", "mapfile", "readarray"):
+        check_read(name, argv, ctx, stdin)
+        return True
+    if name in ("source", "."):
+        note_sourcing(name, argv, ctx)
+        for value in args[0].values if args else ():
+            run_file(value, ctx, snippet, stdin=stdin)
+    if name in _DECLARERS:
+        for arg in args:
+            if re.match(r"[A-Za-z_]\w*\+?=", arg.raw):
+                assign(arg.raw, ctx, [])
+    if name == "printf" and len(values) > 2 and values[0] == "-v":
+        output = command_output(["printf", *values[2:]], None, ctx.cwd, ctx.facts.files)
+        ctx.vars[values[1]] = (output,) if output is not None else (UNKNOWN,)
+    return False
 
 
 def _change_directory(args: list[Arg], ctx: Ctx) -> None:

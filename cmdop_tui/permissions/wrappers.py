@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from .context import MAX_CANDIDATES, Arg, Ctx, Stdin, literal
 from .expansion import Upstream
 from .paths import UNKNOWN, resolve
 from .scanning import words
+from .scripts import contents, run_file
 
 #: The command a wrapper runs, and the context it runs in.
 Inner = tuple[list[Arg], Ctx]
@@ -126,10 +128,13 @@ def unwrap(name: str, argv: list[Arg], ctx: Ctx, stdin: Stdin | None) -> Inner |
     """For a command that runs another one, the inner argv (shell strings are checked here)."""
     args = argv[1:]
     if name in SHELLS:
-        check_shell(args, ctx, stdin)
+        check_shell(args, ctx, stdin, name)
         return None
     if name in ("at", "batch"):
-        if stdin is not None:
+        files = [args[i + 1] for i, a in enumerate(args[:-1]) if a.text == "-f"]
+        for value in (v for arg in files for v in arg.values):
+            run_file(value, ctx, " ".join([name, *(a.text for a in args)]))
+        if stdin is not None and not files:
             text = stdin()
             if text:
                 ctx.walk.script(text, ctx)
@@ -242,10 +247,11 @@ def _flock(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
     return (rest, ctx) if rest else None
 
 
-def check_shell(args: list[Arg], ctx: Ctx, stdin: Stdin | None) -> None:
-    """bash -c STRING, bash -s / bash with its script on stdin."""
+def check_shell(args: list[Arg], ctx: Ctx, stdin: Stdin | None, program: str = "sh") -> None:
+    """bash -c STRING [NAME ARGS...] ($1... are ARGS), bash FILE (a file the line wrote), bash -s
+    or bash with its script on stdin."""
     i = 0
-    command_string: str | None = None
+    command: list[Arg] | None = None
     while i < len(args):
         value = args[i].text
         if value == "--":
@@ -255,9 +261,7 @@ def check_shell(args: list[Arg], ctx: Ctx, stdin: Stdin | None) -> None:
             i += 2
             continue
         if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
-            rest = [a for a in args[i + 1 :] if a.text != "--"]
-            if rest:
-                command_string = rest[0].text
+            command = [a for a in args[i + 1 :] if a.text != "--"]
             break
         if value.startswith(("-", "+")) and value not in ("-", "+"):
             i += 1
@@ -265,11 +269,16 @@ def check_shell(args: list[Arg], ctx: Ctx, stdin: Stdin | None) -> None:
         break
     else:
         i = len(args)
-    if command_string is not None:
-        ctx.walk.script(command_string, ctx)
+    snippet = " ".join([program, *(a.text for a in args)])
+    if command:
+        positional = tuple(a.text for a in command[2:]) if len(command) > 1 else None
+        ctx.walk.script(command[0].text, replace(ctx, positional=positional))
         return
-    script_file = i < len(args) and args[i].text not in ("-s",)
-    if not script_file and stdin is not None:
+    if i < len(args) and args[i].text not in ("-s", "-"):
+        for value in args[i].values:
+            run_file(value, ctx, snippet, stdin=stdin)
+        return
+    if stdin is not None:
         text = stdin()
         if text:
             ctx.walk.script(text, ctx)
@@ -397,10 +406,12 @@ _UNWRAPPERS: Mapping[str, Callable[[str, list[Arg], Ctx], Inner | None]] = {
 # --- xargs ----------------------------------------------------------------------------------------
 
 
-def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | None) -> None:
-    """xargs CMD: CMD with what the stage before prints (when known) or an unknown word."""
+def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | None, stdin: Stdin | None = None) -> None:
+    """xargs CMD: CMD with what xargs reads (a here-string, a here-document, a file the line
+    wrote, what the stage before prints) when that is known, else with an unknown word."""
     args = argv[1:]
     replace_str: str | None = None
+    arg_file: str | None = None
     i = 0
     while i < len(args):
         value = args[i].text
@@ -409,8 +420,11 @@ def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | No
             break
         if not value.startswith("-"):
             break
-        if value == "-I" and i + 1 < len(args):
-            replace_str = args[i + 1].text
+        if value in ("-I", "-a", "--arg-file") and i + 1 < len(args):
+            if value == "-I":
+                replace_str = args[i + 1].text
+            else:
+                arg_file = args[i + 1].text
             i += 2
             continue
         if value.startswith("-I") and len(value) > 2:
@@ -419,12 +433,14 @@ def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | No
             replace_str = "{}"
         elif value.startswith(("-i", "--replace=")):
             replace_str = value.split("=", 1)[1] if "=" in value else value[2:]
+        elif value.startswith(("--arg-file=", "-a")):
+            arg_file = value.split("=", 1)[1] if "=" in value else value[2:]
         if value in _XARGS_OPTS and "=" not in value:
             i += 2
             continue
         i += 1
     command = args[i:] or [literal("echo")]
-    items = upstream.items() if upstream is not None else None
+    items = _xargs_items(arg_file, ctx, upstream, stdin)
     if items is None:
         feed: list[Arg] = [Arg("", ("", UNKNOWN), dynamic=True)]
     else:
@@ -435,3 +451,14 @@ def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | No
             ctx.walk.command(new, ctx, snippet)
     else:
         ctx.walk.command(list(command) + feed, ctx, snippet)
+
+
+def _xargs_items(arg_file: str | None, ctx: Ctx, upstream: Upstream | None, stdin: Stdin | None) -> list[str] | None:
+    """The words xargs reads, when they can be known before it runs."""
+    if arg_file is not None:
+        found = contents(arg_file, ctx)
+        return [word for text in found for word in text.replace("\x00", " ").split()] if found else None
+    text = stdin() if stdin is not None else None
+    if text is not None:
+        return text.replace("\x00", " ").split()
+    return upstream.items() if upstream is not None else None
