@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.agent.events import BudgetWarning, Compacted, Event
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
@@ -61,7 +62,8 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     answer: asyncio.Future[str] = loop.create_future()
     # All of it, made inert: a long command must not hide its tail, nor text take over the terminal.
     summary = truncate_middle(strip_terminal_sequences(describe_arguments(call.input)), 2000)
-    sys.stderr.write(f"Allow {call.name} on {call.machine}:\n{summary}\n[y/N] ")
+    outside = f" OUTSIDE the sandbox (it refused: needs to {call.escalation})" if call.escalation else ""
+    sys.stderr.write(f"Allow {call.name} on {call.machine}{outside}:\n{summary}\n[y/N] ")
     sys.stderr.flush()
 
     def read_answer() -> None:
@@ -123,7 +125,8 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
         if printer is not None:
             printer(event)
         if isinstance(event, BudgetWarning):  # said on stderr whatever the output format
-            sys.stderr.write(f"cmdop-tui: budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent\n")
+            spent, budget = format_usd(event.spent_usd), format_usd(event.budget_usd)
+            sys.stderr.write(f"cmdop-tui: budget: {spent} of {budget} spent\n")
         elif isinstance(event, Compacted):
             sys.stderr.write(
                 f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"

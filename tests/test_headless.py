@@ -196,9 +196,11 @@ def test_budget_warning_and_hard_stop(fake_api, cli_env, tmp_path):
     )
     assert done.returncode == 1
     kinds = [e["type"] for e in json_lines(done.stdout)]
-    assert "budget_warning" in kinds and kinds[-1] == "error"
+    # The request that would pass 80 % is the one that would cross the budget: one line says both.
+    assert "budget_warning" not in kinds and kinds[-1] == "error"
     assert json_lines(done.stdout)[-1]["code"] == "budget"
-    assert "cmdop-tui: budget: $" in done.stderr and "would cross the budget" in done.stderr
+    (line,) = [line for line in done.stderr.splitlines() if line.startswith("cmdop-tui: budget: ")]
+    assert "would cross the budget" in line and "of $0.02 spent" in line
     fake_api.discard_pending()
 
 

@@ -391,3 +391,25 @@ async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api,
     assert not marker.exists()
     results = [r.body["messages"][-1]["content"][0] for r in fake_api.requests[1:]]
     assert all(r["is_error"] for r in results)
+
+
+async def test_a_remote_with_bubblewrap_runs_commands_in_its_sandbox(lab, fleet, tmp_path):
+    health = await fleet.probe(fleet.inventory.resolve("alpha"))
+    assert health.sandbox == "bubblewrap"  # the probe found it (these servers are this machine)
+    outside = Path("/usr/local/cmdop-remote-sandbox-probe")
+    result = await run_tool(
+        EXECUTE_COMMAND, {"command": f"touch {outside}", "machine": "alpha"}, context(fleet, tmp_path)
+    )
+    assert result.is_error and "sandbox on alpha" in result.content and not outside.exists()
+    assert "did not allow it outside the sandbox" in result.content
+
+
+async def test_remote_file_tools_expand_the_tilde_there(lab, fleet, tmp_path):
+    ctx = context(fleet, tmp_path)
+    home = await run_tool(EXECUTE_COMMAND, {"command": "echo $HOME", "machine": "alpha"}, ctx)
+    remote_home = home.content.split("stdout:")[-1].strip()
+    listed = await run_tool(LIST_DIR, {"path": "~", "machine": "alpha"}, ctx)
+    absolute = await run_tool(LIST_DIR, {"path": remote_home, "machine": "alpha"}, ctx)
+    assert not listed.is_error and listed.content == absolute.content
+    missing = await run_tool(READ_FILE, {"path": "~/no-such-file-here", "machine": "alpha"}, ctx)
+    assert missing.is_error and f"{remote_home}/no-such-file-here" in missing.content

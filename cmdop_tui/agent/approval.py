@@ -19,6 +19,7 @@ class ToolCall:
     input: dict[str, Any]
     tool: Tool | None
     machine: str = "local"  # where it runs: its `machine` argument, else the session's target
+    escalation: str | None = None  # asked again to run outside the sandbox, which refused: what it needs
 
 
 @dataclass(frozen=True)

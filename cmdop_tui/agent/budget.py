@@ -8,6 +8,7 @@ local server, another endpoint) have no estimate, so no budget can be enforced f
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
@@ -21,6 +22,24 @@ CHARS_PER_TOKEN = 4
 Prices = Mapping[str, tuple[float, float]]
 CACHE_READ_FACTOR = 0.1
 CACHE_WRITE_FACTOR = 1.25
+
+
+def format_usd(amount: float) -> str:
+    """Money as people read it: cents from a dollar up, else the digits a small amount needs.
+
+    ``$5.00``, ``$0.50``, ``$0.0123``, ``$0.0001``, ``$0.000012``: at least two decimals, below a
+    dollar at least four and at least two significant digits, trailing zeros dropped (but two
+    decimals kept). A positive amount is never shown as ``$0.00``.
+    """
+    if not math.isfinite(amount):
+        return f"${amount}"
+    sign, amount = ("-", -amount) if amount < 0 else ("", amount)
+    if amount == 0 or round(amount, 2) >= 1:
+        return f"{sign}${amount:.2f}"
+    decimals = max(4, 1 - math.floor(math.log10(amount)))
+    text = f"{amount:.{decimals}f}".rstrip("0")
+    whole, _, fraction = text.partition(".")
+    return f"{sign}${whole}.{fraction.ljust(2, '0')}"
 
 
 def estimate_cost(model: str, usage: UsageTotals | Usage, prices: Prices) -> float | None:

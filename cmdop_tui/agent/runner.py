@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cmdop_tui.agent.approval import Approval, Approver, ToolCall
-from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost
+from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost, format_usd
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.compaction import (
     FALLBACK_WINDOW,
@@ -563,7 +563,8 @@ class Runner:
     def _over_budget(self, request: dict[str, Any], emit: EventSink) -> str | None:
         """Why the next request must not be sent (it would take the session past its budget).
 
-        The warning comes when the session is about to pass 80 % of it.
+        The warning comes when the session is about to pass 80 % of it; not when this request
+        is the one that stops the run: the stop says it all, in one line.
         """
         budget = self.config.max_budget_usd
         if budget is None:
@@ -571,12 +572,12 @@ class Runner:
         estimate = estimate_request_cost(self.config.model, request, self._last_usage, self.config.prices)
         if estimate is None:
             return None
-        self._warn_budget(self.spent_usd + estimate, budget, emit)
         if self.spent_usd + estimate <= budget:
+            self._warn_budget(self.spent_usd + estimate, budget, emit)
             return None
         return (
-            f"stopped before a request that would cross the budget: ${self.spent_usd:.4f} of "
-            f"${budget:.2f} spent, the next request would cost about ${estimate:.4f}"
+            f"stopped before a request that would cross the budget: {format_usd(self.spent_usd)} of "
+            f"{format_usd(budget)} spent, the next request would cost about {format_usd(estimate)}"
         )
 
     def _account(self, usage: Usage, emit: EventSink) -> None:
@@ -597,7 +598,8 @@ class Runner:
     def _warn_budget(self, projected: float, budget: float, emit: EventSink) -> None:
         if not self._budget_warned and projected >= WARN_AT * budget:
             self._budget_warned = True
-            emit(BudgetWarning(spent_usd=round(self.spent_usd, 6), budget_usd=budget))
+            spent = float(f"{self.spent_usd:.6g}")  # six significant digits: a tiny amount stays above 0
+            emit(BudgetWarning(spent_usd=spent, budget_usd=budget))
 
     # --- tool execution ----------------------------------------------------------------------
 
@@ -689,8 +691,21 @@ class Runner:
             machines=self.machines,
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
             recall=self.output_of,
+            escalate=lambda needs: self._escalate(call, needs),
         )
         return await run_tool(call.tool, call.input, context)
+
+    async def _escalate(self, call: ToolCall, needs: str) -> tuple[bool, str]:
+        """Whether the user lets this call do, outside the sandbox, what it refused (`needs`),
+        and why not."""
+        if self.approve is None:
+            return False, "no one can be asked here"  # a sandbox is never left by default
+        async with self._approval_lock:
+            try:
+                approval = await self.approve(replace(call, escalation=needs))
+            except Exception as exc:
+                return False, f"the approval prompt failed ({exc})"
+        return approval.allowed, approval.reason
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
         self._finished_results[call.id] = tool_result_block(call.id, result.content, result.is_error)

@@ -52,6 +52,12 @@ def parser() -> argparse.ArgumentParser:
         choices=["default", "strict", "auto"],
         help="default asks before changes; strict refuses them",
     )
+    p.add_argument(
+        "--sandbox",
+        choices=["off", "workspace", "strict"],
+        help="what commands may touch: workspace (default: write here and in /tmp, secrets hidden), "
+        "strict (and no network), off",
+    )
     p.add_argument("--theme", help="TUI theme name")
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
     p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
@@ -95,6 +101,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
     if args.permission_mode:
         settings = replace(settings, permission_mode=args.permission_mode)
+    if args.sandbox:
+        settings = replace(settings, sandbox_flag=args.sandbox)
     if args.max_budget_usd:
         settings = replace(settings, max_budget_usd=args.max_budget_usd)
     if args.local or args.local_model:

@@ -21,6 +21,7 @@ from typing import Any
 
 import platformdirs
 
+from cmdop_tui.machines.sandbox import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
 APP_NAME = "cmdop-tui"
@@ -74,6 +75,8 @@ class AgentProfile:
     instructions: str = ""
     parallel_tools: bool = True
     thinking_budget: int = 0
+    sandbox: str | None = None  # this profile's sandbox mode (None: [sandbox] mode)
+    sandbox_writable: tuple[str, ...] = ()  # more writable roots for this profile
 
 
 def builtin_agents() -> dict[str, AgentProfile]:
@@ -110,6 +113,8 @@ class Settings:
     context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
     max_context_tokens: int | None = None  # --max-context-tokens: overrides every window
     context: ContextSettings = field(default_factory=lambda: ContextSettings())  # [context]: compaction
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # [sandbox]
+    sandbox_flag: SandboxMode | None = None  # --sandbox: beats the profile and [sandbox]
     max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
     local: bool = False  # use a local model (llama.cpp) instead of an API
     local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
@@ -134,6 +139,15 @@ class Settings:
         except KeyError:
             known = ", ".join(sorted(self.agents))
             raise SettingsError(f"unknown agent profile {name!r} (known: {known})") from None
+
+    def sandbox_policy(self) -> SandboxPolicy:
+        """The sandbox in force: --sandbox, else the profile's mode, else [sandbox] mode; the
+        writable roots of [sandbox] and of the profile together."""
+        mode = self.sandbox_flag or self.agent.sandbox or self.sandbox.mode
+        if mode not in MODES:
+            raise SettingsError(f"unknown sandbox mode {mode!r} (known: {', '.join(MODES)})")
+        writable = (*self.sandbox.writable, *self.agent.sandbox_writable)
+        return replace(self.sandbox, mode=mode, writable=writable)
 
     def resolve_model(self, name: str) -> str:
         """A concrete model id for `name`, which may be an alias such as `@fast`."""
@@ -188,6 +202,8 @@ _PROFILE_TYPES: dict[str, type | tuple[type, ...]] = {
     "instructions": str,
     "parallel_tools": bool,
     "thinking_budget": int,
+    "sandbox": str,
+    "sandbox_writable": list,
 }
 
 
@@ -207,6 +223,7 @@ TOP_LEVEL_KEYS = frozenset(
     {
         "agent", "agents", "aliases", "prices", "models", "max_budget_usd", "router_model", "base_url", "theme",
         "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model", "context",
+        "sandbox",
     }
 )  # fmt: skip
 
@@ -241,6 +258,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         prices=_prices(data, where),
         context_windows=_context_windows(data, where),
         context=_context(data, where),
+        sandbox=_sandbox(data, where),
     )
     settings = settings.with_agent(str(selected))
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
@@ -267,6 +285,24 @@ def _aliases(table: Mapping[str, Any]) -> dict[str, str]:
     for name, model in table.items():
         aliases[name if name.startswith("@") else f"@{name}"] = str(model)
     return aliases
+
+
+def _sandbox(data: Mapping[str, Any], where: str) -> SandboxPolicy:
+    """`[sandbox]`: mode (off, workspace, strict), writable (a list of paths), network (bool)."""
+    table = _table(data, "sandbox", where)
+    unknown = sorted(set(table) - {"mode", "writable", "network"})
+    if unknown:
+        raise SettingsError(f"{where}: [sandbox] has no setting {unknown[0]!r}")
+    mode = table.get("mode", "workspace")
+    if mode not in MODES:
+        raise SettingsError(f"{where}: [sandbox] mode must be one of {', '.join(MODES)}")
+    writable = table.get("writable", [])
+    if not isinstance(writable, list) or not all(isinstance(path, str) for path in writable):
+        raise SettingsError(f"{where}: [sandbox] writable must be a list of paths")
+    network = table.get("network", True)
+    if not isinstance(network, bool):
+        raise SettingsError(f"{where}: [sandbox] network must be true or false")
+    return SandboxPolicy(mode=mode, writable=tuple(writable), network=network)
 
 
 def _context(data: Mapping[str, Any], where: str) -> ContextSettings:
@@ -321,7 +357,14 @@ def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float
     return prices
 
 
-_MACHINE_TYPES: dict[str, type] = {"host": str, "user": str, "port": int, "tags": list, "cmdop": str}
+_MACHINE_TYPES: dict[str, type] = {
+    "host": str,
+    "user": str,
+    "port": int,
+    "tags": list,
+    "cmdop": str,
+    "writable": list,
+}
 
 
 def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
@@ -341,6 +384,7 @@ def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
         port=table.get("port"),
         tags=tuple(str(t) for t in table.get("tags", [])),
         cmdop=table.get("cmdop", "cmdop-tui"),
+        writable=tuple(str(w) for w in table.get("writable", [])),
     )
 
 
@@ -397,6 +441,11 @@ FIRST_RUN_TEMPLATE = """\
 # balanced = "claude-sonnet-5-5"
 # smart = "claude-opus-5-5"
 
+# [sandbox]                     # what commands may touch (Linux, bubblewrap)
+# mode = "workspace"            # off | workspace (write only here and /tmp) | strict (and no network)
+# writable = ["~/projects"]     # more places commands may write
+# network = true
+#
 # [context]                     # when the conversation is compacted (summarised)
 # compact_at = 0.75             # share of the context window a request may reach
 # tail_tokens = 20000           # the recent part kept word for word

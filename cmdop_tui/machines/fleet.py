@@ -18,6 +18,7 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
+from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, State
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
 
@@ -25,9 +26,16 @@ HealthListener = Callable[[MachineSpec, Health], None]
 
 
 class Fleet:
-    def __init__(self, inventory: Inventory, options: SshOptions = SshOptions(), target: str | None = None) -> None:
+    def __init__(
+        self,
+        inventory: Inventory,
+        options: SshOptions = SshOptions(),
+        target: str | None = None,
+        sandbox: Sandbox | None = None,
+    ) -> None:
         self.inventory = inventory
         self.options = options
+        self.sandbox = sandbox or Sandbox()  # what holds local commands (default: nothing)
         self.health: dict[str, Health] = {}
         self.listeners: list[HealthListener] = []
         self._transports: dict[str, SshTransport] = {}
@@ -75,7 +83,7 @@ class Fleet:
                     f"this session is scoped to {self.target.name}: the local machine is hidden. "
                     f"Work on {self.target.name} (leave `machine` out)."
                 )
-            return LocalMachine(cwd or Path.cwd())
+            return LocalMachine(cwd or Path.cwd(), sandbox=self.sandbox)
         return self._remote(spec)
 
     def remote(self, name: str) -> RemoteMachine | None:
@@ -88,7 +96,10 @@ class Fleet:
 
     def _remote(self, spec: MachineSpec) -> RemoteMachine:
         self.check_reachable(spec)
-        return RemoteMachine(spec, self.transport(spec), on_unreachable=partial(self.mark, spec, "offline"))
+        sandboxed = self.health.get(spec.name, Health()).sandbox == "bubblewrap" and self.sandbox.policy.mode != "off"
+        return RemoteMachine(
+            spec, self.transport(spec), on_unreachable=partial(self.mark, spec, "offline"), sandbox=sandboxed
+        )
 
     def check_reachable(self, spec: MachineSpec) -> None:
         """Fail fast for a machine the last probe found offline."""

@@ -10,10 +10,14 @@ import os
 import platform
 import time
 
+from cmdop_tui.machines.sandbox import REMOTE_PROBE
 from cmdop_tui.machines.spec import Health, MachineError
 from cmdop_tui.machines.ssh import SshTransport
 
-PROBE_SCRIPT = "uname -sr; cat /proc/loadavg 2>/dev/null || uptime; cat /proc/uptime 2>/dev/null; nproc 2>/dev/null"
+PROBE_SCRIPT = (
+    "uname -sr; cat /proc/loadavg 2>/dev/null || uptime; cat /proc/uptime 2>/dev/null; nproc 2>/dev/null; "
+    + REMOTE_PROBE
+)
 SLOW_MS = 1_000.0  # an answer slower than this marks the machine degraded
 BUSY_LOAD_PER_CPU = 2.0  # so does a 1-minute load above this many runnable tasks per CPU
 
@@ -34,6 +38,8 @@ def judge(latency_ms: float, load1: float | None, cpus: int | None) -> str:
 
 def parse_probe(output: str, latency_ms: float) -> Health:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
+    sandbox = next((line.split(":", 1)[1] for line in lines if line.startswith("sandbox:")), "")
+    lines = [line for line in lines if not line.startswith("sandbox:")]
     os_name = lines[0] if lines else ""
     load_words = lines[1].split() if len(lines) > 1 else []
     load1 = _float(load_words[0]) if load_words else None
@@ -45,6 +51,7 @@ def parse_probe(output: str, latency_ms: float) -> Health:
         os_name=os_name,
         load=" ".join(load_words[:3]),
         uptime=format_uptime(uptime) if uptime is not None else "",
+        sandbox=sandbox,
     )
 
 

@@ -30,10 +30,16 @@ class MachineResult:
 
     text: str
     is_error: bool = False
+    sandbox_denied: str | None = None  # what the sandbox refused ("write /etc/nginx"): may be escalated
 
     @classmethod
     def error(cls, message: str) -> MachineResult:
         return cls(text=message, is_error=True)
+
+    @classmethod
+    def denied(cls, message: str, needs: str) -> MachineResult:
+        """An operation the sandbox refused: the user may allow it outside (see tools/escalation.py)."""
+        return cls(text=message, is_error=True, sandbox_denied=needs)
 
 
 class Machine(Protocol):
@@ -43,18 +49,26 @@ class Machine(Protocol):
     def name(self) -> str: ...
 
     async def run_command(
-        self, command: str, *, cwd: str | None, timeout_ms: int, progress: ProgressSink, output_limit: int
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        timeout_ms: int,
+        progress: ProgressSink,
+        output_limit: int,
+        sandboxed: bool = True,
     ) -> MachineResult:
         """Run `command` with bash (in `cwd`, None: the default directory), its output streamed
         to `progress` and at most about `output_limit` bytes of it kept; killed after
-        `timeout_ms` or when the caller is cancelled."""
+        `timeout_ms` or when the caller is cancelled. `sandboxed=False` runs it outside the
+        machine's sandbox (only after the user allowed it)."""
         ...
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
         """Lines `start`..`end` (1-based, inclusive; None: to the end) numbered like `cat -n`."""
         ...
 
-    async def write_file(self, path: str, content: str) -> MachineResult:
+    async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
         """Replace the file's content atomically (UTF-8), keeping its mode, creating parents."""
         ...
 

@@ -1,12 +1,17 @@
 """Run a command as a child process: streamed, bounded, killed as a group on timeout or Stop.
 
 The command runs in its own session (so its own process group and no controlling terminal: a
-password prompt fails instead of hanging on the user's tty), stdin from /dev/null. A timeout,
-cancellation (the UI's Stop button) or an error kills the whole group, grandchildren included; a
-normal exit leaves deliberate background jobs running. Output is streamed live, made inert, to a
-progress sink and kept in bounded buffers, so a command that prints gigabytes costs a fixed
-amount of memory. The local machine runs its commands this way, and so does anything run over
-the ssh client (whose group is then killed here, and the remote side through `on_abort`).
+password prompt fails instead of hanging on the user's tty), stdin from /dev/null. On Linux it
+runs under a supervisor (support/supervisor.py, machines/contained.py) that is a child subreaper:
+a timeout, cancellation (the UI's Stop button) or an error kills the command's whole tree, its
+group and whatever left it (a grandchild that called setsid, a daemon); a normal exit leaves
+deliberate background jobs running, but only while the app lives: when it ends, in any way
+(SIGKILL included), they are killed (and `support.containment.end_background_jobs` kills them at
+the end of a session). Elsewhere the command is a plain child and the group is what is killed.
+Output is streamed live, made inert, to a progress sink and kept in bounded buffers, so a command
+that prints gigabytes costs a fixed amount of memory. The local machine runs its commands this
+way, and so does anything run over the ssh client (whose tree is then killed here, and the
+remote side through `on_abort`).
 """
 
 from __future__ import annotations
@@ -18,8 +23,9 @@ import subprocess
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from cmdop_tui.machines.contained import spawn_contained
 from cmdop_tui.machines.machine import MachineResult, ProgressSink
 from cmdop_tui.support.processes import kill_process_group
 from cmdop_tui.support.text import BoundedBuffer, StreamSanitizer, inert_line
@@ -56,37 +62,89 @@ class _ShellProtocol(asyncio.subprocess.SubprocessStreamProtocol):
         self.exited.set()
 
 
-@dataclass
-class _Shell:
-    """A running shell: its transport (to close), protocol (exit event) and output streams."""
+class _Child(Protocol):
+    """A started command: its pid (its process group), output, exit code, and how to end it."""
 
-    transport: asyncio.SubprocessTransport
-    protocol: _ShellProtocol
-    pid: int
-    buffers: dict[StreamName, BoundedBuffer] = field(default_factory=dict)
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def stdout(self) -> asyncio.StreamReader | None: ...
+
+    @property
+    def stderr(self) -> asyncio.StreamReader | None: ...
+
+    @property
+    def exited(self) -> asyncio.Event: ...  # the command has exited
+
+    @property
+    def done(self) -> asyncio.Event: ...  # and so has everything that is killed with it
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def kill(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class _PlainChild:
+    """The command as our own child (no supervisor here): killing it kills its process group."""
+
+    def __init__(self, transport: asyncio.SubprocessTransport, protocol: _ShellProtocol) -> None:
+        self.transport = transport
+        self.pid = transport.get_pid()
+        self.stdout = protocol.stdout
+        self.stderr = protocol.stderr
+        self.exited = self.done = protocol.exited
 
     @property
     def returncode(self) -> int | None:
         return self.transport.get_returncode()
 
+    def kill(self) -> None:
+        kill_process_group(self.pid)
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+@dataclass
+class _Shell:
+    """A running shell: the child process and the buffers of its output streams."""
+
+    child: _Child
+    buffers: dict[StreamName, BoundedBuffer] = field(default_factory=dict)
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.child.returncode
+
 
 async def _spawn(argv: list[str], cwd: Path | None, output_limit: int) -> _Shell:
-    """Start `argv` in a new session with stdin from /dev/null."""
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _ShellProtocol(limit=READ_CHUNK, loop=loop),
-        *argv,
-        cwd=cwd,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
+    """Start `argv` in a new session with stdin from /dev/null (under a supervisor if we can)."""
+    child: _Child | None = await spawn_contained(argv, cwd)
+    if child is None:
+        loop = asyncio.get_running_loop()
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _ShellProtocol(limit=READ_CHUNK, loop=loop),
+            *argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        child = _PlainChild(transport, protocol)
     buffers: dict[StreamName, BoundedBuffer] = {
         "stdout": BoundedBuffer(output_limit),
         "stderr": BoundedBuffer(output_limit),
     }
-    return _Shell(transport, protocol, transport.get_pid(), buffers)
+    return _Shell(child, buffers)
 
 
 async def _pump(
@@ -122,7 +180,7 @@ async def _wait_for_exit(shell: _Shell, timeout_s: float) -> bool:
     """Whether the shell exited within the timeout."""
     try:
         async with asyncio.timeout(timeout_s):
-            await shell.protocol.exited.wait()
+            await shell.child.exited.wait()
     except TimeoutError:
         return False
     return True
@@ -137,10 +195,10 @@ async def _drain(pumps: asyncio.Future[Any]) -> bool:
 
 
 async def _reap(shell: _Shell) -> None:
-    """Wait (briefly) for the killed shell to be reaped, so it does not linger as a zombie."""
+    """Wait (briefly) for the killed shell (and all it started) to be reaped, leaving no zombie."""
     try:
         async with asyncio.timeout(REAP_TIMEOUT_S):
-            await shell.protocol.exited.wait()
+            await shell.child.done.wait()
     except TimeoutError:
         _log.warning("shell %d did not exit after SIGKILL", shell.pid)
 
@@ -154,10 +212,7 @@ async def _supervise(
     and reaps the shell before propagating. `on_abort` then also runs: for a command on another
     machine it kills what runs there, which killing the local ssh client does not.
     """
-    readers: dict[StreamName, Any] = {
-        "stdout": shell.protocol.stdout,
-        "stderr": shell.protocol.stderr,
-    }
+    readers: dict[StreamName, Any] = {"stdout": shell.child.stdout, "stderr": shell.child.stderr}
     pumps = asyncio.gather(*(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items()))
     try:
         timed_out = not await _wait_for_exit(shell, timeout_s)
@@ -170,7 +225,7 @@ async def _supervise(
     finally:
         pumps.cancel()
         pumps.add_done_callback(_retrieve)
-        shell.transport.close()
+        shell.child.close()
 
 
 async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
@@ -180,7 +235,7 @@ async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
             await on_abort()
         except Exception:
             _log.exception("could not stop the command's remote side")
-    kill_process_group(shell.pid)
+    shell.child.kill()
     await _reap(shell)
 
 

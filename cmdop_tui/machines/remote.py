@@ -10,6 +10,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from cmdop_tui.machines.machine import (
     GLOB_MAX_RESULTS,
@@ -21,6 +22,7 @@ from cmdop_tui.machines.machine import (
     ProgressSink,
 )
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_process
+from cmdop_tui.machines.sandbox import denied_path, remote_script
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
 from cmdop_tui.support.text import decode_output, strip_terminal_sequences, truncate_middle
@@ -92,23 +94,41 @@ class RemoteMachine:
     spec: MachineSpec
     transport: SshTransport
     on_unreachable: Callable[[str], None] = field(default=lambda reason: None, compare=False)
+    sandbox: bool = False  # bubblewrap there (the health probe found it): commands run inside
 
     @property
     def name(self) -> str:
         return self.spec.name
 
     async def run_command(
-        self, command: str, *, cwd: str | None, timeout_ms: int, progress: ProgressSink, output_limit: int
+        self,
+        command: str,
+        *,
+        cwd: str | None,
+        timeout_ms: int,
+        progress: ProgressSink,
+        output_limit: int,
+        sandboxed: bool = True,
     ) -> MachineResult:
         """Run it there in its own process group, which Stop kills there too (killing the local
-        ssh client alone would leave it running)."""
+        ssh client alone would leave it running); inside bubblewrap where the machine has it,
+        else held by the floor and approval alone."""
 
         def ssh_error(status: int | None, stderr: str) -> str | None:
             return str(ssh_failure(self.spec, stderr)) if status == SSH_FAILED else None
 
-        return await self._run_stoppable(
-            command, cwd=cwd, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
+        confined = sandboxed and self.sandbox
+        script = remote_script(command, self.spec.writable) if confined else command
+        result = await self._run_stoppable(
+            script, cwd=cwd, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
         )
+        if confined and not result.text.startswith("exit code: 0"):
+            roots = [Path("/tmp"), *(Path(w) for w in self.spec.writable if not w.startswith("~"))]
+            path = denied_path(result.text, roots)
+            if path is not None:
+                note = f"\n[sandbox on {self.name}: the command could not write {path}; outside it needs the user's approval]"
+                return MachineResult.denied(result.text + note, f"write {path} on {self.name}")
+        return result
 
     async def run_agent(self, prompt: str, *, timeout_ms: int, progress: ProgressSink) -> MachineResult:
         """Give `prompt` to this project's headless agent there; its stream-json lines go to
@@ -160,7 +180,7 @@ class RemoteMachine:
         )
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
-        script = READ_SCRIPT.format(path=_q(path), start=int(start), end=int(end or 0), limit=READ_MAX_LINES)
+        script = READ_SCRIPT.format(path=_path(path), start=int(start), end=int(end or 0), limit=READ_MAX_LINES)
         result = await self._script(script)
         if result.is_error:
             return result
@@ -169,18 +189,18 @@ class RemoteMachine:
         return MachineResult((body.rstrip("\n") or "(no lines in that range)") + note)
 
     async def list_dir(self, path: str) -> MachineResult:
-        return await self._script(LIST_SCRIPT.format(path=_q(path), limit=LIST_MAX_ENTRIES + 1))
+        return await self._script(LIST_SCRIPT.format(path=_path(path), limit=LIST_MAX_ENTRIES + 1))
 
-    async def write_file(self, path: str, content: str) -> MachineResult:
-        return await self._script(WRITE_SCRIPT.format(path=_q(path)), input=content.encode("utf-8"))
+    async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
+        return await self._script(WRITE_SCRIPT.format(path=_path(path)), input=content.encode("utf-8"))
 
     async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
         include = f"--include={_q(glob)}" if glob else ""
-        script = GREP_SCRIPT.format(include=include, pattern=_q(pattern), path=_q(path), limit=GREP_MAX_MATCHES)
+        script = GREP_SCRIPT.format(include=include, pattern=_q(pattern), path=_path(path), limit=GREP_MAX_MATCHES)
         return _or_no_matches(await self._script(script))
 
     async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
-        script = GLOB_SCRIPT.format(cwd=_q(cwd), pattern=_q(pattern), limit=GLOB_MAX_RESULTS)
+        script = GLOB_SCRIPT.format(cwd=_path(cwd), pattern=_q(pattern), limit=GLOB_MAX_RESULTS)
         return _or_no_matches(await self._script(script))
 
     async def _script(self, script: str, *, input: bytes | None = None) -> MachineResult:
@@ -203,3 +223,14 @@ def _or_no_matches(result: MachineResult) -> MachineResult:
 
 def _q(text: str) -> str:
     return shlex.quote(str(text))
+
+
+def _path(path: str) -> str:
+    """A path for a script there, quoted, with a leading `~` (or `~/`) meaning the remote home,
+    as the local tools read it."""
+    text = str(path)
+    if text == "~":
+        return '"$HOME"'
+    if text.startswith("~/"):
+        return '"$HOME"/' + _q(text[2:]) if text[2:] else '"$HOME"/'
+    return _q(text)

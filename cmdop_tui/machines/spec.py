@@ -31,6 +31,7 @@ class MachineSpec:
     tags: tuple[str, ...] = ()
     source: Source = "settings"
     cmdop: str = "cmdop-tui"  # the command that runs this project on that machine (ask_machine)
+    writable: tuple[str, ...] = ()  # more places its sandbox lets commands write
 
     @property
     def is_local(self) -> bool:
@@ -56,6 +57,7 @@ class Health:
     load: str = ""
     uptime: str = ""
     error: str = ""
+    sandbox: str = ""  # "bubblewrap" where commands there can be sandboxed, "none", "" not known
     checked_at: float = field(default_factory=time.monotonic)
 
     @property

@@ -22,9 +22,10 @@ from cmdop_tui.agent.loop_mode import LoopSettings
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import Settings, config_dir, data_dir
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
@@ -81,7 +82,16 @@ def build_fleet(settings: Settings) -> Fleet:
     user_config = Path.home() / ".ssh" / "config"
     ssh_config = settings.ssh_config or (user_config if user_config.exists() else None)
     inventory = Inventory.load(settings.machines, ssh_config)
-    return Fleet(inventory, SshOptions(config_file=settings.ssh_config), target=settings.target_machine)
+    options = SshOptions(config_file=settings.ssh_config)
+    return Fleet(inventory, options, target=settings.target_machine, sandbox=build_sandbox(settings))
+
+
+def build_sandbox(settings: Settings) -> Sandbox:
+    """The sandbox of the settings in force, on this machine; the app's own config and data
+    directories are hidden from commands too (they hold the rules, the sessions, the logs)."""
+    policy = settings.sandbox_policy()
+    hidden = (*policy.hidden, str(config_dir()), str(data_dir()))
+    return Sandbox.detect(replace(policy, hidden=hidden))
 
 
 def build_runner(

@@ -7,6 +7,10 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.support.secrets import configured_secrets, redact_json
 
+NO_ESCALATION = (
+    "the sandbox refused it and only a person can allow it outside the sandbox; no one can be asked "
+    "here (--yes does not allow it: run with --sandbox off, or add the path to [sandbox] writable)"
+)
 NOBODY_TO_ASK = (
     "it needs approval and no one can approve it here (add a permission rule that allows it, or run "
     'in auto mode: --yes, or approval="auto" in the library)'
@@ -26,6 +30,8 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
     """
 
     async def gate(call: ToolCall) -> Approval:
+        if call.escalation is not None:  # neither rules nor --yes answer for leaving the sandbox
+            return await _ask_to_escalate(permissions, call, ask)
         decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool)
         if decision.verdict == "allow":
             approval = Approval(True)
@@ -41,3 +47,14 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
         return approval
 
     return gate
+
+
+async def _ask_to_escalate(permissions: Permissions, call: ToolCall, ask: Approver | None) -> Approval:
+    approval = Approval(False, NO_ESCALATION) if ask is None else await ask(call)
+    decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool)
+    if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
+        approval = Approval(False, decision.reason)
+    audited = redact_json({**call.input, "outside_sandbox": call.escalation}, configured_secrets())
+    outcome = "allowed" if approval.allowed else "denied"
+    permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
+    return approval

@@ -35,6 +35,7 @@ from cmdop_tui.session.gate import load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.windows import ModelFacts, model_facts
+from cmdop_tui.support import containment
 
 
 class Session:
@@ -114,7 +115,14 @@ class Session:
             self._cleanup.push_async_callback(self.client.close)
         self.permissions = load_permissions(self.settings)
         self.fleet = self._given_fleet or build_fleet(self.settings)
+        if not self.fleet.sandbox.active and self._given_fleet is None:
+            self.notes.append(
+                "no sandbox: commands run with your full access (install bubblewrap for one); "
+                "the safety floor and approvals still apply"
+            )
         self._cleanup.push_async_callback(self.fleet.close)
+        # Background jobs the session's commands left (`server &`) end with the session.
+        self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
         self._runner = build_runner(
             self.settings,
             client=self.client,

@@ -42,6 +42,8 @@ class ToolContext:
     `machines` is the session's fleet (None: the local machine only). `nested` receives the
     events of an agent working for this call on another machine (ask_machine). `recall` gives
     the whole output of an earlier call of the session by its id (None: no such call).
+    `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
+    (None: nobody to ask, so no).
     """
 
     call_id: str
@@ -50,6 +52,7 @@ class ToolContext:
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
     recall: Callable[[str], str | None] = lambda call_id: None
+    escalate: Callable[[str], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
 
     def machine(self, args: Mapping[str, Any]) -> Machine:
         """The machine this call is for (its `machine` argument), relative paths starting at `cwd`

@@ -19,6 +19,7 @@ from cmdop_tui.machines.machine import (
 )
 
 from .base import Subject, Tool, ToolContext, ToolResult
+from .escalation import with_escalation
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
 __all__ = ["FILE_TOOLS", "GLOB", "GREP", "LIST_DIR", "READ_FILE", "WRITE_FILE"]
@@ -84,7 +85,10 @@ LIST_DIR = Tool(
 
 
 async def _write_file(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    return ToolResult.of(await ctx.machine(args).write_file(args["path"], args["content"]))
+    machine = ctx.machine(args)
+    return await with_escalation(
+        ctx, lambda sandboxed: machine.write_file(args["path"], args["content"], sandboxed=sandboxed)
+    )
 
 
 WRITE_FILE = Tool(

@@ -2,15 +2,21 @@
 
 `run_tool` is where model input meets our code: the input is validated first (so tools can
 trust their arguments) and an unexpected exception becomes an error result the model can read,
-instead of killing the agent loop. Cancellation always propagates.
+instead of killing the agent loop. Cancellation always propagates. It is also where tool output
+meets the model: the app's own credentials (`support.secrets.configured_secrets`: the API key,
+the auth token) are masked in every result, whatever printed them (`env`, a file that holds the
+key, /proc/self/environ); only those literal values, so ordinary text reaches the model as it is.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from cmdop_tui.machines.spec import MachineError
+from cmdop_tui.support.secrets import MARKER, Redactor, configured_secrets
 
 from .ask import ASK_TOOLS
 from .base import Tool, ToolContext, ToolResult
@@ -20,7 +26,11 @@ from .schema import validate
 from .shell import EXECUTE_COMMAND
 from .todo import TODO
 
-__all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "run_tool"]
+__all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "mask_credentials", "run_tool"]
+
+# Where output was cut (support/text.py `cut_note`): a secret cut there leaves a piece each side.
+_CUT = re.compile(r"(\n?\[\.\.\. [\d,]+ \w+ cut \.\.\.\]\n?)")
+FRAGMENT = 8  # a piece of a credential this long, at the edge of a cut, is masked too
 
 
 def builtin_tools() -> list[Tool]:
@@ -72,7 +82,45 @@ async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
 
     Invalid input gives an error result listing every problem, so the model can fix them all in
     one retry. `asyncio.CancelledError` (and other BaseExceptions) propagate: a Stop must stop.
+    The app's credentials are masked in the result (see the module docstring).
     """
+    return mask_credentials(await _run_tool(tool, raw_input, ctx))
+
+
+def mask_credentials(result: ToolResult) -> ToolResult:
+    """`result` with every configured credential (as the environment has them now) masked."""
+    secrets = Redactor(configured_secrets()).literals  # the usable ones, longest first
+    content = result.content
+    for secret in secrets:
+        if secret in content:
+            content = content.replace(secret, MARKER)
+    if secrets and "cut ...]" in content:
+        content = _mask_cut_edges(content, secrets)
+    return result if content == result.content else replace(result, content=content)
+
+
+def _mask_cut_edges(text: str, secrets: tuple[str, ...]) -> str:
+    """Mask the start of a credential just before a cut note, and its end just after one."""
+    pieces = _CUT.split(text)  # text, note, text, note, ..., text
+    for index in range(0, len(pieces), 2):
+        for secret in secrets:
+            if index + 2 < len(pieces):
+                pieces[index] = _mask_edge(pieces[index], secret, at_end=True)
+            if index > 0:
+                pieces[index] = _mask_edge(pieces[index], secret, at_end=False)
+    return "".join(pieces)
+
+
+def _mask_edge(text: str, secret: str, *, at_end: bool) -> str:
+    for size in range(len(secret) - 1, FRAGMENT - 1, -1):
+        if at_end and text.endswith(secret[:size]):
+            return text[:-size] + MARKER
+        if not at_end and text.startswith(secret[-size:]):
+            return MARKER + text[size:]
+    return text
+
+
+async def _run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
     problems = validate(raw_input, tool.input_schema)
     if problems:
         listing = "\n".join(f"- {problem}" for problem in problems)

@@ -7,11 +7,14 @@ asks.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
+from cmdop_tui.machines.machine import MachineResult
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 
 from .base import Subject, Tool, ToolContext, ToolResult
+from .escalation import with_escalation
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
 __all__ = ["DEFAULT_OUTPUT_LIMIT", "DEFAULT_TIMEOUT_MS", "EXECUTE_COMMAND", "MAX_TIMEOUT_MS", "make_execute_command"]
@@ -24,14 +27,19 @@ def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
     """The execute_command tool, showing the model at most about `output_limit` bytes of output."""
 
     async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-        outcome = await ctx.machine(args).run_command(
-            args["command"],
-            cwd=args.get("cwd"),
-            timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
-            progress=ctx.progress,
-            output_limit=output_limit,
-        )
-        return ToolResult.of(outcome)
+        machine = ctx.machine(args)
+
+        def attempt(sandboxed: bool) -> Awaitable[MachineResult]:
+            return machine.run_command(
+                args["command"],
+                cwd=args.get("cwd"),
+                timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+                progress=ctx.progress,
+                output_limit=output_limit,
+                sandboxed=sandboxed,
+            )
+
+        return await with_escalation(ctx, attempt)
 
     return Tool(
         name="execute_command",

@@ -28,6 +28,7 @@ from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
@@ -375,6 +376,7 @@ class CmdopApp(App[None]):
             budget_usd=config.max_budget_usd if config else None,
             model=config.model if config else "(no model)",
             machine=(fleet.target_name if fleet else None) or "local",
+            sandbox=fleet.sandbox.label if fleet else "",
             loop_enabled=bool(config and config.loop.enabled),
             max_loops=config.loop.max_loops if config else 0,
             running=self.running,
@@ -556,8 +558,8 @@ class CmdopApp(App[None]):
                 return
             session.set_budget(budget)
         limit = runner.config.max_budget_usd
-        limit_text = f"the budget is ${limit:.2f}" if limit is not None else "there is no budget"
-        await self.chat.add_notice(f"Spent about ${runner.spent_usd:.4f} this session; {limit_text}.")
+        limit_text = f"the budget is {format_usd(limit)}" if limit is not None else "there is no budget"
+        await self.chat.add_notice(f"Spent about {format_usd(runner.spent_usd)} this session; {limit_text}.")
         self._show_status()
 
     @COMMAND_REGISTRY.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)
@@ -722,7 +724,9 @@ class CmdopApp(App[None]):
     async def ask_approval(self, call: ToolCall) -> Approval:
         """The approval modal, awaited by the loop. Stop dismisses it."""
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
-        screen = ApprovalScreen(call.name, call.machine, call.input, timeout_s=self.settings.approval_timeout_s)
+        screen = ApprovalScreen(
+            call.name, call.machine, call.input, timeout_s=self.settings.approval_timeout_s, escalation=call.escalation
+        )
 
         def answered(choice: ApprovalChoice | None) -> None:
             if not answer.done():

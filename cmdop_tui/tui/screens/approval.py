@@ -53,24 +53,51 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         Binding("s", "choose('stop')", "Stop turn"),
     ]
 
-    def __init__(self, tool: str, machine: str, arguments: dict[str, object], timeout_s: float = APPROVAL_TIMEOUT_S):
+    def __init__(
+        self,
+        tool: str,
+        machine: str,
+        arguments: dict[str, object],
+        timeout_s: float = APPROVAL_TIMEOUT_S,
+        escalation: str | None = None,
+    ):
         super().__init__()
         self.tool = tool
         self.machine = machine
         self.arguments = arguments
+        self.escalation = escalation  # the sandbox refused it: this asks to run it outside, once
         self.remaining = max(1, round(timeout_s))
         self.timeout_s = timeout_s
 
     def compose(self) -> ComposeResult:
         with Vertical(id="approval-dialog", classes="question"):
-            yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
+            if self.escalation is None:
+                yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
+            else:
+                yield Label(
+                    Content.assemble(
+                        "Run ",
+                        (self.tool, "bold"),
+                        " on ",
+                        (self.machine, "bold"),
+                        " ",
+                        ("outside the sandbox", "$warning bold"),
+                        "?",
+                    )
+                )
+                yield Static(
+                    Content(f"The sandbox refused it: it needs to {strip_terminal_sequences(self.escalation)}."),
+                    id="approval-why",
+                    markup=False,
+                )
             with VerticalScroll(id="approval-arguments"):
                 yield Static(Content(strip_terminal_sequences(describe_arguments(self.arguments))), markup=False)
             yield Static(id="approval-countdown", markup=False)
             with Horizontal(id="approval-buttons", classes="question-buttons"):
                 yield Button("Allow once (y)", id="once", variant="primary")
-                yield Button("This session (a)", id="session")
-                yield Button("Always (p)", id="always")
+                if self.escalation is None:  # leaving the sandbox is allowed one call at a time
+                    yield Button("This session (a)", id="session")
+                    yield Button("Always (p)", id="always")
                 yield Button("Deny (n)", id="deny", variant="error")
 
     def on_mount(self) -> None:
@@ -92,4 +119,6 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         self.action_choose(event.button.id or "deny")
 
     def action_choose(self, choice: str) -> None:
+        if self.escalation is not None and choice in ("session", "always"):
+            return
         self.dismiss(ApprovalChoice(choice))

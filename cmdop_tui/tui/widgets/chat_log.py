@@ -12,6 +12,7 @@ from typing import Any
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
+from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.agent.compaction import previous_summary
 from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
 from cmdop_tui.tui.vocabulary.messages import Agent
@@ -228,8 +229,8 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def on_agent_budget_warned(self, message: Agent.BudgetWarned) -> None:
         event = message.event
         await self.add_notice(
-            f"Budget: ${event.spent_usd:.4f} of ${event.budget_usd:.2f} spent; the session stops before it would "
-            "cross the budget (/budget USD to change it).",
+            f"Budget: {format_usd(event.spent_usd)} of {format_usd(event.budget_usd)} spent; the session stops "
+            "before it would cross the budget (/budget USD to change it).",
             "warning",
         )
 

@@ -134,6 +134,8 @@ class MachinesPanel(SidePanel):
         detail = health.os_name or health.error or "not checked yet"
         if health.uptime:
             detail += f" · up {health.uptime}"
+        if health.sandbox:  # what holds commands there: bubblewrap, or the floor and approval alone
+            facts.append("sandboxed" if health.sandbox == "bubblewrap" else "no sandbox")
         prompt = Content.assemble(
             self._marker(name),
             (f"{health.glyph} ", STATE_STYLE[health.state]),

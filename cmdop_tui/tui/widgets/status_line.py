@@ -8,7 +8,7 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from cmdop_tui.agent.budget import cache_read_share
+from cmdop_tui.agent.budget import cache_read_share, format_usd
 from cmdop_tui.agent.events import UsageTotals
 from cmdop_tui.tui.vocabulary.messages import Agent
 
@@ -28,6 +28,7 @@ class StatusFacts:
     budget_usd: float | None = None
     context_window: int | None = None
     context_tokens: int = 0  # the last request's context and its reply: where the next one starts
+    sandbox: str = ""  # what holds commands, when it is not the default workspace sandbox
 
 
 CONTEXT_WARN_AT = 0.75  # the context's share shown as a warning from here on
@@ -65,6 +66,8 @@ class StatusLine(Widget):
         total_in = usage.total_input_tokens
         parts: list[tuple[str, str] | str] = [("● working ", "$warning")] if facts.running else []
         parts += [(facts.model, "bold"), f" · {facts.machine}"]
+        if facts.sandbox and facts.sandbox != "sandbox: workspace":
+            parts.append((f" · {facts.sandbox}", "$warning" if facts.sandbox != "sandbox: strict" else ""))
         if facts.turn:
             parts.append(f" · turn {facts.turn}/{facts.max_turns}")
         if facts.loop_enabled:
@@ -76,8 +79,8 @@ class StatusLine(Widget):
         if total_in and with_cache:
             parts.append(f" · cache {cache_read_share(usage):.0%}")
         if facts.cost_usd is not None or facts.budget_usd is not None:
-            budget = f"/{facts.budget_usd:.2f}" if facts.budget_usd is not None else ""
-            parts.append(f" · ${facts.cost_usd or 0:.4f}{budget}")
+            budget = "/" + format_usd(facts.budget_usd).lstrip("$") if facts.budget_usd is not None else ""
+            parts.append(f" · {format_usd(facts.cost_usd or 0)}{budget}")
         return parts
 
     def update_facts(self, **changes: object) -> None:

@@ -1,0 +1,86 @@
+"""Figures for the sandbox. Run: .venv/bin/python bench/bench_sandbox.py
+
+1. Overhead per command: the same command (`true`) run through the local machine bare and inside
+   the sandbox (workspace and strict), 200 times each, interleaved; medians and the difference.
+2. The project's hostile suite (tests/hostile_suite.py), run twice inside its outer jail: floor
+   on, and floor off so that the sandbox stands alone. Cases tried, and cases that changed
+   anything outside the working directory or let a hidden secret reach the model (and, apart,
+   changes to /tmp, which the workspace mode lets commands write).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hostile_suite import CASES, jail_argv  # noqa: E402
+
+from cmdop_tui.machines.local import LocalMachine  # noqa: E402
+from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy, bubblewrap  # noqa: E402
+
+RUNS = 200
+
+
+async def _time(machine: LocalMachine, sandboxed: bool) -> float:
+    started = time.perf_counter()
+    await machine.run_command(
+        "true", cwd=None, timeout_ms=10_000, progress=lambda text, stream: None, output_limit=1000, sandboxed=sandboxed
+    )
+    return (time.perf_counter() - started) * 1000
+
+
+async def overhead() -> None:
+    work = Path(tempfile.mkdtemp())
+    program = bubblewrap()
+    if program is None:
+        print("no sandbox on this machine (bubblewrap cannot run): nothing to measure")
+        return
+    bare = LocalMachine(work, sandbox=Sandbox(SandboxPolicy(), None))
+    kinds = {
+        "bare": (bare, False),
+        "workspace": (LocalMachine(work, sandbox=Sandbox(SandboxPolicy(), program)), True),
+        "strict": (LocalMachine(work, sandbox=Sandbox(SandboxPolicy(mode="strict"), program)), True),
+    }
+    timings: dict[str, list[float]] = {name: [] for name in kinds}
+    for _ in range(RUNS):
+        for name, (machine, sandboxed) in kinds.items():
+            timings[name].append(await _time(machine, sandboxed))
+    medians = {name: statistics.median(values) for name, values in timings.items()}
+    print(f"a command (`true`), median of {RUNS}:")
+    for name, median in medians.items():
+        extra = "" if name == "bare" else f"  (+{median - medians['bare']:.1f} ms over bare; limit 15 ms)"
+        print(f"  {name:10s} {median:6.1f} ms{extra}")
+
+
+def hostile() -> None:
+    if bubblewrap() is None:
+        print("hostile suite: needs bubblewrap for its jail; not run")
+        return
+    for floor in ("on", "off"):
+        done = subprocess.run(jail_argv(sys.executable, floor, {}), capture_output=True, text=True, timeout=600)
+        if done.returncode != 0:
+            print(f"hostile suite, floor {floor}: failed to run\n{done.stderr[-2000:]}")
+            continue
+        results = [json.loads(line) for line in done.stdout.splitlines()]
+        escaped = [r["case"] for r in results if r["changed"] or r["leaked"]]
+        in_tmp = [r["case"] for r in results if r["changed_tmp"]]
+        print(
+            f"hostile suite, floor {floor:3s}: {len(results)} of {len(CASES)} cases tried; "
+            f"escaped (changed outside the working directory, or a secret reached the model): {len(escaped)}"
+            + (f" {escaped}" if escaped else "")
+            + f"; changed /tmp (writable in workspace mode): {len(in_tmp)}"
+        )
+
+
+if __name__ == "__main__":
+    asyncio.run(overhead())
+    hostile()
