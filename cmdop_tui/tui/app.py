@@ -11,24 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import constants as textual_constants
 from textual import work
-from textual.app import App, ComposeResult, SuspendNotSupported
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
@@ -38,16 +35,12 @@ from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
-from cmdop_tui.session.memory import user_memory_path
-from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.secrets import mask
-from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
+from cmdop_tui.transcripts import SessionError
+from cmdop_tui.tui import slash_commands  # noqa: F401  (importing it registers the commands)
 from cmdop_tui.tui.commands import (
     COMMAND_REGISTRY,
     CmdopCommands,
-    PaletteEntry,
-    agent_profile_entries,
-    model_alias_entries,
     parse_slash,
 )
 from cmdop_tui.tui.driver import PromptEscapeDriver
@@ -55,7 +48,6 @@ from cmdop_tui.tui.events import EventRouter
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
-from cmdop_tui.tui.screens.sessions import SessionsScreen
 from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
 from cmdop_tui.tui.vocabulary.messages import (
     ToolOutputCopyRequested,
@@ -71,7 +63,6 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 if TYPE_CHECKING:
     import anthropic
 
-    from cmdop_tui.agent.context_usage import ContextUsage
     from cmdop_tui.agent.runner import Runner
     from cmdop_tui.permissions import Permissions
     from cmdop_tui.session.recorder import SessionRecorder
@@ -106,14 +97,6 @@ def settle_heap() -> None:
     """
     gc.collect()
     gc.freeze()
-
-
-def _positive_number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value > 0 else None
 
 
 class CmdopApp(App[None]):
@@ -155,7 +138,7 @@ class CmdopApp(App[None]):
         self.session: Session | None = None
         self._opening: Session | None = None  # until open, for on_unmount
         self._client = client
-        self._session_ready = asyncio.Event()
+        self.session_ready = asyncio.Event()
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self._offer_local = offer_local_model
@@ -204,7 +187,7 @@ class CmdopApp(App[None]):
             session_class = await asyncio.to_thread(load_session_class)
             notes = await self._open_session(session_class)
         finally:
-            self._session_ready.set()
+            self.session_ready.set()
         await self._session_opened(notes)
         if (
             self.session is None
@@ -280,13 +263,13 @@ class CmdopApp(App[None]):
     async def _session_opened(self, notes: list[str]) -> None:
         """Show what opening the session brought: a resumed conversation, notes, or the error."""
         if self.runner is not None and self.runner.conversation.messages:
-            await self._show_history()
+            await self.show_history()
         for note in notes:
             await self.chat.add_notice(note)
         settle_heap()
         if self.setup_error:
             await self.chat.add_notice(self.setup_error, "error")
-        self._show_status()
+        self.show_status()
         self._watch_machines()
         self.show_context_window()
 
@@ -325,16 +308,16 @@ class CmdopApp(App[None]):
         where = target.name if target else "this machine"
         self.query_one(MachinesPanel).set_target(target.name if target else LOCAL)
         await self.chat.add_notice(f"Working on {where} now (from the next turn).")
-        self._show_status()
+        self.show_status()
 
-    async def _show_history(self) -> None:
+    async def show_history(self) -> None:
         """Draw a resumed conversation: prompts, replies and tool calls with their results (and
         the summary it starts with, folded, when it was compacted)."""
         assert self.runner is not None
-        await self._reset_display()
+        await self.reset_display()
         await self.chat.show_messages(self.runner.conversation.messages, self.event_router.records)
 
-    async def _reset_display(self) -> None:
+    async def reset_display(self) -> None:
         self.event_router.records.clear()
         self.query_one(ToolPanel).clear()
         await self.chat.clear()
@@ -369,7 +352,7 @@ class CmdopApp(App[None]):
     def running(self) -> bool:
         return any(w.group == "agent" and w.state in (WorkerState.PENDING, WorkerState.RUNNING) for w in self.workers)
 
-    def _show_status(self) -> None:
+    def show_status(self) -> None:
         config = self.runner.config if self.runner else None
         fleet = self.session.fleet if self.session else None
         self.status.update_facts(
@@ -427,7 +410,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
             return
         await self.chat.add_user_message(text)
-        if self._session_ready.is_set() and await self._ready_session() is None:
+        if self.session_ready.is_set() and await self.ready_session() is None:
             return
         self.run_agent(text)
 
@@ -441,198 +424,13 @@ class CmdopApp(App[None]):
             return
         await slash_command.handler(self, command.argument)
 
-    async def _ready_session(self) -> Session | None:
+    async def ready_session(self) -> Session | None:
         """The open session; None (after saying why) when there is none: no key, or a broken
         setting."""
         if self.session is not None:
             return self.session
         await self.chat.add_notice(self.setup_error or NO_KEY_HELP, "error")
         return None
-
-    @COMMAND_REGISTRY.slash("/help", "show commands and keys", palette=(PaletteEntry("Show help"),))
-    async def _slash_help(self, argument: str) -> None:
-        keys = [
-            ("Enter", "send"),
-            ("ctrl+j", "new line"),
-            ("Up/Down", "earlier prompts"),
-            ("ctrl+p", "command palette"),
-        ]
-        keys += [(b.key, b.description) for b in self.BINDINGS if isinstance(b, Binding)]
-        await self.chat.add_notice(COMMAND_REGISTRY.help_text(keys))
-
-    @COMMAND_REGISTRY.slash("/clear", "start a new conversation", palette=(PaletteEntry("Clear the conversation"),))
-    async def _slash_clear(self, argument: str) -> None:
-        if self.running:
-            await self.chat.add_notice("Stop the running turn before clearing.", "warning")
-            return
-        if self.session is not None:
-            self.session.new_conversation()
-        await self._reset_display()
-
-    @COMMAND_REGISTRY.slash(
-        "/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries
-    )
-    async def _slash_model(self, argument: str) -> None:
-        if not argument or self.session is None:
-            current = self.session.runner.config.model if self.session else "(none)"
-            await self.chat.add_notice(
-                f"Model: {current}. Usage: /model NAME (an id or {', '.join(self.settings.aliases)})"
-            )
-            return
-        try:
-            model = self.session.use_model(argument)
-        except SettingsError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        await self.chat.add_notice(f"Model: {model}")
-        self.show_context_window()
-        self._show_status()
-
-    @COMMAND_REGISTRY.slash(
-        "/loop on|off",
-        "loop mode: keep going until a breaker phrase",
-        palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
-    )
-    async def _slash_loop(self, argument: str) -> None:
-        if argument not in ("on", "off") or self.session is None:
-            await self.chat.add_notice("Usage: /loop on|off", "warning")
-            return
-        self.session.set_loop(argument == "on")
-        await self.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
-        self._show_status()
-
-    @COMMAND_REGISTRY.slash(
-        "/context", "what fills the model's context", palette=(PaletteEntry("Show what fills the context"),)
-    )
-    async def _slash_context(self, argument: str) -> None:
-        if (session := await self._ready_session()) is None:
-            return
-        window = await session.context_window()
-        await self.chat.add_notice(
-            context_report(session.runner.context_usage(), window, session.runner.last_context_tokens)
-        )
-
-    @COMMAND_REGISTRY.slash(
-        "/compact [INSTRUCTIONS]",
-        "summarise the conversation so far to free context (Esc stops)",
-        palette=(PaletteEntry("Compact the conversation"),),
-    )
-    async def _slash_compact(self, argument: str) -> None:
-        if self.running:
-            await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
-            return
-        if self._session_ready.is_set() and await self._ready_session() is None:
-            return
-        self.run_compaction(argument)
-
-    @COMMAND_REGISTRY.slash(
-        "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
-    )
-    async def _slash_memory(self, argument: str) -> None:
-        path = user_memory_path()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch(mode=0o600, exist_ok=True)
-            with self.suspend():
-                subprocess.call(editor_argv(path))
-        except SuspendNotSupported:  # no terminal to give the editor (a browser, a test)
-            await self.chat.add_notice(f"Your standing instructions are in {path}: edit it there.")
-            return
-        except OSError as exc:
-            await self.chat.add_notice(f"Cannot open {path} in your editor: {exc.strerror or exc}", "error")
-            return
-        if self.session is not None:
-            self.session.reload_memory()
-        await self.chat.add_notice(f"Your standing instructions ({path}) apply from the next request.")
-
-    @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
-    async def _slash_budget(self, argument: str) -> None:
-        if (session := await self._ready_session()) is None:
-            return
-        runner = session.runner
-        wanted = argument.strip().lower().lstrip("$")
-        if wanted:
-            budget = None if wanted == "off" else _positive_number(wanted)
-            if budget is None and wanted != "off":
-                await self.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
-                return
-            session.set_budget(budget)
-        limit = runner.config.max_budget_usd
-        limit_text = f"the budget is {format_usd(limit)}" if limit is not None else "there is no budget"
-        await self.chat.add_notice(f"Spent about {format_usd(runner.spent_usd)} this session; {limit_text}.")
-        self._show_status()
-
-    @COMMAND_REGISTRY.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)
-    async def _slash_agent(self, argument: str) -> None:
-        if (session := await self._ready_session()) is None:
-            return
-        if not argument:
-            names = ", ".join(self.settings.agents)
-            await self.chat.add_notice(f"Agent: {self.settings.agent.name}. Usage: /agent NAME ({names})")
-            return
-        try:
-            config = session.use_agent(argument)
-        except SettingsError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        self.settings = session.settings
-        self.show_context_window()
-        await self.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
-        self._show_status()
-
-    @COMMAND_REGISTRY.slash(
-        "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
-    )
-    async def _slash_sessions(self, argument: str) -> None:
-        if (session := await self._ready_session()) is None:
-            return
-        recorder = session.recorder
-        self.push_screen(SessionsScreen(list_sessions(), recorder.session_id), self._resume_chosen)
-
-    async def _resume_chosen(self, session_id: str | None) -> None:
-        if session_id is None or self.recorder is None or session_id == self.recorder.session_id:
-            return
-        if self.running:
-            await self.chat.add_notice("Stop the running turn before switching sessions.", "warning")
-            return
-        try:
-            notes = self.recorder.resume(session_id)
-        except SessionError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        await self._show_history()
-        for note in notes:
-            await self.chat.add_notice(note)
-
-    @COMMAND_REGISTRY.slash(
-        "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
-    )
-    async def _slash_export(self, argument: str) -> None:
-        if (session := await self._ready_session()) is None:
-            return
-        recorder = session.recorder
-        path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{recorder.session_id}.md"
-        markdown = export_markdown(
-            recorder.whole_history(),  # what compactions summarised too
-            title=f"cmdop-tui session {recorder.session_id}",
-            extra_secrets=recorder.secrets,
-        )
-        try:
-            path.write_text(markdown, encoding="utf-8")
-        except OSError as exc:
-            await self.chat.add_notice(f"Could not write {path}: {exc.strerror}", "error")
-            return
-        await self.chat.add_notice(f"Exported this session to {path}")
-
-    @COMMAND_REGISTRY.slash(
-        "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
-    )
-    async def _slash_stop(self, argument: str) -> None:
-        self.action_stop()
-
-    @COMMAND_REGISTRY.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))
-    async def _slash_exit(self, argument: str) -> None:
-        await self.action_request_quit()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "stop":
@@ -645,25 +443,25 @@ class CmdopApp(App[None]):
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_agent(self, prompt: str) -> None:
-        self.call_after_refresh(self._show_status)
-        await self._session_ready.wait()
-        if (session := await self._ready_session()) is None:
+        self.call_after_refresh(self.show_status)
+        await self.session_ready.wait()
+        if (session := await self.ready_session()) is None:
             return
         await session.run(prompt, self.event_router.deliver)
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def run_compaction(self, instructions: str) -> None:
         """/compact: like a turn (Esc stops it); its events show how it went, a failure too."""
-        self.call_after_refresh(self._show_status)
-        await self._session_ready.wait()
-        if (session := await self._ready_session()) is None:
+        self.call_after_refresh(self.show_status)
+        await self.session_ready.wait()
+        if (session := await self.ready_session()) is None:
             return
         await session.compact(self.event_router.deliver, instructions)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
         if event.worker.group != "agent":
             return
-        self._show_status()
+        self.show_status()
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             self.call_later(self.chat.add_notice, f"Internal error: {type(error).__name__}: {error}", "error")
@@ -673,7 +471,7 @@ class CmdopApp(App[None]):
     def action_stop(self) -> None:
         if not self.running:
             return
-        if self._session_ready.is_set():
+        if self.session_ready.is_set():
             self.ui_cancel.fire()
         else:  # still waiting for the SDK to load: nothing has started yet
             self.workers.cancel_group(self, "agent")
@@ -749,22 +547,6 @@ class CmdopApp(App[None]):
         if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
             return Approval(True)
         return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
-
-
-def context_report(usage: ContextUsage, window: int, last: int | None) -> str:
-    """/context's answer: the window, the last request's real size, and the parts estimated."""
-    rows = [
-        ("System prompt and tools", usage.system_and_tools),
-        ("Summary of earlier turns", usage.summary),
-        ("Conversation", usage.conversation),
-        ("Tool outputs", usage.tool_outputs),
-    ]
-    lines = [f"Context window: {window:,} tokens."]
-    if last is not None:
-        lines.append(f"The last request and its reply: {last:,} tokens ({last / window:.0%} of the window).")
-    lines.append(f"The next request, estimated: about {usage.total:,} tokens ({usage.total / window:.0%}):")
-    lines += [f"  {name:<25} {tokens:>9,}" for name, tokens in rows]
-    return "\n".join(lines)
 
 
 async def _open_or_explain(session: Session) -> str | None:

@@ -1,0 +1,246 @@
+"""The slash commands: each one's usage, help and palette entries where its handler is.
+
+The handlers take the app they act on; `COMMAND_REGISTRY` (tui/commands.py) finds them for the
+prompt, `/help` and the command palette. Importing this module registers them.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from textual.app import SuspendNotSupported
+from textual.binding import Binding
+
+from cmdop_tui.agent.budget import format_usd
+from cmdop_tui.config.settings import SettingsError
+from cmdop_tui.session.memory import user_memory_path
+from cmdop_tui.support.editor import editor_argv
+from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
+from cmdop_tui.tui.commands import COMMAND_REGISTRY, PaletteEntry, agent_profile_entries, model_alias_entries
+from cmdop_tui.tui.screens.sessions import SessionsScreen
+
+if TYPE_CHECKING:
+    from cmdop_tui.agent.context_usage import ContextUsage
+    from cmdop_tui.tui.app import CmdopApp
+
+
+@COMMAND_REGISTRY.slash("/help", "show commands and keys", palette=(PaletteEntry("Show help"),))
+async def slash_help(app: CmdopApp, argument: str) -> None:
+    keys = [
+        ("Enter", "send"),
+        ("ctrl+j", "new line"),
+        ("Up/Down", "earlier prompts"),
+        ("ctrl+p", "command palette"),
+    ]
+    keys += [(b.key, b.description) for b in app.BINDINGS if isinstance(b, Binding)]
+    await app.chat.add_notice(COMMAND_REGISTRY.help_text(keys))
+
+
+@COMMAND_REGISTRY.slash("/clear", "start a new conversation", palette=(PaletteEntry("Clear the conversation"),))
+async def slash_clear(app: CmdopApp, argument: str) -> None:
+    if app.running:
+        await app.chat.add_notice("Stop the running turn before clearing.", "warning")
+        return
+    if app.session is not None:
+        app.session.new_conversation()
+    await app.reset_display()
+
+
+@COMMAND_REGISTRY.slash("/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries)
+async def slash_model(app: CmdopApp, argument: str) -> None:
+    if not argument or app.session is None:
+        current = app.session.runner.config.model if app.session else "(none)"
+        await app.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(app.settings.aliases)})")
+        return
+    try:
+        model = app.session.use_model(argument)
+    except SettingsError as exc:
+        await app.chat.add_notice(str(exc), "error")
+        return
+    await app.chat.add_notice(f"Model: {model}")
+    app.show_context_window()
+    app.show_status()
+
+
+@COMMAND_REGISTRY.slash(
+    "/loop on|off",
+    "loop mode: keep going until a breaker phrase",
+    palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
+)
+async def slash_loop(app: CmdopApp, argument: str) -> None:
+    if argument not in ("on", "off") or app.session is None:
+        await app.chat.add_notice("Usage: /loop on|off", "warning")
+        return
+    app.session.set_loop(argument == "on")
+    await app.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
+    app.show_status()
+
+
+@COMMAND_REGISTRY.slash(
+    "/context", "what fills the model's context", palette=(PaletteEntry("Show what fills the context"),)
+)
+async def slash_context(app: CmdopApp, argument: str) -> None:
+    if (session := await app.ready_session()) is None:
+        return
+    window = await session.context_window()
+    await app.chat.add_notice(
+        context_report(session.runner.context_usage(), window, session.runner.last_context_tokens)
+    )
+
+
+@COMMAND_REGISTRY.slash(
+    "/compact [INSTRUCTIONS]",
+    "summarise the conversation so far to free context (Esc stops)",
+    palette=(PaletteEntry("Compact the conversation"),),
+)
+async def slash_compact(app: CmdopApp, argument: str) -> None:
+    if app.running:
+        await app.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
+        return
+    if app.session_ready.is_set() and await app.ready_session() is None:
+        return
+    app.run_compaction(argument)
+
+
+@COMMAND_REGISTRY.slash(
+    "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
+)
+async def slash_memory(app: CmdopApp, argument: str) -> None:
+    path = user_memory_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600, exist_ok=True)
+        with app.suspend():
+            subprocess.call(editor_argv(path))
+    except SuspendNotSupported:  # no terminal to give the editor (a browser, a test)
+        await app.chat.add_notice(f"Your standing instructions are in {path}: edit it there.")
+        return
+    except OSError as exc:
+        await app.chat.add_notice(f"Cannot open {path} in your editor: {exc.strerror or exc}", "error")
+        return
+    if app.session is not None:
+        app.session.reload_memory()
+    await app.chat.add_notice(f"Your standing instructions ({path}) apply from the next request.")
+
+
+@COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
+async def slash_budget(app: CmdopApp, argument: str) -> None:
+    if (session := await app.ready_session()) is None:
+        return
+    runner = session.runner
+    wanted = argument.strip().lower().lstrip("$")
+    if wanted:
+        budget = None if wanted == "off" else positive_number(wanted)
+        if budget is None and wanted != "off":
+            await app.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
+            return
+        session.set_budget(budget)
+    limit = runner.config.max_budget_usd
+    limit_text = f"the budget is {format_usd(limit)}" if limit is not None else "there is no budget"
+    await app.chat.add_notice(f"Spent about {format_usd(runner.spent_usd)} this session; {limit_text}.")
+    app.show_status()
+
+
+@COMMAND_REGISTRY.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)
+async def slash_agent(app: CmdopApp, argument: str) -> None:
+    if (session := await app.ready_session()) is None:
+        return
+    if not argument:
+        names = ", ".join(app.settings.agents)
+        await app.chat.add_notice(f"Agent: {app.settings.agent.name}. Usage: /agent NAME ({names})")
+        return
+    try:
+        config = session.use_agent(argument)
+    except SettingsError as exc:
+        await app.chat.add_notice(str(exc), "error")
+        return
+    app.settings = session.settings
+    app.show_context_window()
+    await app.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
+    app.show_status()
+
+
+@COMMAND_REGISTRY.slash(
+    "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
+)
+async def slash_sessions(app: CmdopApp, argument: str) -> None:
+    if (session := await app.ready_session()) is None:
+        return
+    recorder = session.recorder
+    app.push_screen(SessionsScreen(list_sessions(), recorder.session_id), partial(resume_chosen, app))
+
+
+async def resume_chosen(app: CmdopApp, session_id: str | None) -> None:
+    if session_id is None or app.recorder is None or session_id == app.recorder.session_id:
+        return
+    if app.running:
+        await app.chat.add_notice("Stop the running turn before switching sessions.", "warning")
+        return
+    try:
+        notes = app.recorder.resume(session_id)
+    except SessionError as exc:
+        await app.chat.add_notice(str(exc), "error")
+        return
+    await app.show_history()
+    for note in notes:
+        await app.chat.add_notice(note)
+
+
+@COMMAND_REGISTRY.slash(
+    "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
+)
+async def slash_export(app: CmdopApp, argument: str) -> None:
+    if (session := await app.ready_session()) is None:
+        return
+    recorder = session.recorder
+    path = Path(argument).expanduser() if argument else Path.cwd() / f"cmdop-session-{recorder.session_id}.md"
+    markdown = export_markdown(
+        recorder.whole_history(),  # what compactions summarised too
+        title=f"cmdop-tui session {recorder.session_id}",
+        extra_secrets=recorder.secrets,
+    )
+    try:
+        path.write_text(markdown, encoding="utf-8")
+    except OSError as exc:
+        await app.chat.add_notice(f"Could not write {path}: {exc.strerror}", "error")
+        return
+    await app.chat.add_notice(f"Exported this session to {path}")
+
+
+@COMMAND_REGISTRY.slash(
+    "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
+)
+async def slash_stop(app: CmdopApp, argument: str) -> None:
+    app.action_stop()
+
+
+@COMMAND_REGISTRY.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))
+async def slash_exit(app: CmdopApp, argument: str) -> None:
+    await app.action_request_quit()
+
+
+def positive_number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def context_report(usage: ContextUsage, window: int, last: int | None) -> str:
+    """/context's answer: the window, the last request's real size, and the parts estimated."""
+    rows = [
+        ("System prompt and tools", usage.system_and_tools),
+        ("Summary of earlier turns", usage.summary),
+        ("Conversation", usage.conversation),
+        ("Tool outputs", usage.tool_outputs),
+    ]
+    lines = [f"Context window: {window:,} tokens."]
+    if last is not None:
+        lines.append(f"The last request and its reply: {last:,} tokens ({last / window:.0%} of the window).")
+    lines.append(f"The next request, estimated: about {usage.total:,} tokens ({usage.total / window:.0%}):")
+    lines += [f"  {name:<25} {tokens:>9,}" for name, tokens in rows]
+    return "\n".join(lines)
