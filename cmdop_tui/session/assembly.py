@@ -29,9 +29,11 @@ from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
+from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
+from cmdop_tui.tools.skill import make_skill_tool, skills_section
 from cmdop_tui.tools.todo import TODO
 
 
@@ -66,12 +68,11 @@ def agent_config(settings: Settings, environ: Mapping[str, str] = os.environ) ->
 
 
 def runner_config(settings: Settings, cwd: Path) -> AgentConfig:
-    """`agent_config`, with the standing instructions of the user and of the project in `cwd`."""
+    """`agent_config`, with the standing instructions of the user and of the project in `cwd`,
+    and the names and descriptions of the skills there are (the bodies come by the `skill` tool)."""
     config = agent_config(settings)
-    memory = standing_instructions(cwd)
-    if not memory:
-        return config
-    return replace(config, extra_instructions="\n\n".join(filter(None, [config.extra_instructions, memory])))
+    parts = [config.extra_instructions, standing_instructions(cwd), skills_section(find_skills(cwd).skills)]
+    return replace(config, extra_instructions="\n\n".join(filter(None, parts)))
 
 
 def build_fleet(settings: Settings) -> Fleet:
@@ -113,6 +114,9 @@ def build_runner(
     facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
     facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
     tools = [*builtin_tools(), TODO, RECALL, *(ASK_TOOLS if remote_names else ())]
+    skills = find_skills(cwd or Path.cwd()).skills
+    if skills:
+        tools.append(make_skill_tool(skills))
     config = runner_config(settings, cwd or Path.cwd())
     return Runner(
         model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),

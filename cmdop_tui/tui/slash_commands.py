@@ -17,6 +17,7 @@ from textual.binding import Binding
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
 from cmdop_tui.session.memory import user_memory_path
+from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
 from cmdop_tui.tui.commands import COMMAND_REGISTRY, PaletteEntry, agent_profile_entries, model_alias_entries
@@ -124,6 +125,22 @@ async def slash_memory(app: CmdopApp, argument: str) -> None:
     if app.session is not None:
         app.session.reload_memory()
     await app.chat.add_notice(f"Your standing instructions ({path}) apply from the next request.")
+
+
+@COMMAND_REGISTRY.slash("/skills", "the skills the model can use", palette=(PaletteEntry("List the skills"),))
+async def slash_skills(app: CmdopApp, argument: str) -> None:
+    cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
+    found = find_skills(cwd)
+    if found.skills:
+        lines = [f"Skills ({len(found.skills)}):"]
+        lines += [f"  {skill.name} ({skill.source}): {skill.description}" for skill in found.skills]
+    else:
+        lines = [
+            f"No skills yet. A skill is a folder with a {SKILL_FILE} (front matter: name, description; "
+            f"then the instructions) in {user_skills_dir()} or in {cwd / PROJECT_DIR}."
+        ]
+    lines += found.notes
+    await app.chat.add_notice("\n".join(lines))
 
 
 @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
