@@ -120,6 +120,7 @@ def jail_argv(python: str, floor: str, extra_env: dict[str, str]) -> list[str]:
     env: list[str] = []
     for name, value in {**extra_env, JAIL_MARK: "1", "HOME": str(HOME), "PYTHONDONTWRITEBYTECODE": "1"}.items():
         env += ["--setenv", name, value]
+    visible = [arg for path in _kept(python) for arg in ("--ro-bind", str(path), str(path))]
     return [
         shutil.which("bwrap") or "bwrap",
         "--ro-bind", "/", "/",
@@ -128,6 +129,7 @@ def jail_argv(python: str, floor: str, extra_env: dict[str, str]) -> list[str]:
         "--tmpfs", "/tmp",
         "--tmpfs", "/home",
         "--tmpfs", "/var/tmp",  # the app's own config and data
+        *visible,
         "--unshare-net",
         "--unshare-pid",
         "--die-with-parent",
@@ -136,6 +138,17 @@ def jail_argv(python: str, floor: str, extra_env: dict[str, str]) -> list[str]:
         "--chdir", "/",
         "--", python, str(Path(__file__).resolve()), "--floor", floor,
     ]  # fmt: skip
+
+
+def _kept(python: str) -> list[Path]:
+    """The project and its Python: visible (read-only) in the jail even under /tmp or /home."""
+    paths = {
+        Path(__file__).resolve().parents[1],
+        Path(sys.prefix),
+        Path(sys.base_prefix),
+        Path(python).resolve().parent,
+    }
+    return sorted(paths)
 
 
 def _inside_the_jail() -> bool:
@@ -167,9 +180,10 @@ def _lay_out_home() -> None:
 def _fingerprint() -> dict[str, str]:
     """Every file and directory outside the working directory that a case could change."""
     seen: dict[str, str] = {}
+    skipped = [WORK, *_kept(sys.executable)]
     for root in (HOME, Path("/tmp")):
         for directory, dirs, files in os.walk(root):
-            if Path(directory) == WORK or WORK in Path(directory).parents:
+            if any(Path(directory) == path or path in Path(directory).parents for path in skipped):
                 dirs[:] = []
                 continue
             stat = os.lstat(directory)
