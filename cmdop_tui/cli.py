@@ -37,6 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return permissions_command(argv[1:])
     if argv[:1] == ["config"]:
         return config_command(argv[1:])
+    if argv[:1] == ["mcp"]:
+        return mcp_command(argv[1:])
     if argv[:1] == ["serve"]:
         from cmdop_tui.serve import serve_main
 
@@ -82,6 +84,52 @@ def permissions_command(argv: list[str]) -> int:
         print(list_rules_text())
     except PermissionsError as exc:
         return fail(str(exc))
+    return 0
+
+
+MCP_USAGE = "usage: cmdop-tui mcp list [--timeout SECONDS] | cmdop-tui mcp trust"
+
+
+def mcp_command(argv: list[str]) -> int:
+    """`cmdop-tui mcp list`: each MCP server (settings and ./.mcp.json), its source, transport,
+    state after trying to connect, and its tools. `cmdop-tui mcp trust`: let ./.mcp.json's
+    servers start (as the file is now)."""
+    if argv == ["trust"]:
+        return mcp_trust()
+    if argv[:1] != ["list"] or len(argv) not in (1, 3) or (len(argv) == 3 and argv[1] != "--timeout"):
+        return fail(MCP_USAGE, EXIT_USAGE)
+    try:
+        timeout = float(argv[2]) if len(argv) == 3 else None
+    except ValueError:
+        return fail(MCP_USAGE, EXIT_USAGE)
+    if timeout is not None and timeout <= 0:
+        return fail(MCP_USAGE, EXIT_USAGE)
+    from pathlib import Path
+
+    from cmdop_tui.mcp.listing import LIST_TIMEOUT_S, list_servers_text
+
+    try:
+        settings = load_settings()
+    except SettingsError as exc:
+        return fail(str(exc))
+    print(asyncio.run(list_servers_text(settings, Path.cwd(), timeout or LIST_TIMEOUT_S)))
+    return 0
+
+
+def mcp_trust() -> int:
+    from pathlib import Path
+
+    from cmdop_tui.mcp.specs import PROJECT_FILE, project_servers
+    from cmdop_tui.mcp.trust import trust
+
+    servers, notes = project_servers(Path.cwd())
+    if not servers:
+        return fail(notes[0] if notes else f"there is no {PROJECT_FILE} with MCP servers here")
+    try:
+        trust(Path.cwd() / PROJECT_FILE)
+    except OSError as exc:
+        return fail(f"cannot record the trust: {exc}")
+    print(f"trusted {Path.cwd() / PROJECT_FILE}: " + ", ".join(spec.name for spec in servers))
     return 0
 
 

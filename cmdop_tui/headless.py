@@ -25,8 +25,8 @@ from cmdop_tui.agent.events import BudgetWarning, Compacted, Event
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
-from cmdop_tui.support.text import strip_terminal_sequences, truncate_middle
-from cmdop_tui.tools.describe import describe_arguments
+from cmdop_tui.support.text import strip_terminal_sequences
+from cmdop_tui.tools.describe import approval_question
 
 OutputFormat = Literal["text", "stream-json", "json"]
 
@@ -60,10 +60,10 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     """Ask on the controlling terminal without blocking the loop (so a signal still stops us)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str] = loop.create_future()
-    # All of it, made inert: a long command must not hide its tail, nor text take over the terminal.
-    summary = truncate_middle(strip_terminal_sequences(describe_arguments(call.input)), 2000)
-    outside = f" OUTSIDE the sandbox (it refused: needs to {call.escalation})" if call.escalation else ""
-    sys.stderr.write(f"Allow {call.name} on {call.machine}{outside}:\n{summary}\n[y/N] ")
+    # Made inert and cut: a long command must not hide its tail, nor text take over the terminal;
+    # a write or an edit shows its diff (ToolCall.preview, read before asking).
+    question = approval_question(call.name, call.machine, call.input, escalation=call.escalation, preview=call.preview)
+    sys.stderr.write(question)
     sys.stderr.flush()
 
     def read_answer() -> None:
@@ -105,6 +105,9 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         for note in session.notes:
             sys.stderr.write(f"cmdop-tui: {note}\n")
         result, signum = await _run_until_signal(session, options)
+        for state in session.mcp.states() if session.mcp is not None else []:
+            if state.status in ("failed", "crashed"):  # said once, after the run that lacked its tools
+                sys.stderr.write(f"cmdop-tui: MCP server {state.name} {state.summary()}\n")
     return report(result, options.output_format, signum)
 
 

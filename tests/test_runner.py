@@ -525,14 +525,14 @@ async def test_budget_warns_at_80_percent_then_stops_before_crossing(fake_api, t
     from cmdop_tui.agent.events import BudgetWarning
 
     fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
-    runner, events = make_runner(fake_api, prices=PRICES, max_budget_usd=0.02, max_turns=40), Recorder()
+    runner, events = make_runner(fake_api, prices=PRICES, max_budget_usd=0.025, max_turns=40), Recorder()
     result = await runner.run("keep working", events)
 
     assert result.status == "budget" and "would cross the budget" in result.message
     warning = events.of(BudgetWarning)[0]
-    assert warning.budget_usd == 0.02 and warning.spent_usd < 0.016
+    assert warning.budget_usd == 0.025 and warning.spent_usd < 0.02
     assert events.kinds().index("budget_warning") < events.kinds().index("error")
-    assert 0.01 < runner.spent_usd <= 0.02  # never crossed: it stopped before the request
+    assert 0.01 < runner.spent_usd <= 0.025  # never crossed: it stopped before the request
     assert len(fake_api.requests) == len(events.of(Usage))
     costs = [u.cost_usd for u in events.of(Usage)]
     assert all(c and c > 0 for c in costs) and abs(events.of(Usage)[-1].session_cost_usd - sum(costs)) < 1e-9

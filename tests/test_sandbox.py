@@ -306,6 +306,15 @@ async def test_background_jobs_started_in_the_sandbox_live_on_until_the_session_
     marker = "2917.25"
     result = await run(machine(place), f"sleep {marker} > /dev/null 2>&1 & echo started")
     assert result.text.endswith("started")
-    assert running("sleep", marker)  # the command is over; its server lives on
+    await _until(lambda: bool(running("sleep", marker)))  # the command is over; its server lives on
     await asyncio.to_thread(end_background_jobs)
     await _until(lambda: not running("sleep", marker))
+
+
+@needs_bwrap
+async def test_grep_does_not_read_the_secrets_in_the_tree_it_searches(place):
+    _, work = place
+    (work / "app" / "settings.py").write_text("TOKEN = settings.get('TOKEN')\n")
+    result = await machine(place).grep("TOKEN", path=".")
+    assert "settings.py" in result.text
+    assert "from-dotenv" not in result.text and "TOKEN=prod" not in result.text

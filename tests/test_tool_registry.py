@@ -98,6 +98,7 @@ def test_builtin_schemas_accept_typical_input() -> None:
         "read_file": {"path": "a", "start": 1, "end": 2},
         "list_dir": {"path": "."},
         "write_file": {"path": "a", "content": ""},
+        "edit_file": {"path": "a", "old_string": "x", "new_string": "y", "replace_all": True},
         "grep": {"pattern": "x", "path": ".", "glob": "*.py"},
         "glob": {"pattern": "**/*", "cwd": "."},
     }
@@ -120,7 +121,7 @@ def make_tool(name: str, run: Any = None) -> Tool:
 
 def test_builtin_tools() -> None:
     names = [tool.name for tool in builtin_tools()]
-    assert names == ["execute_command", "read_file", "list_dir", "write_file", "grep", "glob"]
+    assert names == ["execute_command", "read_file", "list_dir", "write_file", "edit_file", "grep", "glob"]
 
 
 def test_registry_lookup_and_order() -> None:

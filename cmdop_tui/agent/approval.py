@@ -20,6 +20,7 @@ class ToolCall:
     tool: Tool | None
     machine: str = "local"  # where it runs: its `machine` argument, else the session's target
     escalation: str | None = None  # asked again to run outside the sandbox, which refused: what it needs
+    preview: str | None = None  # what it would change (a write's or an edit's diff), read before asking
 
 
 @dataclass(frozen=True)

@@ -66,6 +66,12 @@ class ToolStart(Event):
     name: str
     input: dict[str, Any]
     machine: str = "local"
+    preview: str | None = None  # what the call would change (a diff): shown, never streamed or stored
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        del data["preview"]
+        return data
 
 
 @dataclass(frozen=True)

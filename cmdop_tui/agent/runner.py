@@ -80,7 +80,7 @@ from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
-from cmdop_tui.tools.registry import ToolRegistry, run_tool
+from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
 
 EventSink = Callable[[Event], None]
 Status = Literal["final", "compacted", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
@@ -650,7 +650,10 @@ class Runner:
         return target or "local"
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
-        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=call.machine))
+        if call.tool is not None:  # what a write or an edit would change, for the question and the card
+            preview_context = ToolContext(call_id=call.id, cwd=self.cwd, machines=self.machines)
+            call = replace(call, preview=await preview_tool(call.tool, call.input, preview_context))
+        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=call.machine, preview=call.preview))
         started = time.monotonic()
         result = ToolResult.error(CANCELLED_RESULT)
         try:

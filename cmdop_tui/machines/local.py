@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cmdop_tui.machines import local_files
-from cmdop_tui.machines.machine import MachineResult, ProgressSink
+from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink
 from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.sandbox import Sandbox, denied_path
 from cmdop_tui.machines.spec import LOCAL
@@ -98,13 +98,36 @@ class LocalMachine:
                 return refusal
         return await self._in_thread(local_files.write_file, target, content)
 
+    async def edit_file(
+        self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
+    ) -> MachineResult:
+        target = self._path(path)
+        if sandboxed:
+            refusal = self._hidden(target) or self._not_writable(target)
+            if refusal is not None:
+                return refusal
+        return await self._in_thread(local_files.edit_file, target, old_string, new_string, replace_all)
+
+    async def read_bytes(self, path: str, *, max_bytes: int) -> FileBytes:
+        target = self._path(path)
+        hidden = self._hidden(target)
+        if hidden is not None:
+            return FileBytes.failed(hidden.text)
+        return await asyncio.to_thread(local_files.read_bytes, target, max_bytes)
+
     async def list_dir(self, path: str) -> MachineResult:
         target = self._path(path)
         return self._hidden(target) or await self._in_thread(local_files.list_dir, target)
 
     async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
         target = self._path(path)
-        return self._hidden(target) or await self._in_thread(local_files.grep, pattern, target, glob)
+        hidden = [Path(os.path.realpath(p)) for p in self.sandbox.hidden_paths(self.cwd)]
+
+        def hides(file: Path) -> bool:  # a secret inside the searched tree is not read either
+            real = Path(os.path.realpath(file))
+            return any(_within(real, secret) for secret in hidden)
+
+        return self._hidden(target) or await self._in_thread(local_files.grep, pattern, target, glob, hides)
 
     async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
         target = self._path(cwd)

@@ -20,17 +20,20 @@ from pathlib import Path
 from typing import IO, ParamSpec
 
 from cmdop_tui.machines.machine import (
+    EDIT_MAX_BYTES,
     GLOB_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
     GREP_MAX_MATCHES,
     LIST_MAX_ENTRIES,
     READ_MAX_CHARS,
     READ_MAX_LINES,
+    FileBytes,
     MachineResult,
 )
+from cmdop_tui.support.diffs import apply_edit
 from cmdop_tui.support.text import decode_output, inert_line
 
-__all__ = ["glob", "grep", "guarded", "list_dir", "read_file", "write_file"]
+__all__ = ["edit_file", "glob", "grep", "guarded", "list_dir", "read_bytes", "read_file", "write_file"]
 
 GREP_LINE_CHARS = 500
 GLOB_MAX_SCANNED = 100_000
@@ -235,15 +238,20 @@ def write_file(path: Path, content: str) -> MachineResult:
     return MachineResult(f"wrote {len(data):,} bytes to {_show(path)} ({verb})")
 
 
-def _atomic_write(target: Path, data: bytes, mode: int) -> None:
-    """Write to a temp file beside `target`, then rename it over `target`."""
+def _atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
+    """Write to a temp file beside `target`, then rename it over `target`, with `mode` and, where
+    this process may give it, `owner` (uid, gid)."""
     fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as temp:
             temp.write(data)
             temp.flush()
             os.fsync(temp.fileno())
-        os.chmod(temp_name, mode)
+            made = os.fstat(temp.fileno())
+            if owner is not None and owner != (made.st_uid, made.st_gid):
+                with contextlib.suppress(PermissionError):  # only root may give a file away
+                    os.fchown(temp.fileno(), *owner)
+        os.chmod(temp_name, mode)  # after the owner: chown clears set-id bits
         os.replace(temp_name, target)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -261,6 +269,48 @@ def _umask() -> int:
     except (OSError, ValueError, IndexError):
         pass
     return 0o022
+
+
+# --- edit_file ---------------------------------------------------------------------------------
+
+
+def edit_file(path: Path, old: str, new: str, replace_all: bool) -> MachineResult:
+    """Replace `old` with `new` (support/diffs.py says how), then write the file atomically with
+    its mode and owner; a failed edit, or a file that changed meanwhile, leaves it as it was."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    if not target.exists():
+        return MachineResult.error(
+            f"no such file: {_show(path)}; edit_file changes an existing file (write_file creates one)"
+        )
+    stream, size = _open_regular(target)
+    with stream:
+        before = os.fstat(stream.fileno())
+        if size > EDIT_MAX_BYTES:
+            return MachineResult.error(f"{_show(path)} is too large to edit ({size:,} bytes); use a command")
+        data = stream.read()
+    edit = apply_edit(data, old, new, replace_all=replace_all, name=_show(path))
+    if edit.error is not None:
+        return MachineResult.error(edit.error)
+    now = target.stat()
+    if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+        return MachineResult.error(f"{_show(path)} changed while it was being edited; it was left as it is now")
+    _atomic_write(target, edit.data, stat.S_IMODE(before.st_mode), (before.st_uid, before.st_gid))
+    return MachineResult(edit.summary(_show(path)))
+
+
+def read_bytes(path: Path, max_bytes: int) -> FileBytes:
+    """The file's bytes (through a symlink) for a diff, or why not; never raises an OSError."""
+    try:
+        target = Path(os.path.realpath(path)) if path.is_symlink() else path
+        if not target.exists():
+            return FileBytes.missing()
+        stream, size = _open_regular(target)
+        with stream:
+            if size > max_bytes:
+                return FileBytes.failed(f"{_show(path)} is too large to compare ({size:,} bytes)")
+            return FileBytes(stream.read(max_bytes + 1))
+    except OSError as exc:
+        return FileBytes.failed(f"{_show(path)}: {exc.strerror or exc}")
 
 
 # --- grep --------------------------------------------------------------------------------------
@@ -292,8 +342,9 @@ def _plural(count: int, singular: str, plural: str) -> str:
     return f"{count:,} {singular if count == 1 else plural}"
 
 
-def grep(pattern: str, root: Path, file_glob: str | None) -> MachineResult:
-    """`path:line:text` for every line matching the pattern, capped at GREP_MAX_MATCHES."""
+def grep(pattern: str, root: Path, file_glob: str | None, skip: Callable[[Path], bool] | None = None) -> MachineResult:
+    """`path:line:text` for every line matching the pattern, capped at GREP_MAX_MATCHES; files
+    `skip` names (what the sandbox hides) are not read."""
     try:
         regex = re.compile(pattern)
     except re.error as exc:
@@ -302,6 +353,8 @@ def grep(pattern: str, root: Path, file_glob: str | None) -> MachineResult:
         raise FileNotFoundError(2, "no such file or directory", str(root))
     stats = _GrepStats()
     for file, shown_as in _grep_targets(root, file_glob):
+        if skip is not None and skip(file):
+            continue
         _grep_file(regex, file, shown_as, stats)
         if len(stats.hits) >= GREP_MAX_MATCHES:
             break

@@ -1,4 +1,4 @@
-"""What the tools may ask of a machine, wherever it is: run a command, read, write, list, search.
+"""What the tools may ask of a machine, wherever it is: run a command, read, write, edit, list, search.
 
 `LocalMachine` (machines/local.py) does it here; `RemoteMachine` (machines/remote.py) over ssh.
 Every answer is a `MachineResult`: text already made inert and cut to size, ready for the model,
@@ -19,6 +19,7 @@ LIST_MAX_ENTRIES = 1_000
 GREP_MAX_MATCHES = 500
 GREP_MAX_FILE_BYTES = 10 * 1024 * 1024  # bigger files are skipped (by the local grep)
 GLOB_MAX_RESULTS = 1_000
+EDIT_MAX_BYTES = 64 * 1024 * 1024  # edit_file holds the file in memory: bigger ones are refused
 
 OutputStream = Literal["stdout", "stderr", "info"]
 ProgressSink = Callable[[str, OutputStream], None]
@@ -40,6 +41,24 @@ class MachineResult:
     def denied(cls, message: str, needs: str) -> MachineResult:
         """An operation the sandbox refused: the user may allow it outside (see tools/escalation.py)."""
         return cls(text=message, is_error=True, sandbox_denied=needs)
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    """A file's bytes as they are now (what a diff of a write compares with): `exists` is False
+    when there is no such file; `error` says why it could not be read (too big, hidden, ...)."""
+
+    data: bytes = b""
+    exists: bool = True
+    error: str | None = None
+
+    @classmethod
+    def missing(cls) -> FileBytes:
+        return cls(exists=False)
+
+    @classmethod
+    def failed(cls, why: str) -> FileBytes:
+        return cls(error=why)
 
 
 class Machine(Protocol):
@@ -70,6 +89,18 @@ class Machine(Protocol):
 
     async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
         """Replace the file's content atomically (UTF-8), keeping its mode, creating parents."""
+        ...
+
+    async def edit_file(
+        self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
+    ) -> MachineResult:
+        """Replace `old_string` (which must occur once, unless `replace_all`) with `new_string`,
+        keeping the file's encoding, line endings, mode and owner; atomically. A failed edit
+        (no match, several, a binary file) leaves the file as it was (support/diffs.py)."""
+        ...
+
+    async def read_bytes(self, path: str, *, max_bytes: int) -> FileBytes:
+        """The file's bytes, for a diff of what a write would change (symlinks followed)."""
         ...
 
     async def list_dir(self, path: str) -> MachineResult:

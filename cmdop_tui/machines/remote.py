@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cmdop_tui.machines.machine import (
+    EDIT_MAX_BYTES,
     GLOB_MAX_RESULTS,
     GREP_MAX_MATCHES,
     LIST_MAX_ENTRIES,
     READ_MAX_CHARS,
     READ_MAX_LINES,
+    FileBytes,
     MachineResult,
     ProgressSink,
 )
@@ -25,7 +27,8 @@ from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_proce
 from cmdop_tui.machines.sandbox import denied_path, remote_script
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
-from cmdop_tui.support.text import decode_output, strip_terminal_sequences, truncate_middle
+from cmdop_tui.support.diffs import apply_edit
+from cmdop_tui.support.text import decode_output, inert_line, strip_terminal_sequences, truncate_middle
 
 __all__ = ["RemoteMachine"]
 
@@ -66,6 +69,39 @@ cat > "$tmp" || {{ rm -f "$tmp"; exit 3; }}
 [ -n "$mode" ] && chmod "$mode" "$tmp"
 mv -f -- "$tmp" "$f" || {{ rm -f "$tmp"; exit 3; }}
 echo "wrote $(wc -c < "$f") bytes to $f"
+"""
+
+NO_SUCH_FILE = 4  # FETCH_SCRIPT's exit status for a missing file
+
+# The file's bytes after a line with its `cksum`, which EDIT_SCRIPT checks before replacing it.
+FETCH_SCRIPT = r"""
+f={path}
+[ -L "$f" ] && f=$(readlink -f -- "$f")
+[ -e "$f" ] || exit 4
+[ -d "$f" ] && {{ echo "$f is a directory" >&2; exit 3; }}
+[ -f "$f" ] || {{ echo "$f is not a regular file" >&2; exit 3; }}
+size=$(($(wc -c < "$f"))) || exit 3
+[ "$size" -le {limit} ] || {{ echo "$f is too large {purpose} ($size bytes)" >&2; exit 3; }}
+cksum < "$f" || exit 3
+exec cat -- "$f"
+"""
+
+# New content on stdin, written atomically with the old file's mode and (where allowed) owner,
+# unless the file changed since FETCH_SCRIPT read it.
+EDIT_SCRIPT = r"""
+f={path}
+[ -L "$f" ] && f=$(readlink -f -- "$f")
+[ -f "$f" ] || {{ echo "no such file: $f" >&2; exit 3; }}
+[ "$(cksum < "$f")" = {checksum} ] || {{ echo "$f changed while it was being edited; it was left as it is now" >&2; exit 3; }}
+dir=$(dirname -- "$f")
+mode=$(stat -c %a -- "$f" 2>/dev/null || stat -f %Lp -- "$f" 2>/dev/null)  # GNU, then BSD
+owner=$(stat -c %u:%g -- "$f" 2>/dev/null || stat -f %u:%g -- "$f" 2>/dev/null)
+tmp=$(mktemp "$dir/.cmdop-edit.XXXXXX") || exit 3
+trap 'rm -f -- "$tmp"' EXIT
+cat > "$tmp" || exit 3
+[ -n "$owner" ] && chown "$owner" "$tmp" 2>/dev/null
+[ -n "$mode" ] && chmod "$mode" "$tmp"
+mv -f -- "$tmp" "$f" || exit 3
 """
 
 GREP_SCRIPT = r"""
@@ -193,6 +229,43 @@ class RemoteMachine:
 
     async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
         return await self._script(WRITE_SCRIPT.format(path=_path(path)), input=content.encode("utf-8"))
+
+    async def edit_file(
+        self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
+    ) -> MachineResult:
+        """Read the file's bytes, replace here, write them back there (support/diffs.py)."""
+        shown = inert_line(path)
+        fetched = await self._fetch(path, EDIT_MAX_BYTES, "to edit")
+        if isinstance(fetched, FileBytes):
+            if not fetched.exists:
+                return MachineResult.error(
+                    f"no such file on {self.name}: {shown}; edit_file changes an existing file (write_file creates one)"
+                )
+            return MachineResult.error(fetched.error or "the file could not be read")
+        checksum, data = fetched
+        edit = apply_edit(data, old_string, new_string, replace_all=replace_all, name=shown)
+        if edit.error is not None:
+            return MachineResult.error(edit.error)
+        written = await self._script(EDIT_SCRIPT.format(path=_path(path), checksum=_q(checksum)), input=edit.data)
+        return written if written.is_error else MachineResult(f"{edit.summary(shown)} on {self.name}")
+
+    async def read_bytes(self, path: str, *, max_bytes: int) -> FileBytes:
+        fetched = await self._fetch(path, max_bytes, "to compare")
+        return fetched if isinstance(fetched, FileBytes) else FileBytes(fetched[1])
+
+    async def _fetch(self, path: str, limit: int, purpose: str) -> tuple[str, bytes] | FileBytes:
+        """(its `cksum` line, its bytes), or a FileBytes saying it is missing or why it cannot be read."""
+        try:
+            result = await self.transport.run(FETCH_SCRIPT.format(path=_path(path), limit=int(limit), purpose=purpose))
+        except MachineError as exc:
+            return FileBytes.failed(str(exc))
+        if result.status == NO_SUCH_FILE:
+            return FileBytes.missing()
+        if result.status != 0:
+            reason = strip_terminal_sequences(result.stderr_text).strip() or f"exit status {result.status}"
+            return FileBytes.failed(f"{self.name}: {reason}")
+        checksum, _, data = result.stdout.partition(b"\n")
+        return checksum.decode("ascii", errors="replace"), data
 
     async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
         include = f"--include={_q(glob)}" if glob else ""

@@ -18,6 +18,7 @@ from .scanning import match_close, split_top_commas
 
 Verdict = Literal["allow", "ask", "deny"]
 VERDICTS: tuple[str, ...] = ("allow", "ask", "deny")
+MCP_PREFIX = "mcp__"  # the tools of MCP servers: mcp__SERVER__TOOL
 
 _RULE_TEXT = re.compile(
     r"^\s*(?:(?P<machine>[^:()\s][^:()]*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$", re.DOTALL
@@ -36,7 +37,8 @@ class Rule:
     ``execute_command(!rm *)`` (a leading ``!`` negates the argument match: the rule applies when
     the argument does *not* match), ``web1:execute_command(systemctl status *)`` (only on
     machine web1; the machine is a glob too, ``web*:``; no prefix: every machine, ``local:``
-    this one). The tool is a name or a glob (``*``). ``tool`` alone, or ``tool(*)``, matches any
+    this one). The tool is a name or a glob (``*``): ``mcp__github__*`` is every tool of the MCP
+    server github, and so is ``mcp__github``. ``tool`` alone, or ``tool(*)``, matches any
     argument. The argument matched is the tool's main argument (``Tool.subject``; see
     :func:`.arguments.main_argument`).
 
@@ -103,7 +105,7 @@ class Rule:
 
     def applies_to(self, tool: str, machine: str) -> bool:
         """Does the rule concern this tool on this machine (whatever the argument)?"""
-        if not _glob_name(self.tool, tool):
+        if not (_glob_name(self.tool, tool) or _mcp_server_rule(self.tool, tool)):
             return False
         return self.machine is None or _glob_name(self.machine, machine)
 
@@ -140,6 +142,13 @@ class Rule:
 
 def _glob_name(pattern: str, name: str) -> bool:
     return _name_glob_regex(pattern).fullmatch(name) is not None
+
+
+def _mcp_server_rule(pattern: str, name: str) -> bool:
+    """`mcp__SERVER` alone (Claude Code's spelling) covers every tool of that MCP server, as
+    `mcp__SERVER__*` does (see cmdop_tui/mcp/names.py: a server's part has no `__`)."""
+    server = pattern[len(MCP_PREFIX) :] if pattern.startswith(MCP_PREFIX) else ""
+    return bool(server) and "__" not in server and name.startswith(f"{pattern}__")
 
 
 _REGEX_CACHE: dict[tuple[str, str], re.Pattern[str]] = {}

@@ -4,7 +4,8 @@ A `Session` owns what a conversation needs: the local model (when asked for), th
 the permission gate, the fleet of machines, the runner, and the recorder that keeps the
 transcript. Headless mode, the TUI, `serve` (one app, hence one session, per browser tab) and the
 remote end of `ask_machine` (headless mode on the other host) all open one, and so does the
-library's `Operator`; nothing is assembled anywhere else.
+library's `Operator`; nothing is assembled anywhere else. Its MCP servers (`session.mcp`) start
+in the background as it opens: their tools join the runner's registry as each one connects.
 
     async with Session(settings, platform="headless", ask=ask_on_terminal) as session:
         result = await session.run(prompt, sink)
@@ -23,11 +24,13 @@ import anthropic
 from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import Platform, SessionFacts
+from cmdop_tui.agent.events import Cancelled
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.mcp import McpServers, configured_servers
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
@@ -44,7 +47,9 @@ class Session:
     `ask` is how this surface asks the user to approve a tool call (None: nobody can, so such
     calls are denied with a reason). `client`, `retry`, `stream`, `facts` and `fleet` replace what
     the session would build itself (tests and benchmarks pin them). With `record` off, nothing is
-    written to the transcript store.
+    written to the transcript store. `mcp_wait_s` bounds how long a run waits for MCP servers
+    still connecting before its first request (None: not at all in the TUI, whose panel shows
+    them arrive; elsewhere until each has connected or failed, within its own timeout).
     """
 
     def __init__(
@@ -61,6 +66,7 @@ class Session:
         fleet: Fleet | None = None,
         cwd: Path | None = None,
         record: bool = True,
+        mcp_wait_s: float | None = None,
     ) -> None:
         self.settings = settings
         self.platform: Platform = platform
@@ -71,6 +77,7 @@ class Session:
         self.facts = facts
         self.cwd = cwd
         self.record = record
+        self.mcp_wait_s = mcp_wait_s
         self.notes: list[str] = []  # what the user should be told once the session is open
         self._given_client = client
         self._given_fleet = fleet
@@ -78,6 +85,7 @@ class Session:
         self.local_model: LocalModelServer | None = None
         self.permissions: Permissions | None = None
         self.fleet: Fleet | None = None
+        self.mcp: McpServers | None = None
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
@@ -135,8 +143,19 @@ class Session:
             facts=self.facts,
             fleet=self.fleet,
         )
+        self._start_mcp(self._runner)
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
+
+    def _start_mcp(self, runner: Runner) -> None:
+        """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
+        background (this returns at once); each one's tools join the runner's registry when it
+        has connected, and leave it when the session closes."""
+        specs, notes = configured_servers(self.settings, runner.cwd)
+        self.notes += notes
+        self.mcp = McpServers(specs, runner.tools, cwd=runner.cwd)
+        self._cleanup.push_async_callback(self.mcp.close)
+        self.mcp.start()
 
     def start_transcript(self) -> list[str]:
         """Record a new transcript, or continue the one `--continue` / `--resume` names.
@@ -168,11 +187,29 @@ class Session:
 
     async def run(self, prompt: str, emit: EventSink) -> RunResult:
         """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+        if not await self._wait_for_mcp():
+            emit(Cancelled(reason="ui", message="stopped by the user"))
+            return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
         await self._set_window()
         try:
             return await self.runner.run(prompt, emit)
         finally:
             self._learn_window()
+
+    async def _wait_for_mcp(self) -> bool:
+        """Wait for MCP servers still connecting, so that their tools are there from the first
+        turn (see `mcp_wait_s`). A Stop meanwhile stops the run: False."""
+        servers = self.mcp
+        if servers is None or not servers.connecting:
+            return True
+        wait = self.mcp_wait_s
+        if wait is None:
+            wait = 0.0 if self.platform == "tui" else servers.longest_connect_s()
+        if wait <= 0:
+            return True
+        self.ui_cancel.reset()  # the run starts here: a Stop from now on is for it
+        await servers.wait(wait, stop=lambda: self.ui_cancel.fired)
+        return not self.ui_cancel.fired
 
     async def compact(self, emit: EventSink, instructions: str = "") -> RunResult:
         """Compact the conversation now (/compact); Stop cancels it like a turn."""

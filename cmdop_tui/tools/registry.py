@@ -10,6 +10,7 @@ key, /proc/self/environ); only those literal values, so ordinary text reaches th
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -20,22 +21,27 @@ from cmdop_tui.support.secrets import MARKER, Redactor, configured_secrets
 
 from .ask import ASK_TOOLS
 from .base import Tool, ToolContext, ToolResult
-from .files import FILE_TOOLS
+from .edit import EDIT_FILE, PREVIEWS
+from .files import FILE_TOOLS, WRITE_FILE
 from .recall import RECALL
 from .schema import validate
 from .shell import EXECUTE_COMMAND
 from .todo import TODO
 
-__all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "mask_credentials", "run_tool"]
+__all__ = ["ToolRegistry", "builtin_tools", "declared_tool", "mask_credentials", "preview_tool", "run_tool"]
 
 # Where output was cut (support/text.py `cut_note`): a secret cut there leaves a piece each side.
 _CUT = re.compile(r"(\n?\[\.\.\. [\d,]+ \w+ cut \.\.\.\]\n?)")
 FRAGMENT = 8  # a piece of a credential this long, at the edge of a cut, is masked too
+PREVIEW_TIMEOUT_S = 10.0  # reading the file for a diff: past this, the question comes without one
 
 
 def builtin_tools() -> list[Tool]:
-    """The local tools every session has: execute_command and the file tools."""
-    return [EXECUTE_COMMAND, *FILE_TOOLS]
+    """The local tools every session has: execute_command and the file tools (edit_file after
+    write_file)."""
+    files = list(FILE_TOOLS)
+    files.insert(files.index(WRITE_FILE) + 1, EDIT_FILE)
+    return [EXECUTE_COMMAND, *files]
 
 
 def declared_tool(name: str) -> Tool | None:
@@ -53,6 +59,17 @@ class ToolRegistry:
             if tool.name in self._tools:
                 raise ValueError(f"duplicate tool name {tool.name!r}")
             self._tools[tool.name] = tool
+
+    def add(self, tool: Tool) -> None:
+        """Offer `tool` from the next turn on (tools that come and go while a session runs: an MCP
+        server's). ValueError when the name is taken."""
+        if tool.name in self._tools:
+            raise ValueError(f"duplicate tool name {tool.name!r}")
+        self._tools[tool.name] = tool
+
+    def remove(self, name: str) -> Tool | None:
+        """Stop offering the tool called `name` (from the next turn); the tool, or None."""
+        return self._tools.pop(name, None)
 
     def get(self, name: str) -> Tool | None:
         """The tool called `name`, or None (the model may invent names)."""
@@ -85,6 +102,28 @@ async def run_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> ToolResult:
     The app's credentials are masked in the result (see the module docstring).
     """
     return mask_credentials(await _run_tool(tool, raw_input, ctx))
+
+
+async def preview_tool(tool: Tool, raw_input: Any, ctx: ToolContext) -> str | None:
+    """What this call would change, as a person reads it before allowing it: a unified diff, or a
+    note saying why there is none. None for a tool that has no preview (or invalid input).
+
+    The file is read through the call's machine; nothing is written. Never raises an Exception
+    (cancellation propagates); the app's credentials are masked, as in results.
+    """
+    preview = next((fn for known, fn in PREVIEWS if known.name == tool.name and known.run is tool.run), None)
+    if preview is None or validate(raw_input, tool.input_schema):
+        return None
+    try:
+        async with asyncio.timeout(PREVIEW_TIMEOUT_S):
+            text = await preview(raw_input, ctx)
+    except TimeoutError:
+        text = f"[no diff: the file could not be read within {PREVIEW_TIMEOUT_S:.0f} s]"
+    except MachineError as exc:
+        text = f"[no diff: {exc}]"
+    except Exception as exc:
+        text = f"[no diff: {type(exc).__name__}: {exc}]"
+    return mask_credentials(ToolResult(text)).content
 
 
 def mask_credentials(result: ToolResult) -> ToolResult:

@@ -55,6 +55,7 @@ from cmdop_tui.tui.vocabulary.messages import (
 )
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
+from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.notice import Notice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.status_line import StatusLine
@@ -150,6 +151,7 @@ class CmdopApp(App[None]):
             yield ChatLog(id="chat")
             with Vertical(id="side"):
                 yield MachinesPanel(id="machines", machine=self._machine)
+                yield McpPanel(id="mcp")
                 yield ToolPanel(id="tools")
         yield StatusLine(id="status")
         with Horizontal(id="input-bar"):
@@ -271,6 +273,7 @@ class CmdopApp(App[None]):
             await self.chat.add_notice(self.setup_error, "error")
         self.show_status()
         self._watch_machines()
+        self.query_one(McpPanel).follow(self.session.mcp if self.session else None)
         self.show_context_window()
 
     @work(group="window", exclusive=True, exit_on_error=False)
@@ -523,7 +526,12 @@ class CmdopApp(App[None]):
         """The approval modal, awaited by the loop. Stop dismisses it."""
         answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
         screen = ApprovalScreen(
-            call.name, call.machine, call.input, timeout_s=self.settings.approval_timeout_s, escalation=call.escalation
+            call.name,
+            call.machine,
+            call.input,
+            timeout_s=self.settings.approval_timeout_s,
+            escalation=call.escalation,
+            preview=call.preview,
         )
 
         def answered(choice: ApprovalChoice | None) -> None:

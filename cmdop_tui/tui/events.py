@@ -69,7 +69,9 @@ class EventRouter:
 
     def _deliver_tool_event(self, event: ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested) -> None:
         if isinstance(event, ev.ToolStart):
-            self.records[event.call_id] = ToolRecord(event.call_id, event.name, event.input, event.machine)
+            self.records[event.call_id] = ToolRecord(
+                event.call_id, event.name, event.input, event.machine, diff=event.preview
+            )
         record = self.records.get(event.call_id)
         if record is None:
             return

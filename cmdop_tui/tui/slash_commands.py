@@ -16,6 +16,9 @@ from textual.binding import Binding
 
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
+from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE
+from cmdop_tui.mcp.specs import project_servers
+from cmdop_tui.mcp.trust import trust as trust_mcp_project
 from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
@@ -141,6 +144,35 @@ async def slash_skills(app: CmdopApp, argument: str) -> None:
         ]
     lines += found.notes
     await app.chat.add_notice("\n".join(lines))
+
+
+@COMMAND_REGISTRY.slash(
+    "/mcp [trust]",
+    "MCP servers and their state; trust this project's .mcp.json",
+    palette=(PaletteEntry("MCP servers"),),
+)
+async def slash_mcp(app: CmdopApp, argument: str) -> None:
+    cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
+    if argument.strip() == "trust":
+        servers, notes = project_servers(cwd)
+        if not servers:
+            await app.chat.add_notice(notes[0] if notes else f"There is no {PROJECT_MCP_FILE} with MCP servers here.")
+            return
+        try:
+            trust_mcp_project(cwd / PROJECT_MCP_FILE)
+        except OSError as exc:
+            await app.chat.add_notice(f"Could not record the trust: {exc.strerror or exc}", "error")
+            return
+        names = ", ".join(spec.name for spec in servers)
+        await app.chat.add_notice(
+            f"Trusted {cwd / PROJECT_MCP_FILE} ({names}); its servers start with the next session."
+        )
+        return
+    states = app.session.mcp.states() if app.session is not None and app.session.mcp is not None else []
+    lines = [f"  {state.name}: {state.summary()}" for state in states] or [
+        "  none configured ([mcp.NAME] in the settings, or .mcp.json)"
+    ]
+    await app.chat.add_notice("\n".join(["MCP servers:", *lines]))
 
 
 @COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")

@@ -1,6 +1,8 @@
 """Asks whether a tool call may run: allow once, allow for this session, or deny.
 
-No answer within the timeout means deny. Stop (s) stops the whole turn from here too.
+A write or an edit shows the diff of what it would change (`preview`, read from the machine
+before asking), coloured and scrollable, as inert text. No answer within the timeout means deny.
+Stop (s) stops the whole turn from here too.
 """
 
 from __future__ import annotations
@@ -9,13 +11,14 @@ from enum import Enum
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, ScrollableContainer, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Label, Static
 
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import describe_arguments
 from cmdop_tui.tui.screens.question import QuestionScreen
+from cmdop_tui.tui.vocabulary.tool_records import diff_content
 
 APPROVAL_TIMEOUT_S = 60.0
 
@@ -42,6 +45,32 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         #approval-countdown {
             color: $text-muted;
         }
+
+        /* Room for the diff: no padding above or below, the arguments in at most 3 lines. */
+        #approval-dialog.-with-diff {
+            width: 100;
+            padding: 0 2;
+
+            #approval-arguments {
+                max-height: 3;
+                margin: 0;
+            }
+        }
+
+        #approval-diff {
+            height: auto;
+            max-height: 36vh;
+            margin: 1 0 0 0;
+            background: $panel;
+            overflow: auto auto;
+            scrollbar-size: 1 1;
+
+            Static {
+                width: auto;
+                padding: 0 1;
+                text-wrap: nowrap;  /* a diff's lines keep their indentation and their columns */
+            }
+        }
     }
     """
 
@@ -60,17 +89,19 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         arguments: dict[str, object],
         timeout_s: float = APPROVAL_TIMEOUT_S,
         escalation: str | None = None,
+        preview: str | None = None,
     ):
         super().__init__()
         self.tool = tool
         self.machine = machine
         self.arguments = arguments
         self.escalation = escalation  # the sandbox refused it: this asks to run it outside, once
+        self.preview = preview  # what it would change: a unified diff, or a note why there is none
         self.remaining = max(1, round(timeout_s))
         self.timeout_s = timeout_s
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="approval-dialog", classes="question"):
+        with Vertical(id="approval-dialog", classes="question -with-diff" if self.preview else "question"):
             if self.escalation is None:
                 yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
             else:
@@ -91,7 +122,11 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
                     markup=False,
                 )
             with VerticalScroll(id="approval-arguments"):
-                yield Static(Content(strip_terminal_sequences(describe_arguments(self.arguments))), markup=False)
+                arguments = describe_arguments(self.arguments, self.preview)
+                yield Static(Content(strip_terminal_sequences(arguments)), markup=False)
+            if self.preview:
+                with ScrollableContainer(id="approval-diff"):
+                    yield Static(diff_content(self.preview, headers=False), markup=False, id="approval-diff-text")
             yield Static(id="approval-countdown", markup=False)
             with Horizontal(id="approval-buttons", classes="question-buttons"):
                 yield Button("Allow once (y)", id="once", variant="primary")

@@ -8,6 +8,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from textual.content import Content
+
+from cmdop_tui.support.diffs import diff_counts
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 
@@ -16,6 +19,7 @@ Status = Literal["running", "ok", "error"]
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
 REMOTE_TEXT_CHARS = 2000
 PREVIEW_SOURCE_CHARS = 8192
+DIFF_STYLES = {"+": "$text-success", "-": "$text-error", "@": "$text-accent", "\\": "$text-muted", "[": "$text-warning"}
 
 
 def short_arguments(name: str, arguments: dict[str, Any], width: int = 60) -> str:
@@ -59,6 +63,11 @@ class ToolRecord:
     live_output: str = ""
     output: str = ""
     remote_text: dict[str, str] = field(default_factory=dict)  # what remote agents are writing
+    diff: str | None = None  # what a write or an edit would change (ToolStart.preview), masked
+
+    def __post_init__(self) -> None:
+        if self.diff is not None:
+            self.diff = mask(self.diff)
 
     def add_nested(self, event: dict[str, Any]) -> None:
         """An event of the agent working for this call on another machine (ask_machine)."""
@@ -87,8 +96,18 @@ class ToolRecord:
 
     @property
     def shown_output(self) -> str:
-        """The result once finished, the live output while running (secrets masked)."""
-        return self._shown(brief=False)
+        """The diff if there is one, then the result once finished, the live output while
+        running (secrets masked)."""
+        output = self._shown(brief=False)
+        return f"{self.diff}\n\n{output}" if self.diff else output
+
+    @property
+    def diff_summary(self) -> str:
+        """`+3 -1` for a diff, else empty."""
+        if not self.diff:
+            return ""
+        added, removed = diff_counts(self.diff)
+        return f"+{added} -{removed}" if added or removed else ""
 
     def _shown(self, brief: bool) -> str:
         if self.status != "running":
@@ -114,3 +133,26 @@ class ToolRecord:
     @property
     def glyph(self) -> str:
         return {"running": "…", "ok": "✓", "error": "✗"}[self.status]
+
+
+def diff_content(diff: str, *, lines: int | None = None, width: int | None = None, headers: bool = True) -> Content:
+    """A diff coloured for display (added, removed, hunk headers, notes), inert whatever the file
+    held: at most `lines` lines (then a note of how many more), each cut to `width`; without the
+    `---`/`+++` lines unless `headers`."""
+    all_lines = diff.split("\n")
+    first_hunk = next((index for index, line in enumerate(all_lines) if line.startswith("@@ ")), len(all_lines))
+    is_header = [index < first_hunk and line.startswith(("--- ", "+++ ")) for index, line in enumerate(all_lines)]
+    if not headers:
+        all_lines = [line for line, header in zip(all_lines, is_header, strict=True) if not header]
+        is_header = [False] * len(all_lines)
+    shown = all_lines if lines is None or len(all_lines) <= lines else all_lines[: max(0, lines - 1)]
+    parts: list[Content] = []
+    for raw, header in zip(shown, is_header, strict=False):
+        line = inert_line(raw)
+        if width is not None and len(line) > width:
+            line = line[: max(1, width - 1)] + "…"
+        style = "bold" if header else DIFF_STYLES.get(line[:1], "")
+        parts.append(Content.styled(line, style) if style else Content(line))
+    if len(shown) < len(all_lines):
+        parts.append(Content.styled(f"… {len(all_lines) - len(shown):,} more lines (Enter shows all)", "$text-muted"))
+    return Content("\n").join(parts)

@@ -1,4 +1,5 @@
-"""A tool call in the chat: what runs, where, its state, and the tail of its output."""
+"""A tool call in the chat: what runs, where, its state, the diff of a write or an edit, and the
+tail of its output."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from textual.content import Content
 from textual.widget import Widget
 
 from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested, ToolOutputRequested
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 
 PREVIEW_LINES = 4
+DIFF_LINES = 12  # of a write's or an edit's diff; Enter shows all of it
 STATUS_STYLE = {"running": "$warning", "ok": "$success", "error": "$error"}
 
 
@@ -43,13 +45,16 @@ class ToolCard(Widget, can_focus=True):
             (record.name, "bold"),
             (f" @{record.machine} ", "$text-muted"),
         )
-        tail = Content.styled(f"  {record.status} {record.elapsed}".rstrip(), "$text-muted")
+        counts = f"  {record.diff_summary}" if record.diff_summary else ""
+        tail = Content.styled(f"{counts}  {record.status} {record.elapsed}".rstrip(), "$text-muted")
         room = max(8, self.size.width - lead.cell_length - tail.cell_length)
         summary = record.summary
         if len(summary) > room:
             summary = summary[: room - 1] + "…"
-        header = Content.assemble(lead, summary, tail)
+        parts = [Content.assemble(lead, summary, tail)]
+        if record.diff:
+            parts.append(diff_content(record.diff, lines=DIFF_LINES, width=max(8, self.size.width), headers=False))
         preview = record.preview(PREVIEW_LINES, width=max(8, self.size.width))
-        if not preview:
-            return header
-        return Content("\n").join([header, Content.styled(preview, "$text-muted")])
+        if preview:
+            parts.append(Content.styled(preview, "$text-muted"))
+        return Content("\n").join(parts)

@@ -1,7 +1,7 @@
 """The tool-activity panel: every tool call of the session, newest last.
 
-Arrow keys move between calls; the highlighted call's output tail shows below the table; Enter
-opens the whole output.
+Arrow keys move between calls; the highlighted call's output tail (the diff of a write or an
+edit, then its result) shows below the table; Enter opens the whole output.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from textual.content import Content
 from textual.widgets import DataTable, Static
 
 from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 PREVIEW_LINES = 6
@@ -96,7 +96,14 @@ class ToolPanel(SidePanel):
     def _show_preview(self) -> None:
         record = self.highlighted()
         preview = self.query_one("#tool-preview", Static)
-        preview.update(Content(record.preview(PREVIEW_LINES)) if record else "")
+        if record is None:
+            preview.update("")
+        elif record.diff:
+            tail = record.preview(1)  # the result's last line, under the diff
+            parts = [diff_content(record.diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
+            preview.update(Content("\n").join([*parts, Content(tail)] if tail else parts))
+        else:
+            preview.update(Content(record.preview(PREVIEW_LINES)))
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._show_preview()

@@ -1,0 +1,19 @@
+"""MCP servers: their tools offered to the model as `mcp__SERVER__TOOL`, through the official SDK.
+
+    specs       which servers: [mcp.NAME] in the settings, a project's .mcp.json; ${VAR} expansion
+    names       tool names the Messages API accepts
+    tools       a server's tool as a `Tool`: schema, tags, mutating, subject (for the floor, rules)
+    servers     McpServers: background start, states, the registry kept up to date, calls, restarts
+    client      the SDK's side (imported in a thread, only when there are servers): one connection
+    results     an MCP result as a ToolResult
+    listing     `cmdop-tui mcp list`
+
+Nothing imported here loads the SDK.
+"""
+
+from __future__ import annotations
+
+from .servers import McpServers, ServerState
+from .specs import configured_servers
+
+__all__ = ["McpServers", "ServerState", "configured_servers"]

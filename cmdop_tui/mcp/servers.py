@@ -1,0 +1,292 @@
+"""The session's MCP servers: started in the background, their tools in the session's registry
+while they are connected, their state for the app and for `cmdop-tui mcp list`.
+
+    servers = McpServers(specs, registry, cwd=cwd)
+    servers.start()                 # returns at once: connecting happens in the background
+    servers.listeners.append(show)  # show(state) on every change of a server's state
+    await servers.wait(10)          # until none is still connecting (headless mode)
+    await servers.close()           # every connection and every server process ended
+
+A server that cannot start is `failed`, with the reason; one whose connection ends is `crashed`:
+its tools stay, a call to one of them starts it again first (once per call) and says why if it
+cannot. A changed tool list (`notifications/tools/list_changed`) updates the registry, which
+the agent loop reads every turn. Nothing here raises into the session: a server's trouble is its
+state, and a call's trouble is an error result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal
+
+from cmdop_tui.config.settings import McpServerSpec
+from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.registry import ToolRegistry
+
+from .names import unique_keys
+from .specs import describe_target, expand
+from .tools import RemoteTool, mcp_tool
+
+if TYPE_CHECKING:
+    from .client import Connection
+
+log = logging.getLogger(__name__)
+
+Status = Literal["connecting", "connected", "failed", "crashed", "disabled"]
+POLL_S = 0.05  # how often a wait looks at its stop signal
+SDK_LOAD_S = 5.0  # loading the MCP SDK, at most (about half a second)
+
+
+@dataclass(frozen=True)
+class ServerState:
+    """One server as the user sees it."""
+
+    name: str
+    source: str  # "settings" or ".mcp.json"
+    transport: str  # "stdio", "http" or "sse"
+    target: str  # its command line or its URL
+    status: Status
+    tools: tuple[str, ...] = ()  # the names the model sees
+    reason: str = ""  # why it failed or crashed
+
+    def summary(self) -> str:
+        """`connected: 4 tools`, `failed: cannot start 'x': no such program`..."""
+        count = len(self.tools)
+        if self.status == "connected":
+            return f"connected: {count} tool{'s' if count != 1 else ''}"
+        return f"{self.status}: {self.reason}" if self.reason else self.status
+
+
+@dataclass
+class _Server:
+    spec: McpServerSpec
+    key: str
+    state: ServerState
+    connection: Connection | None = None
+    tools: dict[str, Tool] = field(default_factory=dict)  # by the model's name
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class McpServers:
+    """The MCP servers of a session (see the module doc)."""
+
+    def __init__(self, specs: Sequence[McpServerSpec], registry: ToolRegistry | None = None, *, cwd: Path) -> None:
+        self.registry = registry if registry is not None else ToolRegistry()
+        self.cwd = cwd
+        self.listeners: list[Callable[[ServerState], None]] = []
+        self._specs = tuple(specs)
+        self._table: dict[str, _Server] | None = None  # made on first use: opening a session stays instant
+        self._client: ModuleType | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self._changed = asyncio.Event()
+        self._spawning = asyncio.Lock()  # one server process started at a time (see client.py)
+        self._closed = False
+
+    @property
+    def _servers(self) -> dict[str, _Server]:
+        if self._table is None:
+            keys = unique_keys(spec.name for spec in self._specs)
+            self._table = {spec.name: _Server(spec, keys[spec.name], _first_state(spec)) for spec in self._specs}
+        return self._table
+
+    # --- what the user sees -----------------------------------------------------------------------
+
+    def states(self) -> list[ServerState]:
+        return [server.state for server in self._servers.values()]
+
+    @property
+    def connecting(self) -> bool:
+        return any(server.state.status == "connecting" for server in self._servers.values())
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def longest_connect_s(self) -> float:
+        """How long connecting may take at most: the longest timeout of a server, and a margin for
+        loading the SDK."""
+        return max((spec.timeout_s for spec in self._specs), default=0.0) + SDK_LOAD_S
+
+    # --- starting and stopping ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Connect every enabled server, in the background; returns at once."""
+        if self._starting is None and self._specs:
+            self._starting = asyncio.create_task(self._start_all(), name="mcp servers")
+
+    async def wait(self, timeout: float, stop: Callable[[], bool] = lambda: False) -> bool:
+        """Until no server is connecting, `timeout` seconds pass, or `stop()` says so; whether
+        none is connecting any more."""
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.connecting and not stop():
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), min(POLL_S, left))
+            except TimeoutError:
+                pass
+        return not self.connecting
+
+    async def close(self) -> None:
+        """End every connection (and every server process); their tools leave the registry."""
+        self._closed = True
+        if self._starting is not None and not self._starting.done():
+            self._starting.cancel()
+            await asyncio.wait({self._starting})
+        connections = [server.connection for server in self._servers.values() if server.connection is not None]
+        await asyncio.gather(*(connection.close() for connection in connections), return_exceptions=True)
+        for server in self._servers.values():
+            server.connection = None
+            self._withdraw(server)
+
+    async def _start_all(self) -> None:
+        if not self.connecting:
+            return
+        try:
+            self._client = await asyncio.to_thread(importlib.import_module, "cmdop_tui.mcp.client")
+        except Exception as exc:  # the SDK is missing or broken: every server says so
+            for server in self._servers.values():
+                if server.state.status == "connecting":
+                    self._set(server, status="failed", reason=f"the MCP SDK cannot be loaded: {exc}")
+            return
+        waiting = [server for server in self._servers.values() if server.state.status == "connecting"]
+        async with asyncio.TaskGroup() as group:  # cancelled (close()), it cancels them all
+            for server in waiting:
+                group.create_task(self._connect(server))
+
+    async def _connect(self, server: _Server) -> Connection | None:
+        """Connect `server` and offer its tools; the connection, or None (its state says why)."""
+        assert self._client is not None
+        try:
+            spec = expand(server.spec)
+        except ValueError as exc:
+            self._set(server, status="failed", reason=str(exc))
+            return None
+        connection: Connection = self._client.Connection(
+            spec,
+            self.cwd,
+            spawning=self._spawning,
+            on_tools=lambda tools: self._offer(server, tools),
+            on_lost=lambda why: self._lost(server, connection, why),
+        )
+        try:
+            tools = await connection.open()
+        except self._client.ConnectError as exc:
+            self._set(server, status="failed", reason=str(exc))
+            return None
+        except Exception as exc:  # never expected (the connection says why as ConnectError)
+            log.exception("connecting to the MCP server %s failed", server.spec.name)
+            self._set(server, status="failed", reason=f"{type(exc).__name__}: {exc}")
+            return None
+        if self._closed:
+            await connection.close()
+            return None
+        server.connection = connection
+        self._offer(server, tools)
+        return connection
+
+    # --- the registry -------------------------------------------------------------------------------
+
+    def _offer(self, server: _Server, remote: list[RemoteTool]) -> None:
+        """The server's tools are `remote` now: the registry gets the new ones, loses the gone."""
+        if self._closed:
+            return
+        fresh: dict[str, Tool] = {}
+        for item in remote:
+            tool = mcp_tool(server.spec.name, server.key, item, self._caller(server), taken=fresh)
+            old = server.tools.get(tool.name)
+            fresh[tool.name] = old if old is not None and _same(old, tool) else tool
+        for name, old in server.tools.items():
+            if fresh.get(name) is not old:
+                self.registry.remove(name)
+        for name, tool in fresh.items():
+            if name not in self.registry:
+                try:
+                    self.registry.add(tool)
+                except ValueError:  # a name taken by another tool: this one is left out
+                    log.warning("MCP tool %s of %s is left out: the name is taken", name, server.spec.name)
+        server.tools = {name: tool for name, tool in fresh.items() if self.registry.get(name) is tool}
+        self._set(server, status="connected", tools=tuple(server.tools), reason="")
+
+    def _withdraw(self, server: _Server) -> None:
+        for name in server.tools:
+            self.registry.remove(name)
+        server.tools = {}
+
+    def _lost(self, server: _Server, connection: Connection, why: str) -> None:
+        """A connection ended by itself: the server is `crashed`; its tools stay (a call restarts it)."""
+        if server.connection is connection and not self._closed:
+            self._set(server, status="crashed", reason=why)
+
+    # --- calls --------------------------------------------------------------------------------------
+
+    def _caller(self, server: _Server) -> Callable[[str, dict[str, Any], ToolContext], Any]:
+        async def call(tool: str, args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+            connection = await self._live(server)
+            if isinstance(connection, str):
+                return ToolResult.error(connection)
+            return await connection.call(tool, args, ctx.progress)
+
+        return call
+
+    async def _live(self, server: _Server) -> Connection | str:
+        """The server's connection, started again if it crashed; or why there is none."""
+        async with server.lock:
+            current = server.connection
+            if current is not None and current.alive:
+                return current
+            if self._closed or server.state.status not in ("crashed", "connected"):
+                return f"the MCP server '{server.spec.name}' is {server.state.summary()}"
+            crashed = server.state.reason or "its connection ended"
+            server.connection = None
+            if current is not None:
+                await current.close()
+            self._set(server, status="connecting", reason="")
+            try:
+                fresh = await self._connect(server)
+            except asyncio.CancelledError:  # Stop while it starts: it stays crashed, the next call tries again
+                self._set(server, status="crashed", reason=crashed)
+                raise
+            if fresh is not None:
+                return fresh
+            why = server.state.reason
+            self._set(server, status="crashed", reason=f"{crashed}; starting it again failed: {why}")
+            return f"the MCP server '{server.spec.name}' crashed ({crashed}) and could not be started again: {why}"
+
+    # --- states -------------------------------------------------------------------------------------
+
+    def _set(self, server: _Server, **changes: Any) -> None:
+        server.state = replace(server.state, **changes)
+        self._changed.set()
+        for listener in list(self.listeners):
+            try:
+                listener(server.state)
+            except Exception:  # a broken display must not break a connection
+                log.exception("an MCP state listener failed")
+
+
+def _same(one: Tool, other: Tool) -> bool:
+    """The same tool as the model and the permission gate see it."""
+    return (one.definition(), one.mutating, one.subject) == (other.definition(), other.mutating, other.subject)
+
+
+def _first_state(spec: McpServerSpec) -> ServerState:
+    if spec.problem is not None:
+        status: Status = "failed"
+    else:
+        status = "connecting" if spec.enabled else "disabled"
+    return ServerState(
+        name=spec.name,
+        source=spec.source,
+        transport=spec.transport,
+        target=describe_target(spec),
+        status=status,
+        reason=spec.problem or "",
+    )

@@ -1,0 +1,83 @@
+"""An MCP server's tool as a `Tool` of the session: its name for the model, its schema, its
+declarations for the permission gate, and a `run` that goes to the server.
+
+A tool is `mutating` (approval asked in the default mode) unless the server marks it
+`readOnlyHint: true`. Its `Subject` follows its schema, so the floor and argument rules judge it
+as they judge the built-in tools: a string `command` argument is a shell command (the floor
+parses it), a string `path` argument (or `file_path`, ...) is a path (no reading keys or `.env`
+files, no writing files that run code later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cmdop_tui.support.text import truncate_middle
+from cmdop_tui.tools.base import Subject, Tool, ToolContext, ToolResult
+
+from .names import tool_name
+
+MCP_TAG = "mcp"
+DESCRIPTION_LIMIT = 4_000  # characters of a server's description of a tool
+_COMMAND_ARGUMENTS = ("command", "cmd")
+_PATH_ARGUMENTS = ("path", "file_path", "filepath", "filename", "file")
+
+McpCall = Callable[[str, dict[str, Any], ToolContext], Awaitable[ToolResult]]
+
+
+@dataclass(frozen=True)
+class RemoteTool:
+    """A tool as the server lists it."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = field(default_factory=dict)
+    read_only: bool = False
+
+
+def mcp_tool(server: str, key: str, remote: RemoteTool, call: McpCall, taken: Iterable[str] = ()) -> Tool:
+    """The session's tool for `remote`, a tool of the server `server` (whose name in tool names
+    is `key`); `call(tool, args, ctx)` runs it on the server."""
+
+    async def run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return await call(remote.name, args, ctx)
+
+    schema = input_schema(remote.input_schema)
+    description = remote.description.strip() or f"The tool {remote.name} of the MCP server {server}."
+    return Tool(
+        name=tool_name(key, remote.name, taken),
+        description=truncate_middle(description, DESCRIPTION_LIMIT),
+        input_schema=schema,
+        run=run,
+        tags=frozenset({MCP_TAG, f"{MCP_TAG}:{key}"}),
+        mutating=not remote.read_only,
+        subject=subject_of(schema),
+    )
+
+
+def input_schema(schema: Any) -> dict[str, Any]:
+    """The server's input schema, as the Messages API takes it: an object at the root."""
+    root: dict[str, Any] = dict(schema) if isinstance(schema, dict) else {}
+    root["type"] = "object"
+    if not isinstance(root.get("properties"), dict):
+        root["properties"] = {}
+    return root
+
+
+def subject_of(schema: dict[str, Any]) -> Subject | None:
+    """What the floor and argument rules judge in a call, from the schema's argument names."""
+    properties = schema.get("properties", {})
+
+    def is_text(name: str) -> bool:
+        spec = properties.get(name)
+        return isinstance(spec, dict) and spec.get("type") == "string"
+
+    for name in _COMMAND_ARGUMENTS:
+        if is_text(name):
+            return Subject("command", name)
+    for name in _PATH_ARGUMENTS:
+        if is_text(name):
+            return Subject("path", name, reads_content=True, reach="parent")
+    return None

@@ -1,0 +1,88 @@
+"""The MCP panel, beside the machines panel: each MCP server of the session and its state
+(connecting, connected with its number of tools, failed or crashed with the reason, disabled).
+Hidden while the session has no MCP server."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.content import Content
+from textual.widgets import Static
+
+from cmdop_tui.support.text import inert_line
+from cmdop_tui.tui.widgets.side_panel import SidePanel
+
+if TYPE_CHECKING:
+    from cmdop_tui.mcp import McpServers, ServerState
+
+DETAIL_WIDTH = 60
+GLYPH = {
+    "connecting": ("◌", "$warning"),
+    "connected": ("●", "$success"),
+    "failed": ("✕", "$error"),
+    "crashed": ("✕", "$error"),
+    "disabled": ("○", "$text-muted"),
+}
+
+
+class McpPanel(SidePanel):
+    DEFAULT_CSS = """
+    McpPanel {
+        height: auto;
+        max-height: 12;
+
+        #mcp-servers {
+            height: auto;
+            max-height: 10;
+            overflow-y: auto;
+        }
+    }
+    """
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.border_title = "MCP servers"
+        self.states: dict[str, ServerState] = {}
+        self.display = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="mcp-servers", markup=False)
+
+    def follow(self, servers: McpServers | None) -> None:
+        """Show `servers` (those of a session opened again replace the last ones) now, and every
+        change of their state from now on."""
+        self.states = {}
+        if servers is None:
+            self.redraw()
+            return
+        for state in servers.states():
+            self.states[state.name] = state
+        servers.listeners.append(self.set_state)
+        self.redraw()
+
+    def set_state(self, state: ServerState) -> None:
+        self.states[state.name] = state
+        self.redraw()
+
+    def redraw(self) -> None:
+        self.display = bool(self.states)
+        if not self.is_mounted or not self.states:
+            return
+        lines = [self._line(state) for state in self.states.values()]
+        self.query_one("#mcp-servers", Static).update(Content("\n").join(lines))
+
+    @staticmethod
+    def _line(state: ServerState) -> Content:
+        glyph, style = GLYPH.get(state.status, ("?", "$text-muted"))
+        count = len(state.tools)
+        facts = f"{count} tool{'s' if count != 1 else ''}" if state.status == "connected" else state.status
+        if state.status == "crashed":
+            facts += " · restarts on its next call"
+        detail = state.reason or f"{state.transport}: {state.target}"
+        return Content.assemble(
+            (f"{glyph} ", style),
+            (inert_line(state.name), "bold"),
+            (f" {facts}\n", "$text-muted"),
+            (f"  {inert_line(detail)[:DETAIL_WIDTH]}", "$error" if state.reason else "$text-muted"),
+        )

@@ -1,0 +1,317 @@
+"""MCP servers as configured: `[mcp.NAME]` in the settings and a project's `.mcp.json` in every
+spelling a user would try, `${VAR}` expansion, tool names the Messages API takes, permission
+rules for `mcp__SERVER__TOOL`, and results read as text."""
+
+from __future__ import annotations
+
+import base64
+import json
+import tomllib
+from dataclasses import replace
+
+import mcp_types as types
+import pytest
+
+from cmdop_tui.config.settings import (
+    FIRST_RUN_TEMPLATE,
+    McpServerSpec,
+    Settings,
+    SettingsError,
+    mcp_server_from,
+    settings_from,
+)
+from cmdop_tui.mcp.names import server_key, tool_name, unique_keys
+from cmdop_tui.mcp.results import OUTPUT_LIMIT, size_of, tool_result
+from cmdop_tui.mcp.specs import configured_servers, expand, project_servers
+from cmdop_tui.mcp.tools import RemoteTool, input_schema, mcp_tool, subject_of
+from cmdop_tui.mcp.trust import trust
+from cmdop_tui.permissions import Permissions
+from cmdop_tui.tools.base import Subject, ToolResult
+
+# --- the settings: [mcp.NAME] -------------------------------------------------------------------
+
+
+def test_settings_take_stdio_and_http_servers():
+    settings = settings_from(
+        tomllib.loads(
+            """
+            [mcp.github]
+            command = "npx"
+            args = ["-y", "@modelcontextprotocol/server-github"]
+            env = { GITHUB_TOKEN = "${GITHUB_TOKEN}", DEBUG = 1 }
+
+            [mcp.docs]
+            url = "https://mcp.example.com/mcp"
+            headers = { Authorization = "Bearer ${DOCS_TOKEN}" }
+            timeout = 5
+            """
+        )
+    )
+    github, docs = settings.mcp_servers
+    assert github == McpServerSpec(
+        name="github",
+        command="npx",
+        args=("-y", "@modelcontextprotocol/server-github"),
+        env={"GITHUB_TOKEN": "${GITHUB_TOKEN}", "DEBUG": "1"},
+    )
+    assert (docs.transport, docs.url, docs.headers, docs.timeout_s) == (
+        "http",
+        "https://mcp.example.com/mcp",
+        {"Authorization": "Bearer ${DOCS_TOKEN}"},
+        5.0,
+    )
+
+
+@pytest.mark.parametrize(
+    ("table", "expected"),
+    [
+        ({"command": "npx -y srv"}, ("stdio", "npx", ("-y", "srv"), "")),
+        ({"command": ["uvx", "srv", "--flag"]}, ("stdio", "uvx", ("srv", "--flag"), "")),
+        ({"command": "srv", "args": "--port 3 --name 'a b'"}, ("stdio", "srv", ("--port", "3", "--name", "a b"), "")),
+        ({"type": "stdio", "command": "srv", "args": [1, True]}, ("stdio", "srv", ("1", "true"), "")),
+        ({"type": "http", "url": "http://h/mcp"}, ("http", "", (), "http://h/mcp")),
+        ({"type": "streamable-http", "url": "http://h/mcp"}, ("http", "", (), "http://h/mcp")),
+        ({"type": "streamableHttp", "url": "http://h/mcp"}, ("http", "", (), "http://h/mcp")),
+        ({"transport": "streamable_http", "url": "http://h/mcp"}, ("http", "", (), "http://h/mcp")),
+        ({"url": "https://h/mcp"}, ("http", "", (), "https://h/mcp")),
+        ({"type": "sse", "url": "http://h/sse"}, ("sse", "", (), "http://h/sse")),
+    ],
+)
+def test_every_spelling_of_a_server(table, expected):
+    spec = mcp_server_from("x", table, "here")
+    assert (spec.transport, spec.command, spec.args, spec.url) == expected
+
+
+def test_other_tools_table_names_and_disabling_are_understood():
+    settings = settings_from(
+        {
+            "mcp_servers": {"codex_style": {"command": "srv"}},
+            "mcpServers": {"claude_style": {"command": "srv", "disabled": True}},
+            "mcp": {"ours": {"command": "srv", "enabled": False}},
+        }
+    )
+    assert {(s.name, s.enabled) for s in settings.mcp_servers} == {
+        ("codex_style", True),
+        ("claude_style", False),
+        ("ours", False),
+    }
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"command": "srv", "colour": 3}, "unknown key 'colour'"),
+        ({"args": ["x"]}, "needs a command"),
+        ({"type": "http"}, "needs a url starting with http"),
+        ({"type": "http", "url": "ftp://h"}, "needs a url starting with http"),
+        ({"type": "websocket", "url": "ws://h"}, "unknown transport 'websocket'"),
+        ({"command": "srv", "timeout": 0}, "timeout must be a positive number"),
+        ({"command": "srv", "env": ["A=1"]}, "env must be a table"),
+        ({"command": "srv", "env": {"A": [1]}}, "env holds list"),
+        ({"command": 3}, "command must be a string or a list"),
+    ],
+)
+def test_a_server_table_that_cannot_be_used_is_a_settings_error(table, message):
+    with pytest.raises(SettingsError, match=message) as raised:
+        settings_from({"mcp": {"x": table}})
+    assert "[mcp.x]" in str(raised.value)
+
+
+def test_the_first_run_template_still_changes_nothing():
+    assert settings_from(tomllib.loads(FIRST_RUN_TEMPLATE)).mcp_servers == ()
+    commented = "\n".join(line[2:] for line in FIRST_RUN_TEMPLATE.splitlines() if line.startswith("# [mcp"))
+    assert commented  # the template shows an MCP server
+
+
+# --- the project: .mcp.json ---------------------------------------------------------------------
+
+
+def test_a_projects_mcp_json_in_claude_codes_format(tmp_path):
+    (tmp_path / ".mcp.json").write_text(
+        json.dumps(
+            {
+                "mcpServers": {
+                    "files": {"type": "stdio", "command": "npx", "args": ["-y", "fs"], "env": {"A": "1"}},
+                    "api": {"type": "http", "url": "https://api/mcp", "headers": {"X-Key": "${KEY}"}},
+                    "old": {"type": "sse", "url": "https://old/sse", "alwaysAllow": ["x"]},
+                    "bad": {"type": "http"},
+                    "odd": "not an object",
+                }
+            }
+        )
+    )
+    specs, notes = project_servers(tmp_path)
+    assert notes == []
+    by_name = {spec.name: spec for spec in specs}
+    assert by_name["files"].source == ".mcp.json" and by_name["files"].args == ("-y", "fs")
+    assert by_name["api"].transport == "http" and by_name["api"].headers == {"X-Key": "${KEY}"}
+    assert by_name["old"].transport == "sse" and by_name["old"].problem is None  # unknown keys: ignored
+    assert "needs a url" in (by_name["bad"].problem or "")
+    assert "must be a table" in (by_name["odd"].problem or "")
+
+
+@pytest.mark.parametrize(
+    ("text", "note"),
+    [("{not json", "invalid JSON"), ('{"other": {}}', 'no "mcpServers" object'), ("[]", 'no "mcpServers"')],
+)
+def test_a_broken_mcp_json_is_a_note_not_a_failure(tmp_path, text, note):
+    (tmp_path / ".mcp.json").write_text(text)
+    specs, notes = project_servers(tmp_path)
+    assert specs == [] and len(notes) == 1 and note in notes[0]
+
+
+def test_vs_codes_servers_key_and_no_file_at_all(tmp_path):
+    assert project_servers(tmp_path) == ([], [])
+    (tmp_path / ".mcp.json").write_text('{"servers": {"x": {"command": "srv"}}}')
+    assert [spec.name for spec in project_servers(tmp_path)[0]] == ["x"]
+
+
+def test_the_project_wins_over_the_settings_for_the_same_name(tmp_path):
+    settings = Settings(mcp_servers=(McpServerSpec(name="db", command="mine"), McpServerSpec(name="kept", command="k")))
+    (tmp_path / ".mcp.json").write_text('{"mcpServers": {"db": {"command": "theirs"}}}')
+    specs, _ = configured_servers(settings, tmp_path)
+    assert [spec.command for spec in specs] == ["mine", "k"]  # not trusted yet: the user's own stay
+    trust(tmp_path / ".mcp.json")
+    specs, _ = configured_servers(settings, tmp_path)
+    assert [(spec.name, spec.command, spec.source) for spec in specs] == [
+        ("kept", "k", "settings"),
+        ("db", "theirs", ".mcp.json"),
+    ]
+
+
+def test_variables_are_expanded_when_a_server_starts(monkeypatch):
+    spec = McpServerSpec(
+        name="x",
+        command="~/bin/${TOOL}",
+        args=("--token=${TOKEN}", "${MISSING:-none}", "$PLAIN"),
+        env={"T": "${TOKEN}"},
+        url="https://${HOST:-h}/mcp",
+        headers={"Authorization": "Bearer ${TOKEN}"},
+    )
+    environ = {"TOOL": "srv", "TOKEN": "t0k", "HOME": "/home/u"}
+    monkeypatch.setenv("HOME", "/home/u")
+    expanded = expand(spec, environ)
+    assert expanded.command == "/home/u/bin/srv"
+    assert expanded.args == ("--token=t0k", "none", "$PLAIN")
+    assert expanded.env == {"T": "t0k"} and expanded.headers == {"Authorization": "Bearer t0k"}
+    assert expanded.url == "https://h/mcp"
+    with pytest.raises(ValueError, match="TOKEN is not set"):
+        expand(spec, {"TOOL": "srv"})
+
+
+# --- names the Messages API takes ----------------------------------------------------------------
+
+
+def test_tool_names_are_sanitised_bounded_and_unique():
+    assert tool_name("github", "create_issue") == "mcp__github__create_issue"
+    assert tool_name("fs", "read.file v2") == "mcp__fs__read_file_v2"
+    long = tool_name("fs", "x" * 300)
+    assert len(long) == 128 and long.startswith("mcp__fs__xxx")
+    assert tool_name("fs", "a_b", taken=["mcp__fs__a_b"]) != "mcp__fs__a_b"
+    assert server_key("my server.v2") == "my_server_v2"
+    assert server_key("a__b") == "a_b" and server_key("!!!") == "server"
+    assert unique_keys(["db", "d.b", "d_b"]) == {"db": "db", "d.b": "d_b", "d_b": "d_b_2"}
+
+
+def test_a_tool_declares_what_the_floor_and_the_rules_judge():
+    assert subject_of(input_schema({"properties": {"command": {"type": "string"}}})) == Subject("command", "command")
+    assert subject_of(input_schema({"properties": {"file_path": {"type": "string"}}})) == Subject(
+        "path", "file_path", reads_content=True, reach="parent"
+    )
+    assert subject_of(input_schema({"properties": {"path": {"type": "array"}}})) is None
+    assert input_schema({"type": "string"}) == {"type": "object", "properties": {}}
+    assert input_schema(None) == {"type": "object", "properties": {}}
+
+
+async def test_a_tool_with_no_description_says_whose_it_is():
+    async def call(name, args, ctx):
+        return ToolResult(name)
+
+    tool = mcp_tool("my.db", "my_db", RemoteTool("q"), call)
+    assert tool.description == "The tool q of the MCP server my.db."
+    assert tool.tags == {"mcp", "mcp:my_db"} and tool.mutating and tool.subject is None
+    assert (await tool.run({}, None)).content == "q"  # type: ignore[arg-type]
+
+
+# --- permission rules for mcp__SERVER__TOOL --------------------------------------------------------
+
+
+def decide(rules: list[tuple[str, str]], tool: str, *, read_only: bool = False, mode: str = "default") -> str:
+    permissions = Permissions(mode=mode, audit=False)
+    for text, verdict in rules:
+        permissions.add_session_rule(text, verdict)
+
+    async def never(name, args, ctx):
+        raise AssertionError
+
+    server, _, remote = tool.removeprefix("mcp__").partition("__")
+    spec = mcp_tool(server, server, RemoteTool(remote, read_only=read_only), never)
+    assert spec.name == tool
+    return permissions.decide(tool, {}, spec=spec).verdict
+
+
+@pytest.mark.parametrize(
+    ("rules", "tool", "verdict"),
+    [
+        ([], "mcp__demo__slow", "ask"),  # mutating unless the server says read-only
+        ([], "mcp__demo__echo", "ask"),
+        ([("mcp__demo__*", "allow")], "mcp__demo__slow", "allow"),
+        ([("mcp__demo", "allow")], "mcp__demo__slow", "allow"),  # Claude Code's spelling
+        ([("mcp__demo", "allow")], "mcp__demonic__slow", "ask"),
+        ([("mcp__de", "allow")], "mcp__demo__slow", "ask"),
+        ([("mcp__demo__slow", "deny")], "mcp__demo__slow", "deny"),
+        ([("mcp__demo__*", "allow"), ("mcp__demo__slow", "deny")], "mcp__demo__slow", "deny"),
+        ([("mcp__*", "deny")], "mcp__demo__slow", "deny"),
+        ([("mcp__demo__*", "ask")], "mcp__demo__slow", "ask"),
+    ],
+)
+def test_rules_name_mcp_tools_as_they_name_built_in_ones(rules, tool, verdict):
+    assert decide(rules, tool) == verdict
+
+
+def test_read_only_tools_run_without_asking_and_modes_apply():
+    assert decide([], "mcp__demo__echo", read_only=True) == "allow"
+    assert decide([], "mcp__demo__slow", mode="strict") == "deny"
+    assert decide([], "mcp__demo__slow", mode="auto") == "allow"
+    assert decide([("mcp__demo", "deny")], "mcp__demo__echo", read_only=True, mode="auto") == "deny"
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+def b64(size: int) -> str:
+    return base64.b64encode(b"x" * size).decode()
+
+
+def test_every_kind_of_content_becomes_text():
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(text="\x1b[31mred\x1b[0m"),
+            types.ImageContent(data=b64(500), mime_type="image/jpeg"),
+            types.AudioContent(data=b64(2_500_000), mime_type="audio/wav"),
+            types.EmbeddedResource(
+                resource=types.BlobResourceContents(uri="file:///a.bin", mime_type="application/zip", blob=b64(12_345))
+            ),
+            types.ResourceLink(uri="https://x/y", name="https://x/y"),
+        ],
+        structured_content={"ignored": "because there is text"},
+    )
+    assert tool_result(result) == ToolResult(
+        "red\n[image: image/jpeg, 500 B]\n[audio: audio/wav, 2.5 MB]\n"
+        "[resource: file:///a.bin, application/zip, 12 kB]\n[resource link: https://x/y]"
+    )
+
+
+def test_empty_results_and_long_ones():
+    assert tool_result(types.CallToolResult(content=[])) == ToolResult("(no output)")
+    assert tool_result(types.CallToolResult(content=[], is_error=True)).is_error
+    long = tool_result(types.CallToolResult(content=[types.TextContent(text="y" * (OUTPUT_LIMIT * 2))]))
+    assert len(long.content) < OUTPUT_LIMIT + 100 and "cut ...]" in long.content
+    structured = tool_result(types.CallToolResult(content=[], structured_content={"n": 1}, is_error=True))
+    assert structured == ToolResult('{\n  "n": 1\n}', is_error=True)
+    assert size_of(b64(1)) == "1 B" and size_of(b64(999_999)) == "1000 kB"
+
+
+def test_a_spec_is_a_value():
+    spec = McpServerSpec(name="a", command="x")
+    assert replace(spec, name="b").name == "b" and spec.enabled and spec.source == "settings"
