@@ -26,12 +26,10 @@ from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.context_usage import estimate_tokens
 from cmdop_tui.agent.events import Compacted, CompactionStarted, Event, Retrying, Usage
 from cmdop_tui.agent.history import (
-    SUMMARY_CLOSE,
-    SUMMARY_OPEN,
-    SUMMARY_PREAMBLE,
     Conversation,
     Message,
     blocks_of,
+    previous_summary,
     summary_block,
     summary_of,
     without_summaries,
@@ -44,7 +42,6 @@ EventSink = Callable[[Event], None]
 Trigger = Literal["auto", "manual", "too_long"]
 
 FALLBACK_WINDOW = 200_000  # when nobody said what the model's window is
-CURRENT_REQUEST_LABEL = "The user's current request, verbatim:"
 
 SUMMARISER_SYSTEM = """\
 You compact the working memory of CMDOP Operator, an agent that runs commands and edits files on \
@@ -114,16 +111,6 @@ def split_point(messages: Sequence[Message], tail_tokens: int) -> Split:
             break
         best = Split(index, size)
     return best or Split(0, 0)
-
-
-def previous_summary(messages: Sequence[Message]) -> str:
-    """The text of the summary the conversation starts with, without its wrapper ("" if none)."""
-    text = summary_of(messages)
-    if text is None:
-        return ""
-    body = text.removeprefix(SUMMARY_OPEN).removesuffix(SUMMARY_CLOSE).strip()
-    body = body.removeprefix(SUMMARY_PREAMBLE).strip()
-    return body.split("\n\n" + CURRENT_REQUEST_LABEL, 1)[0].strip()
 
 
 def render_head(messages: Sequence[Message], output_chars: int, budget_chars: int) -> str:

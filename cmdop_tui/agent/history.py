@@ -58,11 +58,14 @@ def tool_result_ids(message: Mapping[str, Any]) -> list[str]:
     return [b["tool_use_id"] for b in blocks_of(message) if b.get("type") == "tool_result"]
 
 
+CURRENT_REQUEST_LABEL = "The user's current request, verbatim:"
+
+
 def summary_block(summary: str, current_request: str | None = None) -> Block:
     """The text block that stands for the compacted head of a conversation."""
     parts = [SUMMARY_OPEN, SUMMARY_PREAMBLE, "", summary.strip()]
     if current_request:
-        parts += ["", "The user's current request, verbatim:", current_request]
+        parts += ["", CURRENT_REQUEST_LABEL, current_request]
     return text_block("\n".join([*parts, SUMMARY_CLOSE]))
 
 
@@ -78,6 +81,16 @@ def summary_of(messages: Sequence[Message]) -> str | None:
         if is_summary_block(block):
             return str(block["text"])
     return None
+
+
+def previous_summary(messages: Sequence[Message]) -> str:
+    """The text of the summary the conversation starts with, without its wrapper ("" if none)."""
+    text = summary_of(messages)
+    if text is None:
+        return ""
+    body = text.removeprefix(SUMMARY_OPEN).removesuffix(SUMMARY_CLOSE).strip()
+    body = body.removeprefix(SUMMARY_PREAMBLE).strip()
+    return body.split("\n\n" + CURRENT_REQUEST_LABEL, 1)[0].strip()
 
 
 def without_summaries(messages: Iterable[Message]) -> list[Message]:

@@ -25,6 +25,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
+from cmdop_tui import transcripts
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
@@ -138,6 +139,7 @@ class CmdopApp(App[None]):
         self.setup_error: str | None = None
         self.session: Session | None = None
         self._opening: Session | None = None  # until open, for on_unmount
+        self._previewed: tuple[str, int] | None = None  # a resumed session drawn from its transcript
         self._client = client
         self.session_ready = asyncio.Event()
         self._panels_user_set = False
@@ -175,7 +177,24 @@ class CmdopApp(App[None]):
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
         for problem in self.theme_problems:
             await self.chat.add_notice(problem, "warning")
+        if self.settings.resume or self.settings.continue_latest:
+            self.preview_history()
         self.prepare_session()
+
+    @work(group="preview", exit_on_error=False)
+    async def preview_history(self) -> None:
+        """Draw the tail of the session being resumed straight from its transcript, while the
+        session (and the SDK) still load: a long session is on screen at once."""
+        session_id = self.settings.resume or await asyncio.to_thread(transcripts.latest)
+        if session_id is None:
+            return
+        try:
+            loaded = await asyncio.to_thread(transcripts.load, session_id)
+        except (OSError, transcripts.SessionError):
+            return  # the session's own opening says what is wrong
+        if self.session is None:  # else the session was quicker and has drawn it
+            self._previewed = (loaded.id, len(loaded.messages))
+            await self.chat.show_messages(loaded.messages, self.event_router.records)
 
     @work(group="setup", exit_on_error=False)
     async def prepare_session(self) -> None:
@@ -264,8 +283,11 @@ class CmdopApp(App[None]):
 
     async def _session_opened(self, notes: list[str]) -> None:
         """Show what opening the session brought: a resumed conversation, notes, or the error."""
-        if self.runner is not None and self.runner.conversation.messages:
-            await self.show_history()
+        runner, recorder = self.runner, self.recorder
+        if runner is not None and runner.conversation.messages:
+            session_id = recorder.session_id if recorder is not None else None
+            if self._previewed != (session_id, len(runner.conversation.messages)):  # not drawn yet
+                await self.show_history()
         for note in notes:
             await self.chat.add_notice(note)
         settle_heap()

@@ -2,6 +2,10 @@
 
 Anchored to the bottom while the user has not scrolled up (Textual's `anchor`), so a streaming
 reply stays in view without fighting a user who is reading back.
+
+It costs what is near the view, not the whole history: a resumed session draws its last
+RESUME_PAGE messages at once (earlier ones come back a page at a time, on request), and a live
+session keeps at most MAX_ITEMS entries, the oldest giving way (the transcript keeps them all).
 """
 
 from __future__ import annotations
@@ -13,16 +17,20 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.compaction import previous_summary
-from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
+from cmdop_tui.agent.history import Message, blocks_of, is_summary_block, previous_summary
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.compaction_item import CompactionItem
+from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
 from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
 from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 from cmdop_tui.tui.widgets.user_message import UserMessage
+
+RESUME_PAGE = 40  # messages of a resumed session drawn at once, and per "show more"
+MAX_ITEMS = 400  # entries a live chat keeps; past it the oldest PRUNE_BATCH give way
+PRUNE_BATCH = 100
 
 
 class ChatLog(VerticalScroll, can_focus=True):
@@ -48,6 +56,11 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._compaction: CompactionItem | None = None  # the one running
         self._compaction_failure: str | None = None  # what the last failed compaction said
         self.last_reply = ""
+        self._resumed: Sequence[Message] = ()  # a resumed conversation, drawn from `_shown_from` on
+        self._shown_from = 0
+        self._records: dict[str, ToolRecord] = {}
+        self._earlier: EarlierMessages | None = None
+        self._pruned = 0  # live entries that gave way
 
     def on_mount(self) -> None:
         self.anchor()
@@ -57,6 +70,21 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def add(self, widget: Widget) -> None:
         if self.is_attached:  # events may still arrive while the app shuts down
             await self.mount(widget)
+            if len(self.children) > MAX_ITEMS:
+                await self._prune()
+
+    async def _prune(self) -> None:
+        """The oldest entries give way, so a long session costs what a short one does."""
+        oldest = [child for child in self.children if child is not self._earlier][:PRUNE_BATCH]
+        oldest = [child for child in oldest if child is not self._reply and child is not self._compaction]
+        for card in [child for child in oldest if isinstance(child, ToolCard)]:
+            self._cards.pop(card.record.call_id, None)
+        await self.remove_children(oldest)
+        self._pruned += len(oldest)
+        if self._earlier is None:
+            self._earlier = EarlierMessages(self._pruned, RESUME_PAGE, can_show=False)
+            await self.mount(self._earlier, before=0)
+        self._earlier.set_counts(self._pruned + self._shown_from, RESUME_PAGE)
 
     async def add_user_message(self, text: str) -> None:
         await self._end_reply()
@@ -83,35 +111,69 @@ class ChatLog(VerticalScroll, can_focus=True):
         await self._end_reply()
         self._cards.clear()
         self._compaction = self._compaction_failure = None
+        self._resumed, self._shown_from, self._records = (), 0, {}
+        self._earlier, self._pruned = None, 0
         await self.remove_children()
 
     # --- a resumed conversation ----------------------------------------------------------------
 
     async def show_messages(self, messages: Sequence[Message], records: dict[str, ToolRecord]) -> None:
-        """Draw a resumed conversation: prompts, replies, tool calls with their results (`records`
-        gets one per call), and the summary it starts with if it was compacted (folded)."""
+        """Draw a resumed conversation at once: its last RESUME_PAGE messages (tool calls with
+        their results: `records` gets one per call drawn), the summary it starts with if it was
+        compacted (folded), and a line that brings back earlier messages on request."""
+        self._resumed, self._records = messages, records
+        self._shown_from = max(0, len(messages) - RESUME_PAGE)
+        if messages and any(is_summary_block(block) for block in blocks_of(messages[0])):
+            await self.add(CompactionItem.resumed(previous_summary(messages)))
+        if self._shown_from > 0:
+            self._earlier = EarlierMessages(self._shown_from, RESUME_PAGE)
+            await self.add(self._earlier)
+        await self._draw(messages[self._shown_from :], after=None)
+
+    async def on_earlier_messages_requested(self, message: EarlierMessages.Requested) -> None:
+        message.stop()
+        start = max(0, self._shown_from - RESUME_PAGE)
+        page, self._shown_from = self._resumed[start : self._shown_from], start
+        await self._draw(page, after=message.item)
+        if start == 0 and not self._pruned:
+            await message.item.remove()
+            self._earlier = None
+        else:
+            message.item.set_counts(start + self._pruned, RESUME_PAGE)
+
+    async def _draw(self, messages: Sequence[Message], *, after: Widget | None) -> None:
+        """Mount the entries of `messages` in one go (at the end, or right after `after`)."""
+        widgets: list[Widget] = []
         for message in messages:
             for block in blocks_of(message):
-                if is_summary_block(block):
-                    await self.add(CompactionItem.resumed(previous_summary(messages)))
-                else:
-                    await self._show_block(message["role"], block, records)
+                if not is_summary_block(block) and (widget := self._entry(message["role"], block)) is not None:
+                    widgets.append(widget)
+        if not widgets or not self.is_attached:
+            return
+        await self.mount_all(widgets, after=after) if after is not None else await self.mount_all(widgets)
+        for widget in widgets:
+            if isinstance(widget, AssistantReply):
+                widget.finish()
 
-    async def _show_block(self, role: str, block: dict[str, Any], records: dict[str, ToolRecord]) -> None:
+    def _entry(self, role: str, block: dict[str, Any]) -> Widget | None:
+        """The chat entry for one block of a stored message (a tool result finishes its call's card)."""
         kind = block.get("type")
         if kind == "text" and role == "user":
-            await self.add_user_message(block.get("text", ""))
-        elif kind == "text":
-            await self.add_reply(block.get("text", ""))
-        elif kind == "tool_use":
+            return UserMessage(block.get("text", ""))
+        if kind == "text":
+            return AssistantReply(block.get("text", ""))
+        if kind == "tool_use":
             used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
             used.status = "ok"
-            records[used.call_id] = used
-            await self.add_tool_card(used)
-        elif kind == "tool_result" and (answered := records.get(block.get("tool_use_id", ""))):
+            self._records[used.call_id] = used
+            card = ToolCard(used)
+            self._cards[used.call_id] = card
+            return card
+        if kind == "tool_result" and (answered := self._records.get(block.get("tool_use_id", ""))):
             content = block.get("content")
             text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
             answered.finish(text, bool(block.get("is_error")), 0.0)
+        return None
 
     # --- streaming -----------------------------------------------------------------------------
 

@@ -1,0 +1,71 @@
+"""Long sessions in the TUI: a resumed session draws its tail at once, earlier messages come back
+on request, and a live chat keeps a bounded number of entries."""
+
+from __future__ import annotations
+
+from tui_helpers import make_app, replies, wait_until
+
+from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.transcripts import Transcript
+from cmdop_tui.tui.widgets.chat_log import MAX_ITEMS, RESUME_PAGE, ChatLog
+from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
+from cmdop_tui.tui.widgets.notice import Notice
+from cmdop_tui.tui.widgets.tool_card import ToolCard
+from cmdop_tui.tui.widgets.user_message import UserMessage
+
+TURNS = 500  # 2,000 messages: a prompt, a tool call, its result and an answer each
+
+
+def long_session() -> None:
+    conversation = Conversation()
+    with Transcript.create(model="claude-sonnet-5-5", cwd="/") as transcript:
+        conversation.listeners.append(transcript.append)
+        for n in range(TURNS):
+            call = {"type": "tool_use", "id": f"toolu_{n:05d}", "name": "execute_command", "input": {"command": "df"}}
+            conversation.append_user(f"prompt {n}")
+            conversation.append_assistant([text_block(f"checking {n}"), call])
+            conversation.append_tool_results([tool_result_block(call["id"], f"output {n}")])
+            conversation.append_assistant([text_block(f"answer {n}")])
+
+
+async def test_a_resumed_session_draws_its_tail_and_brings_back_more_on_request(fake_api):
+    long_session()
+    app = make_app(fake_api, settings=Settings(continue_latest=True))
+    async with app.run_test() as pilot:
+        await wait_until(pilot, lambda: replies(app) and replies(app)[-1] == f"answer {TURNS - 1}", what="the tail")
+        chat = app.query_one(ChatLog)
+        assert len(chat.children) <= 2 * RESUME_PAGE  # the tail, not 2,000 messages
+        (earlier,) = app.query(EarlierMessages)
+        assert earlier.hidden == 4 * TURNS - RESUME_PAGE and "earlier messages not shown" in str(earlier.render())
+        first_prompt = app.query(UserMessage).first()
+        earlier.focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: earlier.hidden == 4 * TURNS - 2 * RESUME_PAGE, what="a page more")
+        assert app.query(UserMessage).first() is not first_prompt  # an earlier prompt now comes first
+        assert chat.children.index(earlier) == 0 and len(app.query(ToolCard)) > RESUME_PAGE // 4
+
+
+async def test_a_live_chat_keeps_a_bounded_number_of_entries(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test() as pilot:
+        chat = app.query_one(ChatLog)
+        for n in range(MAX_ITEMS + 50):
+            await chat.add_notice(f"note {n}")
+        await pilot.pause()
+        assert len(chat.children) <= MAX_ITEMS + 1
+        earlier = chat.children[0]
+        assert isinstance(earlier, EarlierMessages) and earlier.hidden >= 50 and not earlier.can_show
+        notes = [str(n.content) for n in app.query(Notice)]
+        assert notes[-1] == f"note {MAX_ITEMS + 49}" and "note 0" not in notes
+
+
+def test_the_app_draws_before_the_sdk_is_imported():
+    """The SDK takes about a second to import: the app must paint (and a resumed session show its
+    tail) without it; only the session, opened after the first paint, loads it."""
+    import subprocess
+    import sys
+
+    probe = "import sys, cmdop_tui.tui.app; print(sorted(m for m in ('anthropic', 'mcp') if m in sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
