@@ -6,7 +6,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 
 from cmdop_tui.config.flags import apply_flags, parser
 from cmdop_tui.config.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
@@ -158,8 +158,20 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
 ESCAPE_DELAY_MS = "25"
 
 
+LOW_BANDWIDTH_FPS = "12"  # frames a second at most on a slow link (Textual's default is 60)
+
+
+def prepare_terminal(settings: Settings, environ: MutableMapping[str, str] = os.environ) -> None:
+    """What Textual reads from the environment when it is imported: the Escape key's delay, and
+    on a slow link (low-bandwidth mode) fewer frames a second and no animations."""
+    environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)
+    if settings.low_bandwidth_mode(environ):
+        environ.setdefault("TEXTUAL_FPS", LOW_BANDWIDTH_FPS)
+        environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+
 def run_tui(settings: Settings) -> int:
-    os.environ.setdefault("ESCDELAY", ESCAPE_DELAY_MS)
+    prepare_terminal(settings)
     from cmdop_tui.tui.app import CmdopApp
 
     CmdopApp(settings).run()

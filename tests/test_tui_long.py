@@ -43,7 +43,9 @@ async def test_a_resumed_session_draws_its_tail_and_brings_back_more_on_request(
         await pilot.press("enter")
         await wait_until(pilot, lambda: earlier.hidden == 4 * TURNS - 2 * RESUME_PAGE, what="a page more")
         assert app.query(UserMessage).first() is not first_prompt  # an earlier prompt now comes first
-        assert chat.children.index(earlier) == 0 and len(app.query(ToolCard)) > RESUME_PAGE // 4
+        children = list(chat.children)
+        assert children.index(earlier) < children.index(app.query(UserMessage).first())  # above the drawn pages
+        assert len(app.query(ToolCard)) > RESUME_PAGE // 4
 
 
 async def test_a_live_chat_keeps_a_bounded_number_of_entries(fake_api):
@@ -69,3 +71,23 @@ def test_the_app_draws_before_the_sdk_is_imported():
     probe = "import sys, cmdop_tui.tui.app; print(sorted(m for m in ('anthropic', 'mcp') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
+
+
+def test_low_bandwidth_mode_is_on_over_ssh_unless_the_user_says_otherwise(tmp_path):
+    from cmdop_tui.cli import LOW_BANDWIDTH_FPS, apply_flags, parser, prepare_terminal
+
+    over_ssh = {"SSH_CONNECTION": "10.0.0.1 50000 10.0.0.2 22"}
+    assert Settings().low_bandwidth_mode(over_ssh) and not Settings().low_bandwidth_mode({})
+    environ = dict(over_ssh)
+    prepare_terminal(Settings(), environ)
+    assert environ["TEXTUAL_FPS"] == LOW_BANDWIDTH_FPS and environ["TEXTUAL_ANIMATIONS"] == "none"
+    off = apply_flags(Settings(), parser().parse_args(["--no-low-bandwidth"]))
+    environ = dict(over_ssh)
+    prepare_terminal(off, environ)
+    assert "TEXTUAL_FPS" not in environ
+    on = apply_flags(Settings(), parser().parse_args(["--low-bandwidth"]))
+    assert on.low_bandwidth_mode({})
+    (tmp_path / "config.toml").write_text("low_bandwidth = true\n")
+    from cmdop_tui.config.settings import load_settings
+
+    assert load_settings(tmp_path / "config.toml", environ={}).low_bandwidth_mode({})

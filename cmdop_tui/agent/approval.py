@@ -30,3 +30,7 @@ class Approval:
 
 
 Approver = Callable[[ToolCall], Awaitable[Approval]]
+
+# Why the rules deny this call on this machine (a tool that runs on many hosts asks it per host),
+# or None: never asks a person.
+HostRules = Callable[[ToolCall, str], str | None]

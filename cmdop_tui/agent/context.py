@@ -121,7 +121,8 @@ def session_reminders(facts: SessionFacts, *, tools_available: bool) -> str:
         others = ", ".join(facts.machines)
         lines.append(
             f"Machines you can work on besides this one: {others}. Give a tool `machine=NAME` for "
-            "single steps there; use ask_machine (or ask_machines for several) for multi-step work."
+            "single steps there; use ask_machine (or ask_machines for several) for multi-step work; "
+            "run_on_machines runs one command on many at once (names, `tag:T`, group names)."
         )
     lines.append(PLATFORM_HINTS[facts.platform])
     text = "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.agent.budget import WARN_AT, Prices, estimate_cost, estimate_request_cost, format_usd
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.compaction import (
@@ -152,6 +152,7 @@ class Runner:
         cwd: Path | None = None,
         conversation: Conversation | None = None,
         machines: Fleet | None = None,
+        host_rules: HostRules | None = None,
     ) -> None:
         self.model = model
         self.tools = tools
@@ -162,6 +163,7 @@ class Runner:
         self.cwd = cwd or Path.cwd()
         self.conversation = conversation or Conversation()
         self.machines = machines
+        self.host_rules = host_rules  # per-host rule checks for a call that fans out (run_on_machines)
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
         self.spent_usd = 0.0  # the session's estimated cost so far
         self._last_usage: Usage | None = None
@@ -643,7 +645,7 @@ class Runner:
         named = call.input.get("machine") or call.input.get("hostname")
         if isinstance(named, str) and named:
             return self.machines.canonical(named) if self.machines is not None else named
-        hostnames = call.input.get("hostnames")
+        hostnames = call.input.get("hostnames") or call.input.get("machines")
         if isinstance(hostnames, list) and hostnames:
             return f"{len(hostnames)} machines"
         target = self.machines.target_name if self.machines is not None else None
@@ -695,6 +697,7 @@ class Runner:
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
             recall=self.output_of,
             escalate=lambda needs: self._escalate(call, needs),
+            denied_on=lambda machine: self.host_rules(call, machine) if self.host_rules else None,
         )
         return await run_tool(call.tool, call.input, context)
 

@@ -58,6 +58,12 @@ def parser() -> argparse.ArgumentParser:
         help="what commands may touch: workspace (default: write here and in /tmp, secrets hidden), "
         "strict (and no network), off",
     )
+    p.add_argument(
+        "--low-bandwidth",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="fewer frames and no animations, for slow links (default: on when over SSH)",
+    )
     p.add_argument("--theme", help="TUI theme name")
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
     p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
@@ -115,6 +121,8 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         settings = replace(settings, stream=False)
     if args.theme:
         settings = replace(settings, theme=args.theme)
+    if args.low_bandwidth is not None:
+        settings = replace(settings, low_bandwidth=args.low_bandwidth)
     if args.machine:
         settings = replace(settings, target_machine=args.machine)
     if args.continue_latest or args.resume:

@@ -155,7 +155,10 @@ class Settings:
     auto_approve: bool = False
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
+    low_bandwidth: bool | None = None  # fewer frames, no animations; None: on over SSH (SSH_CONNECTION)
     machines: tuple[MachineSpec, ...] = ()
+    groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # [groups] web = ["web1", "tag:db"]
+    ansible_inventory: Path | None = None  # [inventory] ansible = "path": its hosts as machines
     ssh_config: Path | None = None  # None: the user's ~/.ssh/config (read for Host entries too)
     target_machine: str | None = None  # scope the session to this machine
     mcp_servers: tuple[McpServerSpec, ...] = ()  # [mcp.NAME] (a project's .mcp.json is read by the session)
@@ -170,6 +173,10 @@ class Settings:
         except KeyError:
             known = ", ".join(sorted(self.agents))
             raise SettingsError(f"unknown agent profile {name!r} (known: {known})") from None
+
+    def low_bandwidth_mode(self, environ: Mapping[str, str] = os.environ) -> bool:
+        """Whether the TUI saves bytes: as set, else on when running over SSH."""
+        return self.low_bandwidth if self.low_bandwidth is not None else bool(environ.get("SSH_CONNECTION"))
 
     def sandbox_policy(self) -> SandboxPolicy:
         """The sandbox in force: --sandbox, else the profile's mode, else [sandbox] mode; the
@@ -255,8 +262,9 @@ MCP_TABLES = ("mcp", "mcp_servers", "mcpServers")  # [mcp.NAME]; the other spell
 TOP_LEVEL_KEYS = frozenset(
     {
         "agent", "agents", "aliases", "prices", "models", "max_budget_usd", "router_model", "base_url", "theme",
+        "low_bandwidth",
         "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model", "context",
-        "sandbox", *MCP_TABLES,
+        "sandbox", "groups", "inventory", *MCP_TABLES,
     }
 )  # fmt: skip
 
@@ -297,7 +305,13 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
     if "stream" in data:
         overrides["stream"] = bool(data["stream"])
+    if "low_bandwidth" in data:
+        if not isinstance(data["low_bandwidth"], bool):
+            raise SettingsError(f"{where}: 'low_bandwidth' must be true or false")
+        overrides["low_bandwidth"] = data["low_bandwidth"]
     overrides["machines"] = tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
+    overrides["groups"] = _groups(_table(data, "groups", where), where)
+    overrides["ansible_inventory"] = _ansible_inventory(_table(data, "inventory", where), source, where)
     overrides["mcp_servers"] = tuple(
         mcp_server_from(name, table, f"{where}: [{key}.{name}]")
         for key in MCP_TABLES
@@ -403,6 +417,29 @@ _MACHINE_TYPES: dict[str, type] = {
     "cmdop": str,
     "writable": list,
 }
+
+
+def _groups(table: Mapping[str, Any], where: str) -> dict[str, tuple[str, ...]]:
+    """`[groups]`: each a list of machine names, `tag:T` and other groups."""
+    groups = {}
+    for name, members in table.items():
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
+            raise SettingsError(f"{where}: [groups] {name!r} must be a list of machine names, tags and groups")
+        groups[name] = tuple(members)
+    return groups
+
+
+def _ansible_inventory(table: Mapping[str, Any], source: Path | None, where: str) -> Path | None:
+    """`[inventory] ansible = "path"` (relative to the settings file's folder)."""
+    unknown = sorted(set(table) - {"ansible"})
+    if unknown:
+        raise SettingsError(f"{where}: [inventory] has no setting {unknown[0]!r} (known: ansible)")
+    if "ansible" not in table:
+        return None
+    if not isinstance(table["ansible"], str):
+        raise SettingsError(f"{where}: [inventory] 'ansible' must be a path")
+    path = Path(table["ansible"]).expanduser()
+    return path if path.is_absolute() or source is None else source.parent / path
 
 
 def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
@@ -561,6 +598,7 @@ FIRST_RUN_TEMPLATE = """\
 # Stop before a request that would take the session's estimated cost past this (USD).
 # max_budget_usd = 5.0
 
+# low_bandwidth = false         # fewer frames, no animations (default: on when over SSH)
 # theme = "cmdop-dark"          # also cmdop-light, cmdop-high-contrast, cmdop-amber
 # permission_mode = "default"   # default: changes ask; strict: changes refused; auto: like --yes
 # approval_timeout_s = 60
@@ -613,6 +651,12 @@ FIRST_RUN_TEMPLATE = """\
 # port = 22
 # tags = ["web"]
 # cmdop = "cmdop-tui"           # where cmdop-tui is on that machine (for ask_machine)
+
+# [groups]                      # names for sets of machines (run_on_machines, `machine`)
+# web = ["web1", "web2", "tag:db"]
+#
+# [inventory]                   # an Ansible inventory (INI or YAML): its hosts become
+# ansible = "~/ansible/hosts"   # machines, its groups their tags (tag:GROUP)
 
 # [mcp.github]                  # an MCP server over stdio (a project's .mcp.json is read too)
 # command = "npx"

@@ -1,18 +1,21 @@
 """Which machines there are: the local one, those in settings, and the Host entries of ssh_config.
 
 Names resolve by exact name, then by hostname, then by a unique prefix; an ambiguous name is an
-error that lists the candidates.
+error that lists the candidates. A selector names several machines at once: `tag:T` (the machines
+tagged T), a group of the settings (`[groups] web = ["web1", "tag:db"]`: names, tags, groups), or
+a machine's name.
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from cmdop_tui.machines.spec import LOCAL, MachineError, MachineSpec
 
 WILDCARDS = frozenset("*?!")
+TAG_PREFIX = "tag:"
 
 
 def ssh_config_hosts(path: Path) -> list[str]:
@@ -41,19 +44,25 @@ def local_spec() -> MachineSpec:
 class Inventory:
     """Machines by name, in the order the user sees them: local, settings, ssh_config."""
 
-    def __init__(self, machines: Iterable[MachineSpec]) -> None:
+    def __init__(self, machines: Iterable[MachineSpec], groups: Mapping[str, Sequence[str]] | None = None) -> None:
         self._machines: dict[str, MachineSpec] = {}
         for machine in machines:
             self._machines.setdefault(machine.name, machine)
+        self.groups: dict[str, tuple[str, ...]] = {name: tuple(members) for name, members in (groups or {}).items()}
 
     @classmethod
-    def load(cls, configured: Iterable[MachineSpec], ssh_config: Path | None) -> Inventory:
+    def load(
+        cls,
+        configured: Iterable[MachineSpec],
+        ssh_config: Path | None,
+        groups: Mapping[str, Sequence[str]] | None = None,
+    ) -> Inventory:
         from_ssh = (
             [MachineSpec(name=alias, host=alias, source="ssh_config") for alias in ssh_config_hosts(ssh_config)]
             if ssh_config
             else []
         )
-        return cls([local_spec(), *configured, *from_ssh])
+        return cls([local_spec(), *configured, *from_ssh], groups)
 
     def __iter__(self) -> Iterator[MachineSpec]:
         return iter(self._machines.values())
@@ -65,8 +74,15 @@ class Inventory:
         return list(self._machines)
 
     def resolve(self, name: str) -> MachineSpec:
-        """The machine called `name`: exact name, else hostname, else a unique name prefix."""
+        """The machine called `name`: exact name, else hostname, else a unique name prefix; a tag
+        (`tag:T`) or a group that names exactly one machine names it."""
         wanted = name.strip()
+        if wanted.startswith(TAG_PREFIX) or (wanted in self.groups and wanted not in self._machines):
+            selected = self.select([wanted])
+            if len(selected) == 1:
+                return selected[0]
+            names = ", ".join(m.name for m in selected)
+            raise MachineError(f"{name!r} names {len(selected)} machines ({names}): name one of them")
         if wanted in self._machines:
             return self._machines[wanted]
         by_host = [m for m in self if m.host == wanted]
@@ -80,3 +96,28 @@ class Inventory:
             raise MachineError(f"machine {name!r} is ambiguous: it could be {names}")
         known = ", ".join(self.names())
         raise MachineError(f"unknown machine {name!r}; known machines: {known}")
+
+    def select(self, selectors: Iterable[str]) -> list[MachineSpec]:
+        """The machines the selectors name (`tag:T`, a group, a machine name), each once, in
+        inventory order. Raises MachineError for a selector that names no machine."""
+        chosen: set[str] = set()
+        for selector in selectors:
+            chosen.update(self._expand(selector.strip(), ()))
+        return [machine for machine in self if machine.name in chosen]
+
+    def _expand(self, selector: str, seen: tuple[str, ...]) -> set[str]:
+        if selector.startswith(TAG_PREFIX):
+            tag = selector.removeprefix(TAG_PREFIX).strip()
+            tagged = {m.name for m in self if tag in m.tags}
+            if not tagged:
+                known = ", ".join(sorted({t for m in self for t in m.tags})) or "none"
+                raise MachineError(f"no machine is tagged {tag!r}; tags: {known}")
+            return tagged
+        if selector in self.groups and selector not in seen:
+            names: set[str] = set()
+            for member in self.groups[selector]:
+                names |= self._expand(member.strip(), (*seen, selector))
+            return names
+        if selector in seen:
+            raise MachineError(f"group {selector!r} contains itself ({' -> '.join((*seen, selector))})")
+        return {self.resolve(selector).name}

@@ -8,7 +8,7 @@ from typing import Literal
 
 LOCAL = "local"
 
-Source = Literal["local", "settings", "ssh_config"]
+Source = Literal["local", "settings", "ssh_config", "ansible"]
 State = Literal["unknown", "online", "degraded", "offline"]
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anthropic
 
-from cmdop_tui.agent.approval import Approver
+from cmdop_tui.agent.approval import Approver, HostRules
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.compaction import CompactionPolicy
 from cmdop_tui.agent.context import Platform, SessionFacts
@@ -23,14 +23,17 @@ from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.config.settings import Settings, config_dir, data_dir
+from cmdop_tui.machines.ansible import load_ansible_inventory
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.sandbox import Sandbox
+from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
+from cmdop_tui.tools.fanout import RUN_ON_MACHINES
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 from cmdop_tui.tools.skill import make_skill_tool, skills_section
@@ -76,13 +79,16 @@ def runner_config(settings: Settings, cwd: Path) -> AgentConfig:
 
 
 def build_fleet(settings: Settings) -> Fleet:
-    """The session's machines: local, settings, ~/.ssh/config (or the configured ssh_config).
+    """The session's machines: local, settings, the Ansible inventory, ~/.ssh/config (or the
+    configured ssh_config); the settings' groups.
 
-    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous.
+    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous, or the
+    Ansible inventory cannot be read.
     """
     user_config = Path.home() / ".ssh" / "config"
     ssh_config = settings.ssh_config or (user_config if user_config.exists() else None)
-    inventory = Inventory.load(settings.machines, ssh_config)
+    ansible = load_ansible_inventory(settings.ansible_inventory) if settings.ansible_inventory else []
+    inventory = Inventory.load([*settings.machines, *ansible], ssh_config, settings.groups)
     options = SshOptions(config_file=settings.ssh_config)
     return Fleet(inventory, options, target=settings.target_machine, sandbox=build_sandbox(settings))
 
@@ -107,13 +113,16 @@ def build_runner(
     stream: StreamPolicy | None = None,
     facts: SessionFacts | None = None,
     fleet: Fleet | None = None,
+    host_rules: HostRules | None = None,
 ) -> Runner:
     """A runner for the session. `fleet` defaults to the machines the settings name."""
     fleet = fleet or build_fleet(settings)
     remote_names = tuple(spec.name for spec in fleet.inventory if not spec.is_local)
     facts = facts or SessionFacts.gather(platform_name=platform, cwd=str(cwd) if cwd else None)
-    facts = replace(facts, target_machine=fleet.target_name, machines=remote_names)
-    tools = [*builtin_tools(), TODO, RECALL, *(ASK_TOOLS if remote_names else ())]
+    described = tuple(_described(spec) for spec in fleet.inventory if not spec.is_local)
+    groups = tuple(f"group {name}" for name in fleet.inventory.groups)
+    facts = replace(facts, target_machine=fleet.target_name, machines=(*described, *groups))
+    tools = [*builtin_tools(), TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
     skills = find_skills(cwd or Path.cwd()).skills
     if skills:
         tools.append(make_skill_tool(skills))
@@ -127,7 +136,13 @@ def build_runner(
         ui_cancel=ui_cancel,
         cwd=cwd,
         machines=fleet,
+        host_rules=host_rules,
     )
+
+
+def _described(spec: MachineSpec) -> str:
+    """A machine as the model is told of it: its name, and its tags if it has any."""
+    return f"{spec.name} (tags: {', '.join(spec.tags)})" if spec.tags else spec.name
 
 
 def start_local_model(settings: Settings, server: LocalModelServer | None = None) -> tuple[Settings, LocalModelServer]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cmdop_tui.agent.approval import Approval, Approver, ToolCall
+from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.support.secrets import configured_secrets, redact_json
@@ -47,6 +47,28 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
         return approval
 
     return gate
+
+
+def host_rules(permissions: Permissions) -> HostRules:
+    """Why a rule denies an approved call on one of the machines it fans out to: the rules of its
+    own tool there (`web1:run_on_machines(...)`), and those of execute_command for its command
+    there (`web1:execute_command(systemctl *)`). Only rules deny here: the floor, the mode and
+    the person already judged the call as a whole, and nobody is asked per host."""
+
+    def denied(call: ToolCall, machine: str) -> str | None:
+        command = call.input.get("command")
+        checks = [(call.name, call.input, call.tool)]
+        if isinstance(command, str):
+            checks.append(("execute_command", {"command": command}, None))
+        for name, args, spec in checks:
+            decision = permissions.decide(name, args, machine=machine, spec=spec)
+            if decision.verdict == "deny" and decision.rule is not None:
+                audited = redact_json(call.input, configured_secrets())
+                permissions.record(decision, call.name, audited, machine, outcome="denied", spec=call.tool)
+                return f"denied by rule {decision.rule}"
+        return None
+
+    return denied
 
 
 async def _ask_to_escalate(permissions: Permissions, call: ToolCall, ask: Approver | None) -> Approval:

@@ -34,7 +34,7 @@ from cmdop_tui.mcp import McpServers, configured_servers
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
-from cmdop_tui.session.gate import load_permissions, permission_gate
+from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.windows import ModelFacts, model_facts
@@ -142,6 +142,7 @@ class Session:
             stream=self.stream,
             facts=self.facts,
             fleet=self.fleet,
+            host_rules=host_rules(self.permissions),
         )
         self._start_mcp(self._runner)
         self._recorder = SessionRecorder(self._runner)

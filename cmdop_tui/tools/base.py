@@ -43,7 +43,8 @@ class ToolContext:
     events of an agent working for this call on another machine (ask_machine). `recall` gives
     the whole output of an earlier call of the session by its id (None: no such call).
     `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
-    (None: nobody to ask, so no).
+    (None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
+    machine denies this call there (None: none does), for a tool that runs on many machines.
     """
 
     call_id: str
@@ -53,6 +54,7 @@ class ToolContext:
     nested: NestedSink = lambda event: None
     recall: Callable[[str], str | None] = lambda call_id: None
     escalate: Callable[[str], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
+    denied_on: Callable[[str], str | None] = lambda machine: None
 
     def machine(self, args: Mapping[str, Any]) -> Machine:
         """The machine this call is for (its `machine` argument), relative paths starting at `cwd`

@@ -22,6 +22,7 @@ from cmdop_tui.support.secrets import MARKER, Redactor, configured_secrets
 from .ask import ASK_TOOLS
 from .base import Tool, ToolContext, ToolResult
 from .edit import EDIT_FILE, PREVIEWS
+from .fanout import RUN_ON_MACHINES
 from .files import FILE_TOOLS, WRITE_FILE
 from .recall import RECALL
 from .schema import validate
@@ -47,7 +48,9 @@ def builtin_tools() -> list[Tool]:
 def declared_tool(name: str) -> Tool | None:
     """The built-in tool called `name` (the machine tools included), whatever a session offers:
     its declaration (mutating, subject) is the one source of truth about it."""
-    return next((tool for tool in (*builtin_tools(), RECALL, TODO, *ASK_TOOLS) if tool.name == name), None)
+    return next(
+        (tool for tool in (*builtin_tools(), RECALL, TODO, *ASK_TOOLS, RUN_ON_MACHINES) if tool.name == name), None
+    )
 
 
 class ToolRegistry:

@@ -16,6 +16,10 @@ from cmdop_tui.support.text import inert_line
 
 Status = Literal["running", "ok", "error"]
 
+# A host of a call that runs on many (run_on_machines): the states, the most telling first.
+HOST_ORDER = ("failed", "offline", "denied", "running", "done", "queued")
+HOST_GLYPHS = {"queued": "·", "running": "…", "done": "✓", "failed": "✗", "offline": "⊘", "denied": "⊘"}
+
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
 REMOTE_TEXT_CHARS = 2000
 PREVIEW_SOURCE_CHARS = 8192
@@ -52,6 +56,38 @@ def describe_nested(kind: object, event: dict[str, Any]) -> str:
 
 
 @dataclass
+class HostView:
+    """How one host of a fan-out call is doing, from its `host` events."""
+
+    state: str = "queued"
+    line: str = ""
+    elapsed_s: float | None = None
+    since: float = field(default_factory=time.monotonic)  # when this state began (here)
+
+    def elapsed(self) -> str:
+        seconds = self.elapsed_s
+        if self.state == "running":
+            seconds = (seconds or 0.0) + time.monotonic() - self.since  # ticks while it runs
+        return "" if seconds is None else f"{seconds:.1f}s"
+
+
+def fleet_lines(hosts: dict[str, HostView], limit: int | None = None) -> list[str]:
+    """The fleet view: a count per state, then a line per host (host, state, elapsed, last line),
+    the most telling first; at most `limit` lines in all."""
+    counts = [f"{sum(h.state == state for h in hosts.values())} {state}" for state in HOST_ORDER]
+    lines = [" · ".join(count for count in counts if not count.startswith("0 "))]
+    rank = {state: index for index, state in enumerate(HOST_ORDER)}
+    ordered = sorted(hosts.items(), key=lambda item: rank.get(item[1].state, len(rank)))
+    width = max(len(name) for name in hosts)
+    for name, host in ordered:
+        glyph = HOST_GLYPHS.get(host.state, "?")
+        lines.append(f"{glyph} {name:<{width}} {host.state:<7} {host.elapsed():>6}  {host.line}".rstrip())
+    if limit is not None and len(lines) > limit:
+        lines = [*lines[: limit - 1], f"… {len(lines) - limit + 1} more hosts"]
+    return lines
+
+
+@dataclass
 class ToolRecord:
     call_id: str
     name: str
@@ -64,6 +100,7 @@ class ToolRecord:
     output: str = ""
     remote_text: dict[str, str] = field(default_factory=dict)  # what remote agents are writing
     diff: str | None = None  # what a write or an edit would change (ToolStart.preview), masked
+    hosts: dict[str, HostView] = field(default_factory=dict)  # the fleet of a fan-out call, by host
 
     def __post_init__(self) -> None:
         if self.diff is not None:
@@ -73,6 +110,14 @@ class ToolRecord:
         """An event of the agent working for this call on another machine (ask_machine)."""
         host = inert_line(str(event.get("hostname") or "?"))
         kind = event.get("type")
+        if kind == "host":
+            elapsed = event.get("elapsed_s")
+            self.hosts[host] = HostView(
+                state=inert_line(str(event.get("state", "?"))),
+                line=inert_line(str(event.get("line") or "")),
+                elapsed_s=float(elapsed) if isinstance(elapsed, int | float) else None,
+            )
+            return
         if kind == "token":
             self.remote_text[host] = (self.remote_text.get(host, "") + str(event.get("text", "")))[-REMOTE_TEXT_CHARS:]
             return
@@ -112,12 +157,18 @@ class ToolRecord:
     def _shown(self, brief: bool) -> str:
         if self.status != "running":
             return mask(self.output)
+        if self.hosts and not brief:
+            return mask("\n".join(fleet_lines(self.hosts)) + "\n\n" + self.live_output)
         remote = "".join(f"[{host}] …{inert_line(text[-200:])}\n" for host, text in self.remote_text.items())
         return mask(self.live_output[-PREVIEW_SOURCE_CHARS:] if brief else self.live_output) + remote
 
     def preview(self, lines: int = 4, width: int | None = None) -> str:
-        """The last `lines` lines of output, each cut to `width` (only the tail is looked at)."""
-        tail = self._shown(brief=True)[-PREVIEW_SOURCE_CHARS:].rstrip("\n").splitlines()[-lines:]
+        """The last `lines` lines of output, each cut to `width` (only the tail is looked at); for a
+        call that runs on many hosts, the fleet view."""
+        if self.hosts:
+            tail = mask("\n".join(fleet_lines(self.hosts, lines))).splitlines()
+        else:
+            tail = self._shown(brief=True)[-PREVIEW_SOURCE_CHARS:].rstrip("\n").splitlines()[-lines:]
         if width is not None:
             tail = [line if len(line) <= width else line[: width - 1] + "…" for line in tail]
         return "\n".join(tail)

@@ -1,0 +1,237 @@
+"""run_on_machines: one shell command on many machines at once, with no agent there (like pssh or
+an Ansible ad-hoc command).
+
+Each host runs it through its machine's `run_command` (over ssh for a remote one: its own process
+group there, killed on timeout or Stop), at most `concurrency` at a time. A machine the last probe
+found offline fails at once and holds no slot long. Hosts a rule scoped to them denies
+(`ToolContext.denied_on`) are reported and not run; no one is asked per host. The result lists
+the hosts in inventory order, identical outcomes grouped, so a hundred hosts read as a few groups.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from cmdop_tui.machines.machine import MachineResult
+from cmdop_tui.machines.spec import MachineError, MachineSpec
+
+from .base import Subject, Tool, ToolContext, ToolResult
+from .schema import object_schema, prop
+from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
+
+__all__ = ["RUN_ON_MACHINES", "Outcome", "grouped_report", "host_ranges"]
+
+DEFAULT_CONCURRENCY = 10
+MAX_CONCURRENCY = 64
+TOTAL_OUTPUT = 64_000  # bytes of output shown for all hosts together; each gets its share
+MIN_HOST_OUTPUT = 1_000
+LIVE_EVERY_S = 0.25  # a running host's last line goes to the UI at most this often
+LINE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one host did: `status` is the first line (`exit 0`, `error: ...`, `denied by rule ...`),
+    `body` the output under it; `ok` when it ran and exited 0."""
+
+    host: str
+    status: str
+    body: str = ""
+    ok: bool = False
+
+    @classmethod
+    def of(cls, host: str, result: MachineResult) -> Outcome:
+        head, _, body = result.text.partition("\n")
+        if head.startswith("exit code: "):
+            status = "exit " + head.removeprefix("exit code: ")
+            ok = not result.is_error and status == "exit 0"
+        else:  # the ssh client failed, the command timed out...
+            status, ok = (head if head.startswith("error") else f"error: {head}"), False
+        return cls(host, status, body.strip("\n"), ok)
+
+    @property
+    def state(self) -> str:
+        """For the fleet view: done, failed, offline or denied."""
+        if self.ok:
+            return "done"
+        if self.status.startswith("denied"):
+            return "denied"
+        if " is offline" in self.status or "cannot reach" in self.status:
+            return "offline"
+        return "failed"
+
+    @property
+    def last_line(self) -> str:
+        """The last line of its output (the status when it printed nothing)."""
+        lines = [line for line in self.body.splitlines() if line.strip() and line not in ("stdout:", "stderr:")]
+        return (lines[-1] if lines and lines[-1] != "(no output)" else self.status)[:LINE_CHARS]
+
+    @classmethod
+    def failed(cls, host: str, why: str) -> Outcome:
+        head, _, body = why.partition("\n")
+        return cls(host, head if head.startswith(("error", "denied")) else f"error: {head}", body.strip("\n"))
+
+
+def host_ranges(hosts: Sequence[str], order: Sequence[str]) -> str:
+    """`hosts` named compactly: runs of three or more neighbours in `order` as `first..last`."""
+    position = {name: index for index, name in enumerate(order)}
+    ranked = sorted(hosts, key=lambda name: position.get(name, len(order)))
+    parts: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        parts.append(f"{run[0]}..{run[-1]}" if len(run) >= 3 else ", ".join(run))
+
+    for name in ranked:
+        if run and position.get(name, -2) == position.get(run[-1], -5) + 1:
+            run.append(name)
+        else:
+            if run:
+                flush()
+            run = [name]
+    if run:
+        flush()
+    return ", ".join(parts)
+
+
+def grouped_report(outcomes: Sequence[Outcome]) -> str:
+    """The outcomes, identical ones together, groups in the order of their first host."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for outcome in outcomes:
+        groups.setdefault((outcome.status, outcome.body), []).append(outcome.host)
+    order = [outcome.host for outcome in outcomes]
+    ok = sum(outcome.ok for outcome in outcomes)
+    hosts_word = "host" if len(outcomes) == 1 else "hosts"
+    outcomes_word = "outcome" if len(groups) == 1 else "distinct outcomes"
+    lines = [f"{len(outcomes)} {hosts_word}: {ok} exit 0, {len(outcomes) - ok} other; {len(groups)} {outcomes_word}"]
+    for (status, body), hosts in groups.items():
+        label = hosts[0] if len(hosts) == 1 else f"{len(hosts)} hosts ({host_ranges(hosts, order)})"
+        lines.append(f"{label}: {status}")
+        lines.extend(f"  {line}" if line else "" for line in body.splitlines())
+    return "\n".join(lines)
+
+
+class _Host:
+    """One host of the call: runs its command in a slot, and tells the UI how it is doing
+    (`ctx.nested` events of type `host`: queued, running, done, failed, offline, denied; the last
+    line of its output, at most every LIVE_EVERY_S while it runs) and the model's progress a line
+    when it ends."""
+
+    def __init__(self, spec: MachineSpec, ctx: ToolContext) -> None:
+        self.spec = spec
+        self.ctx = ctx
+        self.started: float | None = None
+        self.last_line = ""
+        self._reported = 0.0
+        self.tell("queued")
+
+    def tell(self, state: str, line: str = "") -> None:
+        elapsed = round(time.monotonic() - self.started, 3) if self.started is not None else None
+        event = {"type": "host", "hostname": self.spec.name, "state": state, "line": line, "elapsed_s": elapsed}
+        self.ctx.nested(event)
+
+    def live(self, text: str, stream: str) -> None:
+        lines = [line for line in text.splitlines() if line.strip()]
+        if not lines or stream == "info":
+            return
+        self.last_line = lines[-1][:LINE_CHARS]
+        if time.monotonic() - self._reported >= LIVE_EVERY_S:
+            self._reported = time.monotonic()
+            self.tell("running", self.last_line)
+
+    def end(self, outcome: Outcome) -> Outcome:
+        elapsed = f" ({time.monotonic() - self.started:.1f} s)" if self.started is not None else ""
+        self.ctx.progress(f"{outcome.host}: {outcome.status}{elapsed}\n", "info")
+        self.tell(outcome.state, outcome.last_line)
+        return outcome
+
+    async def run(self, command: str, args: dict[str, Any], slots: asyncio.Semaphore, output_limit: int) -> Outcome:
+        denied = self.ctx.denied_on(self.spec.name)
+        if denied is not None:
+            return self.end(Outcome(self.spec.name, denied if denied.startswith("denied") else f"denied: {denied}"))
+        try:
+            machine = self.ctx.machine({"machine": self.spec.name})
+        except MachineError as exc:  # offline, hidden: at once, without a slot
+            return self.end(Outcome.failed(self.spec.name, str(exc)))
+        async with slots:
+            self.started = time.monotonic()
+            self.tell("running")
+            result = await machine.run_command(
+                command,
+                cwd=args.get("cwd"),
+                timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+                progress=self.live,
+                output_limit=output_limit,
+            )
+            return self.end(Outcome.of(self.spec.name, result))
+
+
+async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    if ctx.machines is None:
+        return ToolResult.error("this session has no other machines: use execute_command")
+    try:
+        specs = ctx.machines.inventory.select(args["machines"])
+    except MachineError as exc:
+        return ToolResult.error(f"{exc}; nothing was run")
+    if not specs:
+        return ToolResult.error("no machines named; nothing was run")
+    slots = asyncio.Semaphore(args.get("concurrency", DEFAULT_CONCURRENCY))
+    output_limit = max(MIN_HOST_OUTPUT, TOTAL_OUTPUT // len(specs))
+    hosts = [_Host(spec, ctx) for spec in specs]
+    tasks = [asyncio.create_task(host.run(args["command"], args, slots, output_limit)) for host in hosts]
+    try:
+        await asyncio.wait(tasks)
+    finally:  # Stop: every host's command is cancelled (its remote group killed) and awaited
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    outcomes = [
+        task.result() if task.exception() is None else Outcome.failed(spec.name, str(task.exception()))
+        for spec, task in zip(specs, tasks, strict=True)
+    ]
+    return ToolResult(grouped_report(outcomes), is_error=not any(outcome.ok for outcome in outcomes))
+
+
+RUN_ON_MACHINES = Tool(
+    name="run_on_machines",
+    description=(
+        "Run one shell command (`/bin/bash -c`) on many machines at once, directly over ssh (no "
+        "agent there), and get each host's exit code and output, identical outputs grouped. "
+        "`machines` takes names, `tag:T` (every machine tagged T) and group names. Hosts run "
+        "in parallel, at most `concurrency` at a time; an offline host fails at once. No stdin, no "
+        "terminal. Use it for the same check or change across a fleet; use execute_command for "
+        "one machine and ask_machines for multi-step work."
+    ),
+    input_schema=object_schema(
+        {
+            "command": prop("string", "The bash command line, run as is on every host."),
+            "machines": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Machine names, `tag:T` and group names.",
+            },
+            "cwd": prop("string", "Working directory on each host."),
+            "timeout_ms": prop(
+                "integer",
+                f"Per host: kill the command after this long (default {DEFAULT_TIMEOUT_MS}).",
+                minimum=1,
+                maximum=MAX_TIMEOUT_MS,
+            ),
+            "concurrency": prop(
+                "integer",
+                f"Hosts at once (default {DEFAULT_CONCURRENCY}).",
+                minimum=1,
+                maximum=MAX_CONCURRENCY,
+            ),
+        },
+        required=["command", "machines"],
+    ),
+    run=_run,
+    tags=frozenset({"remote", "shell"}),
+    mutating=True,
+    subject=Subject("command", "command"),
+)

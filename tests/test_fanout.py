@@ -1,0 +1,299 @@
+"""run_on_machines: one command on many machines, over real sshd servers (tests/sshd.py) and
+through the agent loop against the fake Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from agent_helpers import Recorder, make_runner, running
+from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.machine import MachineResult
+from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.tools.base import ToolContext
+from cmdop_tui.tools.fanout import RUN_ON_MACHINES, Outcome, grouped_report, host_ranges
+from cmdop_tui.tools.registry import run_tool
+
+# --- the report (no servers needed) ------------------------------------------------------------
+
+
+def test_neighbours_in_inventory_order_read_as_ranges():
+    order = [f"web{i:02d}" for i in range(1, 13)]
+    assert host_ranges(order, order) == "web01..web12"
+    assert host_ranges(["web03", "web01", "web02", "web05"], order) == "web01..web03, web05"
+    assert host_ranges(["web01", "web02", "web07"], order) == "web01, web02, web07"
+
+
+def test_identical_outcomes_are_grouped_in_order():
+    running_ = MachineResult("exit code: 0\n\nstdout:\nactive (running)")
+    outcomes = [Outcome.of(f"web{i:02d}", running_) for i in range(1, 13) if i != 7]
+    outcomes.insert(6, Outcome.of("web07", MachineResult("exit code: 3\n\nstdout:\ninactive")))
+    outcomes.append(Outcome.of("db1", MachineResult.error("cannot reach db1 over ssh: Connection refused")))
+    report = grouped_report(outcomes).splitlines()
+    assert report[0] == "13 hosts: 11 exit 0, 2 other; 3 distinct outcomes"
+    assert report[1] == "11 hosts (web01..web06, web08..web12): exit 0"
+    assert "  active (running)" in report[2:5]
+    assert "web07: exit 3" in report and "  inactive" in report
+    assert "db1: error: cannot reach db1 over ssh: Connection refused" in report
+
+
+# --- a lab of real servers ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(ssh_hosts):
+    return ssh_hosts(2)
+
+
+def fleet_for(lab, *extra: MachineSpec, groups: dict[str, list[str]] | None = None) -> Fleet:
+    return Fleet(Inventory.load(list(extra), lab.config, groups), SshOptions(config_file=lab.config))
+
+
+@pytest.fixture
+async def fleet(lab):
+    fleet = fleet_for(lab)
+    yield fleet
+    await fleet.close()
+
+
+def context(
+    fleet: Fleet, tmp_path: Path, lines: list[str] | None = None, denied_on=None, nested: list | None = None
+) -> ToolContext:
+    seen = lines if lines is not None else []
+    events = nested if nested is not None else []
+    ctx = ToolContext(
+        call_id="toolu_test",
+        cwd=tmp_path,
+        progress=lambda text, stream: seen.append(text),
+        machines=fleet,
+        nested=events.append,
+    )
+    if denied_on is not None:
+        ctx.denied_on = denied_on
+    return ctx
+
+
+async def test_outputs_are_grouped_with_exit_codes_in_inventory_order(fleet, tmp_path):
+    lines: list[str] = []
+    args = {"command": "echo same", "machines": ["bravo", "alpha"]}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, lines))
+    assert not result.is_error
+    assert result.content.splitlines()[1:] == ["2 hosts (alpha, bravo): exit 0", "  stdout:", "  same"]
+    assert sorted(line.split(":")[0] for line in lines if "exit 0" in line) == ["alpha", "bravo"]
+
+    differ = {"command": 'echo "port ${SSH_CONNECTION##* }"; exit 3', "machines": ["alpha", "bravo"]}
+    result = await run_tool(RUN_ON_MACHINES, differ, context(fleet, tmp_path))
+    report = result.content
+    assert result.is_error and "2 distinct outcomes" in report  # no host exited 0
+    assert report.index("alpha: exit 3") < report.index("bravo: exit 3")
+
+
+async def test_unknown_names_run_nothing(fleet, tmp_path):
+    result = await run_tool(
+        RUN_ON_MACHINES, {"command": "true", "machines": ["alpha", "zulu"]}, context(fleet, tmp_path)
+    )
+    assert result.is_error and "unknown machine 'zulu'" in result.content and "nothing was run" in result.content
+
+
+async def test_an_offline_host_fails_fast_and_does_not_hold_the_others(lab, fleet, tmp_path):
+    await fleet.probe(fleet.inventory.resolve(lab.offline_alias))
+    lines: list[str] = []
+    args = {"command": "sleep 1; echo up", "machines": ["alpha", lab.offline_alias, "bravo"], "concurrency": 1}
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, lines))
+    assert loop.time() - started < 8
+    assert not result.is_error and "2 hosts (alpha, bravo): exit 0" in result.content
+    assert f"{lab.offline_alias}: error: {lab.offline_alias} is offline" in result.content
+    ended = [line.split(":")[0] for line in lines]
+    assert ended[0] == lab.offline_alias and sorted(ended[1:]) == ["alpha", "bravo"]  # it never waited for a slot
+
+    fresh = fleet_for(lab)  # never probed: ssh itself fails, quickly
+    try:
+        args = {"command": "echo up", "machines": ["alpha", lab.offline_alias]}
+        result = await run_tool(RUN_ON_MACHINES, args, context(fresh, tmp_path))
+        assert f"{lab.offline_alias}: error: cannot reach {lab.offline_alias}" in result.content
+        assert result.content.startswith("2 hosts: 1 exit 0, 1 other") and "alpha: exit 0" in result.content
+    finally:
+        await fresh.close()
+
+
+async def test_stop_kills_every_remote_command(fleet, tmp_path):
+    args = {"command": "sleep 31.7; echo never", "machines": ["alpha", "bravo"]}
+    task = asyncio.create_task(run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path)))
+    async with asyncio.timeout(10):
+        while len(running("sleep", "31.7")) < 2:  # the "remote" hosts are this one
+            await asyncio.sleep(0.02)
+    pids = running("sleep", "31.7")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with asyncio.timeout(5):
+        while any(_alive(pid) for pid in pids):
+            await asyncio.sleep(0.02)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_a_host_a_rule_denies_is_reported_and_not_run(fleet, tmp_path):
+    marker = tmp_path / "ran"
+    args = {"command": f"echo x >> {marker}", "machines": ["alpha", "bravo"]}
+    denied_on = lambda machine: "denied by rule bravo:run_on_machines(*)" if machine == "bravo" else None  # noqa: E731
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, denied_on=denied_on))
+    assert "alpha: exit 0" in result.content and "bravo: denied by rule bravo:run_on_machines(*)" in result.content
+    assert marker.read_text() == "x\n"  # once: alpha only
+
+
+async def test_tags_and_groups_select_hosts(lab, tmp_path):
+    fleet = fleet_for(
+        lab,
+        MachineSpec("web1", "alpha", tags=("web",)),
+        MachineSpec("web2", "bravo", tags=("web", "eu")),
+        groups={"frontend": ["tag:web"], "all": ["frontend", "alpha"]},
+    )
+    try:
+        ctx = context(fleet, tmp_path)
+        result = await run_tool(RUN_ON_MACHINES, {"command": "echo hi", "machines": ["tag:web"]}, ctx)
+        assert "2 hosts (web1, web2): exit 0" in result.content
+        result = await run_tool(RUN_ON_MACHINES, {"command": "echo hi", "machines": ["all"]}, ctx)
+        assert "3 hosts (web1..alpha): exit 0" in result.content
+        result = await run_tool(RUN_ON_MACHINES, {"command": "echo hi", "machines": ["tag:nope"]}, ctx)
+        assert result.is_error and "no machine is tagged 'nope'; tags: eu, web" in result.content
+    finally:
+        await fleet.close()
+
+
+# --- through the agent loop, with the session's permissions ------------------------------------
+
+
+async def test_through_the_loop_with_a_host_scoped_deny_rule(fake_api, lab, tmp_path):
+    from cmdop_tui.permissions import Permissions
+    from cmdop_tui.session.gate import host_rules, permission_gate
+
+    fleet = fleet_for(lab)
+    permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")
+    permissions.add_session_rule("bravo:execute_command(touch *)", "deny")
+    marker = tmp_path / "ran"
+    fake_api.enqueue(
+        tool_reply("run_on_machines", {"command": f"touch {marker}; echo done", "machines": ["alpha", "bravo"]}),
+        text_reply("alpha done, bravo refused"),
+    )
+    runner = make_runner(fake_api, cwd=tmp_path, approve=permission_gate(permissions, ask=None))
+    runner.machines = fleet
+    runner.host_rules = host_rules(permissions)
+    runner.tools = type(runner.tools)([*runner.tools, RUN_ON_MACHINES])
+    events = Recorder()
+    try:
+        result = await runner.run("touch it everywhere", events)
+    finally:
+        await fleet.close()
+    assert result.text == "alpha done, bravo refused"
+    block = fake_api.requests[1].body["messages"][-1]["content"][0]
+    assert "alpha: exit 0" in block["content"]
+    assert "bravo: denied by rule bravo:execute_command(touch *)" in block["content"]
+    assert marker.exists()  # alpha ran it (the servers are this host)
+    assert (tmp_path / "audit.jsonl").read_text().count('"denied"') == 1
+
+
+async def test_the_session_offers_it_when_there_are_remote_machines(fake_api, lab):
+    from dataclasses import replace
+
+    import anthropic
+    from agent_helpers import FACTS
+
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.session.assembly import build_runner
+
+    settings = replace(Settings(ssh_config=lab.config), agent=replace(Settings().agent, model="m"))
+    client = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0)
+    runner = build_runner(settings, client=client, platform="tui", facts=FACTS)
+    try:
+        assert "run_on_machines" in runner.tools
+    finally:
+        await runner.machines.close()
+        await client.close()
+
+
+# --- the fleet view -----------------------------------------------------------------------------
+
+
+async def test_host_events_feed_the_fleet_view(lab, fleet, tmp_path):
+    from textual.app import App, ComposeResult
+    from textual.widgets import Static
+
+    from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolStart
+    from cmdop_tui.tui.vocabulary.messages import Agent
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+    from cmdop_tui.tui.widgets.tool_panel import ToolPanel
+
+    await fleet.probe(fleet.inventory.resolve(lab.offline_alias))
+    nested: list[dict] = []
+    args = {"command": "echo one; echo last", "machines": ["alpha", "bravo", lab.offline_alias], "concurrency": 1}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, nested=nested))
+    states = [(e["hostname"], e["state"]) for e in nested if e["type"] == "host"]
+    assert states[:3] == [("alpha", "queued"), ("bravo", "queued"), (lab.offline_alias, "queued")]
+    assert (lab.offline_alias, "offline") in states and ("alpha", "running") in states
+    assert [s for s in states if s[1] == "done"] == [("alpha", "done"), ("bravo", "done")]
+    done = next(e for e in nested if e["state"] == "done")
+    assert done["line"] == "last" and done["elapsed_s"] > 0
+
+    class PanelApp(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ToolPanel()
+
+    record = ToolRecord("t1", "run_on_machines", args, "3 machines")
+    app = PanelApp()
+    async with app.run_test(size=(70, 20)) as pilot:
+        panel = app.query_one(ToolPanel)
+        panel.on_agent_tool_started(Agent.ToolStarted(ToolStart("t1", "run_on_machines", args), record))
+        for event in nested[:4]:  # three queued, alpha running
+            record.add_nested(event)
+            panel.on_agent_tool_nested(Agent.ToolNested(ToolNested("t1", event["hostname"], event), record))
+        await pilot.pause()
+        shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")
+        assert shown[0] == "1 running · 2 queued" and shown[1].startswith("… alpha")
+        for event in nested[4:]:
+            record.add_nested(event)
+        record.finish(result.content, result.is_error, 1.0)
+        panel.on_agent_tool_ended(Agent.ToolEnded(ToolEnd("t1", "run_on_machines", result.content, False, 1.0), record))
+        await pilot.pause()
+        shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")
+    assert shown[0] == "1 offline · 2 done"
+    assert shown[1].startswith(f"⊘ {lab.offline_alias} offline") and "is offline (checked" in shown[1]
+    assert shown[2].split()[:3] == ["✓", "alpha", "done"] and shown[2].endswith("  last")
+
+
+async def test_the_app_shows_the_fleet_in_the_tool_panel(fake_api, lab):
+    from textual.widgets import Static
+    from tui_helpers import finish_turn, make_app, submit, wait_until
+
+    from cmdop_tui.config.settings import Settings
+
+    fake_api.enqueue(
+        tool_reply("run_on_machines", {"command": "echo hello", "machines": ["alpha", "bravo"]}),
+        text_reply("both said hello"),
+    )
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config, auto_approve=True))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, "say hello everywhere")
+        await finish_turn(pilot)
+
+        def shown_lines() -> list[str]:
+            return str(app.query_one("#tool-preview", Static).render()).split("\n")
+
+        await wait_until(pilot, lambda: shown_lines()[0] == "2 done", what="the fleet view")
+        shown = shown_lines()
+        assert [line.split()[1:3] for line in shown[1:]] == [["alpha", "done"], ["bravo", "done"]]
+        assert all(line.endswith("hello") for line in shown[1:])
