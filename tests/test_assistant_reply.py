@@ -112,3 +112,18 @@ def test_the_markdown_theme_reads_every_builtin_theme():
     for name, theme in BUILTIN_THEMES.items():
         styles = markdown_theme(theme).styles
         assert all(isinstance(style, Style) for style in styles.values()), name
+
+
+async def test_a_token_repaints_only_the_line_it_lands_on():
+    app = ReplyApp()
+    async with app.run_test(size=(60, 30)) as pilot:
+        reply = app.query_one(AssistantReply)
+        reply.append("The service restarted cleanly and the logs show no errors. " * 7 + "Done")  # one paragraph
+        await pilot.pause()
+        lines = screen_lines(reply)
+        assert len(lines) > 4 and len(reply._strips) == len(lines)  # every line painted once
+        reply.append("ok")  # lands on the last line
+        kept = set(reply._strips)
+        assert kept == set(range(len(lines) - 1))  # the lines above keep their painting
+        await pilot.pause()
+        assert screen_lines(reply)[-1] == "Doneok" and screen_lines(reply)[:-1] == lines[:-1]

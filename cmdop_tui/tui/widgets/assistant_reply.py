@@ -24,7 +24,7 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.theme import Theme
 from textual.color import Color
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.theme import Theme as TextualTheme
 from textual.timer import Timer
@@ -153,7 +153,10 @@ class AssistantReply(Widget):
         for block_text in finished:
             self._finish_block(block_text)
         self._open = _Block(rest, self._open.lines if not finished else None)
-        self._changed(open_block=True)
+        if finished:
+            self._changed(open_block=True)
+        else:
+            self._open_grew()
 
     def finish(self) -> None:
         """The reply is complete: the open block becomes a finished one.
@@ -174,6 +177,28 @@ class AssistantReply(Widget):
         reuse = self._open.lines if self._open.text.strip("\n") == text and not self._open_dirty else None
         self._blocks.append(_Block(text, reuse, estimate_height(text, self._width or 80)))
         self._arm_idle_render()
+
+    def _open_grew(self) -> None:
+        """Only the open block changed: repaint the lines of it that differ, unless it gained or
+        lost a line (a token should cost the line it lands on, not the whole block or column)."""
+        if self._offsets is None or not self._width or self._open.lines is None or not self._open.text.strip():
+            self._changed(open_block=True)
+            return
+        before = self._open.lines
+        after = self._render_text(self._open.text)
+        self._open.lines, self._open_dirty = after, False
+        if len(after) != len(before):
+            self._offsets = None
+            self._strips.clear()
+            self.refresh(layout=True)
+            return
+        first = next((row for row, (old, new) in enumerate(zip(before, after, strict=True)) if old != new), None)
+        if first is None:
+            return
+        top = self._offsets[-1] + first
+        for y in [y for y in self._strips if y >= top]:
+            del self._strips[y]
+        self.refresh(Region(0, top, self.size.width, len(after) - first))
 
     def _changed(self, *, open_block: bool = False) -> None:
         self._open_dirty = self._open_dirty or open_block
