@@ -103,7 +103,7 @@ def stream_once(app: PtyApp, server: FakeAnthropic, reply: str) -> tuple[float, 
     server.enqueue(clock)
     start = app.mark()
     app.write(b"show me\r")
-    shown = app.wait_for(END_MARKER.encode(), start)
+    shown = app.wait_for_text(END_MARKER)
     app.wait_quiet(0.3)  # count the final repaints too
     return shown - clock.arrived, app.mark() - start
 

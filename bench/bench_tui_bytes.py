@@ -12,6 +12,7 @@ character by default, 10 in low-bandwidth mode.
 from __future__ import annotations
 
 import os
+import random
 import sys
 import tempfile
 from pathlib import Path
@@ -25,10 +26,28 @@ PACE_S = 4 / 800  # a 4-character chunk every 5 ms: 800 characters a second
 MIDDLE, END = "zzmiddlezz", "zzendzz"
 
 
+WORDS = (
+    "nginx web07 restarted cleanly at 09:14 and the error log shows three upstream timeouts before "
+    "then; disk usage on /var is 71 percent, load 0.42, memory 3.1 GiB free, certificates renew in "
+    "23 days, the backup job finished at 02:00 with 1,204 files and no warnings on db02 or cache01"
+).split()
+
+
 def paced_reply() -> str:
-    line = "The service restarted cleanly and the logs show no errors since then.\n"
-    half = line * 28  # about 2,000 characters
-    return f"{half}{MIDDLE}\n{half}{END}"
+    """About 4,000 characters of varied lines, as a real reply has (a repeated line would let
+    a screen that shifts by a line change almost no cell, and flatter the figures)."""
+    draw = random.Random(7)
+
+    def sentence() -> str:
+        return " ".join(draw.choice(WORDS) for _ in range(draw.randint(8, 20))).capitalize() + "."
+
+    def paragraph() -> str:  # prose, or a short list
+        if draw.random() < 0.3:
+            return "\n".join(f"- {sentence()}" for _ in range(3))
+        return " ".join(sentence() for _ in range(3))
+
+    blocks = [paragraph() for _ in range(16)]
+    return "\n\n".join([*blocks[:8], MIDDLE, *blocks[8:], END])
 
 
 def measure(server: FakeAnthropic, size: tuple[int, int], low_bandwidth: bool) -> float:
@@ -50,11 +69,10 @@ def measure(server: FakeAnthropic, size: tuple[int, int], low_bandwidth: bool) -
         app.wait_quiet(1.5)  # the session (and the SDK) loaded
         reply = paced_reply()
         server.enqueue(text_reply(reply, chunk_size=4, delay_s=PACE_S))
-        start = app.mark()
         app.write(b"report\r")
-        app.wait_for(MIDDLE.encode(), start, timeout=60)
+        app.wait_for_text(MIDDLE, timeout=60)
         middle = app.mark()
-        app.wait_for(END.encode(), middle, timeout=60)
+        app.wait_for_text(END, timeout=60)
         app.wait_quiet(0.3)
         streamed = len(reply) - reply.index(MIDDLE)
         return (app.mark() - middle) / streamed

@@ -1,6 +1,8 @@
 """Run the real app in a pseudo-terminal and watch what it writes, as a terminal would.
 
-Used by the TUI benchmarks: bytes written, time until text appears on screen, key latency.
+Used by the TUI benchmarks and tests: bytes written, time until text appears on screen, key
+latency. What the screen shows is read with pyte, a terminal emulator: the app writes only the
+cells that change, so a word on screen need not appear whole in the byte stream.
 """
 
 from __future__ import annotations
@@ -16,13 +18,22 @@ import threading
 import time
 from pathlib import Path
 
+import pyte
+
 ROOT = Path(__file__).resolve().parents[1]
+SYNC_QUERY = b"\x1b[?2026$p"  # DECRQM: does the terminal do synchronized output?
+SYNC_SUPPORTED = b"\x1b[?2026;2$y"  # yes (and it is off now)
 
 
 class PtyApp:
     """`cmdop-tui` in a pty of the given size; output is read continuously with timestamps."""
 
-    def __init__(self, env: dict[str, str], size: tuple[int, int] = (100, 30), args: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, env: dict[str, str], size: tuple[int, int] = (100, 30), args: tuple[str, ...] = (), *, sync: bool = True
+    ) -> None:
+        """`sync`: answer the app's query for synchronized output as modern terminals do, so that
+        every frame comes between `\\x1b[?2026h` and `\\x1b[?2026l` and can be counted."""
+        self.sync = sync
         self.columns, self.rows = size
         self.output = bytearray()
         self.changed = threading.Condition()
@@ -33,6 +44,9 @@ class PtyApp:
             os.execvpe(sys.executable, [sys.executable, "-m", "cmdop_tui", *args], env)
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.columns, 0, 0))
+        self.screen = pyte.Screen(self.columns, self.rows)
+        self._terminal = pyte.ByteStream(self.screen)
+        self._fed = 0  # output fed to the emulator so far (fed by the waiting thread, not the reader)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
@@ -49,6 +63,8 @@ class PtyApp:
                     return
                 self.output += data
                 self.changed.notify_all()
+            if self.sync and SYNC_QUERY in data:
+                os.write(self.fd, SYNC_SUPPORTED)
 
     closed = False
 
@@ -66,6 +82,24 @@ class PtyApp:
                 if left <= 0 or self.closed:
                     tail = bytes(self.output[-400:])
                     raise TimeoutError(f"{needle!r} did not appear; last output: {tail!r}")
+                self.changed.wait(left)
+            return time.perf_counter()
+
+    def screen_text(self) -> str:
+        """What the terminal shows now, one line per row (call with `changed` held, or not at all
+        while another thread waits)."""
+        self._terminal.feed(bytes(self.output[self._fed :]))
+        self._fed = len(self.output)
+        return "\n".join(self.screen.display)
+
+    def wait_for_text(self, text: str, timeout: float = 30.0) -> float:
+        """Block until `text` is on the screen (within one row); return the time then."""
+        deadline = time.perf_counter() + timeout
+        with self.changed:
+            while text not in self.screen_text():
+                left = deadline - time.perf_counter()
+                if left <= 0 or self.closed:
+                    raise TimeoutError(f"{text!r} is not on screen; it shows:\n{self.screen_text()}")
                 self.changed.wait(left)
             return time.perf_counter()
 

@@ -3,12 +3,14 @@ on request, and a live chat keeps a bounded number of entries."""
 
 from __future__ import annotations
 
-from tui_helpers import make_app, replies, wait_until
+from fake_anthropic import text_reply
+from tui_helpers import finish_turn, make_app, replies, submit, wait_until
 
 from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.transcripts import Transcript
-from cmdop_tui.tui.widgets.chat_log import MAX_ITEMS, RESUME_PAGE, ChatLog
+from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+from cmdop_tui.tui.widgets.chat_log import DEFAULT_PACE, MAX_ITEMS, RESUME_PAGE, ChatLog
 from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
 from cmdop_tui.tui.widgets.notice import Notice
 from cmdop_tui.tui.widgets.tool_card import ToolCard
@@ -91,3 +93,45 @@ def test_low_bandwidth_mode_is_on_over_ssh_unless_the_user_says_otherwise(tmp_pa
     from cmdop_tui.config.settings import load_settings
 
     assert load_settings(tmp_path / "config.toml", environ={}).low_bandwidth_mode({})
+
+
+def numbered_reply(lines: int) -> str:
+    return "\n\n".join(f"Line {n}: checked web{n:02d}, every service active." for n in range(lines))
+
+
+async def test_a_followed_reply_scrolls_a_share_of_the_view_at_a_time(fake_api):
+    fake_api.enqueue(text_reply(numbered_reply(80), chunk_size=9))
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.query_one(ChatLog)
+        seen: list[
+            tuple[float, float]
+        ] = []  # each scroll: the move, and how far the newest text is from the view's top
+
+        def scrolled(old: float, new: float) -> None:
+            reply = app.query(AssistantReply).last()
+            seen.append((new - old, reply.virtual_region.y + reply._total - new))
+
+        chat.watch(chat, "scroll_y", scrolled, init=False)
+        await submit(pilot, "report")
+        await finish_turn(pilot)
+        view = chat.scrollable_content_region.height
+        reply = app.query(AssistantReply).last()
+        forward = [move for move, _ in seen if move > 0]
+        assert 159 <= reply._total and len(forward) < reply._total / 3  # jumps, not a scroll per line
+        assert sum(move >= view // DEFAULT_PACE.jump_share for move in forward) >= len(forward) - 2
+        assert all(0 < newest <= view for _, newest in seen)  # the newest line always in view
+        assert reply.size.height == reply._total and chat.scroll_y == chat.max_scroll_y  # no room left over
+
+
+async def test_a_reader_scrolled_back_is_left_where_they_are(fake_api):
+    fake_api.enqueue(text_reply(numbered_reply(80), chunk_size=9, delay_s=0.005))
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        chat = app.query_one(ChatLog)
+        await submit(pilot, "report")
+        await wait_until(pilot, lambda: chat.max_scroll_y > 10, what="the reply to pass the view")
+        chat.scroll_home(animate=False)
+        streaming = app.running
+        await finish_turn(pilot)
+        assert streaming and chat.scroll_y == 0 and app.query(AssistantReply).last()._reserved == 0

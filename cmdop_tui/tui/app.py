@@ -15,8 +15,9 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from rich.console import RenderableType
 from textual import constants as textual_constants
 from textual import work
 from textual.app import App, ComposeResult
@@ -46,6 +47,7 @@ from cmdop_tui.tui.commands import (
 )
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
+from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
@@ -54,7 +56,7 @@ from cmdop_tui.tui.vocabulary.messages import (
     ToolOutputCopyRequested,
     ToolOutputRequested,
 )
-from cmdop_tui.tui.widgets.chat_log import ChatLog
+from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.notice import Notice
@@ -64,6 +66,7 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
     import anthropic
+    from textual.screen import Screen
 
     from cmdop_tui.agent.runner import Runner
     from cmdop_tui.permissions import Permissions
@@ -145,6 +148,19 @@ class CmdopApp(App[None]):
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self._offer_local = offer_local_model
+        self._mirror = ScreenMirror(self.console)
+
+    # --- frames --------------------------------------------------------------------------------
+
+    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
+        """Textual's frame writer, handed only the cells that changed (see tui/screen_mirror.py)."""
+        writes_now = self._running and not self._closed and not self.is_headless and not self._batch_count
+        if writes_now and self._driver is not None and not self._driver.is_inline:
+            renderable = self._mirror.take(renderable)
+            unmoved = self.screen.outer_size.clamp_offset(self.cursor_position) == self._previous_cursor_position
+            if renderable is NOTHING_CHANGED and unmoved:
+                return  # nothing on screen would change: not even a cursor move goes out
+        super()._display(screen, renderable)
 
     # --- set-up --------------------------------------------------------------------------------
 
@@ -172,6 +188,8 @@ class CmdopApp(App[None]):
             known = ", ".join(sorted(self.available_themes))
             self.theme_problems.append(f"Unknown theme {self.settings.theme!r}; using {DEFAULT_THEME}. Themes: {known}")
         self._fold_panels_for(self.size.width)
+        if self.settings.low_bandwidth_mode():
+            self.chat.pace = LOW_BANDWIDTH_PACE
         self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
         self.query_one(PromptInput).focus()
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))

@@ -8,7 +8,12 @@ with Rich into lines instead (the Line API):
   so it is rendered once; the open block is re-rendered at most once per frame;
 * a finished block that is off screen is not rendered until it is needed: its height is estimated
   from its text, and it is rendered when a line of it is painted or when the app is idle;
-* only visible lines are painted.
+* only visible lines are painted;
+* text arriving faster than `paint_interval` is painted at that pace, the latest text each time
+  (the chat sets it while streaming; a keystroke's echo and the Stop are never held back);
+* while the chat follows it, a growing reply takes room ahead of its text, `jump_lines` at a time
+  (jump scrolling, as terminals do it): the chat scrolls once per jump instead of once per line,
+  and a line landing in the room it took changes nothing but that line.
 """
 
 from __future__ import annotations
@@ -107,6 +112,7 @@ class _Block:
     text: str
     lines: list[list[Segment]] | None = None
     estimate: int = 1
+    rendered_from: str | None = None  # the text `lines` show (an open block's text runs ahead of its painting)
 
     @property
     def height(self) -> int:
@@ -136,6 +142,12 @@ class AssistantReply(Widget):
         self._markdown_console: Console | None = None
         self._code_theme = "monokai"
         self._idle_timer: Timer | None = None
+        self.jump_lines = 0  # room to take ahead of the text while streaming; 0: none
+        self.paint_interval = 0.0  # seconds between paints of streamed text; 0: paint every append
+        self._painted_at = 0.0
+        self._paint_timer: Timer | None = None
+        self._layout_due = False  # a block finished since the last paint
+        self._reserved = 0  # the height taken, text and room
         if source:
             self.append(source)
 
@@ -152,8 +164,23 @@ class AssistantReply(Widget):
         finished, rest = split_finished(self._open.text + text)
         for block_text in finished:
             self._finish_block(block_text)
-        self._open = _Block(rest, self._open.lines if not finished else None)
         if finished:
+            self._open, self._layout_due = _Block(rest), True
+        else:
+            self._open.text = rest
+        self._paint_soon()
+
+    def _paint_soon(self) -> None:
+        wait = self._painted_at + self.paint_interval - time.monotonic()
+        if wait <= 0 or not self.is_attached:
+            self._paint()
+        elif self._paint_timer is None:
+            self._paint_timer = self.set_timer(wait, self._paint)
+
+    def _paint(self) -> None:
+        self._paint_timer, self._painted_at = None, time.monotonic()
+        if self._layout_due:
+            self._layout_due = False
             self._changed(open_block=True)
         else:
             self._open_grew()
@@ -163,9 +190,13 @@ class AssistantReply(Widget):
 
         A short reply is rendered completely now, so its final layout needs no estimates.
         """
+        if self._paint_timer is not None:
+            self._paint_timer.stop()
+            self._paint_timer = None
         if self._open.text.strip():
             self._finish_block(self._open.text.strip("\n"))
-        self._open = _Block("")
+        self._open, self._layout_due = _Block(""), False
+        self.jump_lines = self._reserved = 0
         pending = [block for block in self._blocks if block.lines is None]
         if self._width and len(pending) <= RENDER_AT_FINISH:
             for block in pending:
@@ -174,27 +205,34 @@ class AssistantReply(Widget):
 
     def _finish_block(self, text: str) -> None:
         # The block most likely was the open block at the last frame: reuse that rendering.
-        reuse = self._open.lines if self._open.text.strip("\n") == text and not self._open_dirty else None
+        painted = self._open.rendered_from
+        reuse = (
+            self._open.lines if painted is not None and painted.strip("\n") == text and not self._open_dirty else None
+        )
         self._blocks.append(_Block(text, reuse, estimate_height(text, self._width or 80)))
         self._arm_idle_render()
 
     def _open_grew(self) -> None:
-        """Only the open block changed: repaint the lines of it that differ, unless it gained or
-        lost a line (a token should cost the line it lands on, not the whole block or column)."""
-        if self._offsets is None or not self._width or self._open.lines is None or not self._open.text.strip():
+        """Only the open block changed: repaint the lines of it that differ (a token should cost
+        the line it lands on, not the whole block or column); lay out again only when the reply
+        outgrows the room it has."""
+        if self._offsets is None or not self._width or not self._open.lines or not self._open.text.strip():
             self._changed(open_block=True)
             return
         before = self._open.lines
         after = self._render_text(self._open.text)
-        self._open.lines, self._open_dirty = after, False
-        if len(after) != len(before):
+        self._open.lines, self._open.rendered_from, self._open_dirty = after, self._open.text, False
+        grown = len(after) - len(before)
+        if grown and (grown < 0 or self._total + grown > self._reserved):
             self._offsets = None
             self._strips.clear()
             self.refresh(layout=True)
             return
-        first = next((row for row, (old, new) in enumerate(zip(before, after, strict=True)) if old != new), None)
-        if first is None:
+        pairs = zip(before, after, strict=False)
+        first = next((row for row, (old, new) in enumerate(pairs) if old != new), min(len(before), len(after)))
+        if first == len(after) == len(before):
             return
+        self._total += grown
         top = self._offsets[-1] + first
         for y in [y for y in self._strips if y >= top]:
             del self._strips[y]
@@ -246,6 +284,7 @@ class AssistantReply(Widget):
         if self._open_dirty:
             self._open_dirty = False
             self._open.lines = self._render_text(self._open.text) if self._open.text.strip() else []
+            self._open.rendered_from = self._open.text
             self._offsets = None
         if self._offsets is None:
             offsets, y = [], 0
@@ -258,7 +297,11 @@ class AssistantReply(Widget):
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         self._prepare(width)
-        return self._total
+        if not self.jump_lines:
+            self._reserved = 0
+        elif self._total > self._reserved:
+            self._reserved = self._total + self.jump_lines
+        return max(self._total, self._reserved)
 
     def render_line(self, y: int) -> Strip:
         strip = self._strips.get(y)

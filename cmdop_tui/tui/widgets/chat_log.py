@@ -11,6 +11,7 @@ session keeps at most MAX_ITEMS entries, the oldest giving way (the transcript k
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from textual.containers import VerticalScroll
@@ -31,6 +32,20 @@ from cmdop_tui.tui.widgets.user_message import UserMessage
 RESUME_PAGE = 40  # messages of a resumed session drawn at once, and per "show more"
 MAX_ITEMS = 400  # entries a live chat keeps; past it the oldest PRUNE_BATCH give way
 PRUNE_BATCH = 100
+
+
+@dataclass(frozen=True)
+class StreamPace:
+    """How a streaming reply reaches the screen: painted at most every `paint_s` seconds (a
+    token's echo costs a frame; text arriving faster is painted in larger steps), and scrolled,
+    while the chat follows it, by 1/`jump_share` of the view at a time."""
+
+    paint_s: float
+    jump_share: int
+
+
+DEFAULT_PACE = StreamPace(paint_s=1 / 25, jump_share=4)
+LOW_BANDWIDTH_PACE = StreamPace(paint_s=1 / 10, jump_share=2)
 
 
 class ChatLog(VerticalScroll, can_focus=True):
@@ -61,6 +76,7 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._records: dict[str, ToolRecord] = {}
         self._earlier: EarlierMessages | None = None
         self._pruned = 0  # live entries that gave way
+        self.pace = DEFAULT_PACE
 
     def on_mount(self) -> None:
         self.anchor()
@@ -182,8 +198,17 @@ class ChatLog(VerticalScroll, can_focus=True):
         if self._reply is None:
             self._thinking = None
             self._reply = AssistantReply()
+            self._reply.paint_interval = self.pace.paint_s
             await self.add(self._reply)
+        self._reply.jump_lines = self._jump_lines()
         self._reply.append(text)
+
+    def _jump_lines(self) -> int:
+        """How far a streamed reply scrolls at a time: a share of the view while the chat follows
+        it past the bottom (each scroll rewrites the column), else nothing to jump."""
+        view = self.scrollable_content_region.height
+        following = self.is_anchored and self.scroll_y >= self.max_scroll_y and self.virtual_size.height > view
+        return max(2, view // self.pace.jump_share) if following else 0
 
     async def _end_reply(self, *, discard: bool = False) -> None:
         reply, self._reply = self._reply, None

@@ -1,0 +1,199 @@
+"""What the terminal shows, so that a frame sends only the cells that changed.
+
+Textual repaints by region: when a widget's size or place changes (a streamed reply grows by a
+line, a scrollbar's thumb moves), the whole region of its container is painted again, though on
+screen almost every cell stays what it was. Over a slow or distant link that is what a person
+feels, so the app keeps a mirror of the cells it has written and turns each partial update into
+the runs of cells that differ, as curses does.
+
+Only partial updates are diffed. A full-screen update (the first paint, a resize, a screen
+change, the return from a suspended app) is written whole and resets the mirror, because the
+terminal may then hold anything. A line whose cells cannot be read back exactly (a control
+segment in it) is forgotten and written whole next time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import repeat
+
+from rich.cells import get_character_cell_size
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.segment import Segment
+from rich.style import Style
+from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
+from textual.strip import Strip
+
+Cell = tuple[str, int]  # the character ("" right of a wide one) and the id of its look
+Row = list[Cell]
+
+RUN_GAP = 8  # unchanged cells between two changed runs rewritten rather than jumped over (a move costs ~8 bytes)
+MAX_LOOKS = 4096  # styles remembered by object before the cache starts again
+
+
+class Looks:
+    """Interns the look of a style (its escape sequence, meta ignored) as a small integer."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self._ids: dict[tuple[str, str], int] = {("", ""): 0}
+        self.wrappers: list[tuple[str, str]] = [("", "")]
+        self._by_style: dict[Style, int] = {}
+
+    def id_of(self, style: Style | None) -> int:
+        if style is None:
+            return 0
+        known = self._by_style.get(style)
+        if known is not None:
+            return known
+        if len(self._by_style) > MAX_LOOKS:
+            self._by_style.clear()
+        rendered = style.render("\0", color_system=self.console._color_system)
+        before, _, after = rendered.partition("\0")
+        look = self._ids.setdefault((before, after), len(self.wrappers))
+        if look == len(self.wrappers):
+            self.wrappers.append((before, after))
+        self._by_style[style] = look
+        return look
+
+    def render(self, cells: Row) -> str:
+        """`cells` as text, one escape sequence for each run of one look."""
+        out: list[str] = []
+        run_look, run_text = -1, ""
+        for char, look in cells:
+            if look != run_look:
+                if run_text:
+                    out.append(self._wrap(run_look, run_text))
+                run_look, run_text = look, ""
+            run_text += char
+        if run_text:
+            out.append(self._wrap(run_look, run_text))
+        return "".join(out)
+
+    def _wrap(self, look: int, text: str) -> str:
+        before, after = self.wrappers[look]
+        return f"{before}{text}{after}"
+
+
+def cells_of(strip: Strip, looks: Looks) -> Row | None:
+    """The cells `strip` covers; None when it holds something a cell cannot say (a control)."""
+    cells: Row = []
+    for text, style, control in strip:
+        if control:
+            return None
+        look = looks.id_of(style)
+        if text.isascii() and text.isprintable():
+            cells.extend(zip(text, repeat(look)))
+            continue
+        for char in text:
+            width = get_character_cell_size(char)
+            if width == 1:
+                cells.append((char, look))
+            elif width == 2:
+                cells += [(char, look), ("", look)]
+            elif cells:  # a combining mark joins the character before it
+                at = len(cells) - 1 if cells[-1][0] else len(cells) - 2
+                cells[at] = (cells[at][0] + char, cells[at][1])
+    return cells
+
+
+def changed_runs(old: Row, new: Row, start: int) -> list[tuple[int, int]]:
+    """[from, to) columns where `new` (placed at `start`) differs from `old`, runs closer than
+    RUN_GAP merged, widened so a wide character is never split."""
+    runs: list[tuple[int, int]] = []
+    for offset, cell in enumerate(new):
+        x = start + offset
+        if x < len(old) and old[x] == cell:
+            continue
+        if runs and x - runs[-1][1] <= RUN_GAP:
+            runs[-1] = (runs[-1][0], x + 1)
+        else:
+            runs.append((x, x + 1))
+    end = start + len(new)
+    widened = []
+    for first, last in runs:
+        if first > start and new[first - start][0] == "":
+            first -= 1
+        if last < end and new[last - start][0] == "":
+            last += 1
+        widened.append((first, last))
+    return widened
+
+
+class ScreenMirror:
+    """The cells on the terminal, and the smallest writes that bring it to a new frame."""
+
+    def __init__(self, console: Console) -> None:
+        self.looks = Looks(console)
+        self.rows: list[Row | None] = []
+
+    def reset(self) -> None:
+        self.rows = []
+
+    def take(self, update: RenderableType | None) -> RenderableType | None:
+        """The update to write instead of `update`: the same frame on screen, fewer bytes
+        (NOTHING_CHANGED when no cell would change)."""
+        if update is None:
+            return None
+        if isinstance(update, LayoutUpdate) and update.region.x == 0 and update.region.y == 0:
+            self._remember_full(update)
+            return update
+        if isinstance(update, ChopsUpdate) and self.rows:
+            writes = self._diff(update.chops, update.spans, update.chop_ends)
+            return CellsUpdate(writes) if writes else NOTHING_CHANGED
+        self.reset()  # something this mirror does not follow: start again at the next full paint
+        return update
+
+    def _remember_full(self, update: LayoutUpdate) -> None:
+        rows: list[Row | None] = []
+        for strips in update.strips:
+            row: Row | None = []
+            for strip in strips:
+                cells = cells_of(strip, self.looks)
+                row = None if cells is None or row is None else row + cells
+            rows.append(row)
+        self.rows = rows
+
+    def _diff(
+        self, chops: Sequence[Mapping[int, Strip | None]], spans: Iterable[tuple[int, int, int]], ends: list[list[int]]
+    ) -> list[str]:
+        """The writes for the changed runs of each span, with the mirror brought up to date."""
+        writes: list[str] = []
+        for y, x1, x2 in spans:
+            for end, (x, strip) in zip(ends[y], chops[y].items(), strict=False):
+                if strip is None or x > x2 or end <= x1:
+                    continue  # what Textual itself would skip
+                shown = strip if x2 > x >= x1 and end <= x2 else strip.crop(0, min(end, x2) - x)
+                writes += self._diff_piece(y, x, shown)
+        return writes
+
+    def _diff_piece(self, y: int, x: int, strip: Strip) -> list[str]:
+        row = self.rows[y] if y < len(self.rows) else None
+        cells = cells_of(strip, self.looks)
+        if cells is None or row is None or x + len(cells) > len(row):
+            if y < len(self.rows):
+                self.rows[y] = None  # not followed any more: written whole until the next full paint
+            return [move_to(x, y) + strip.render(self.looks.console)]
+        runs = changed_runs(row, cells, x)
+        row[x : x + len(cells)] = cells
+        return [move_to(first, y) + self.looks.render(cells[first - x : last - x]) for first, last in runs]
+
+
+def move_to(x: int, y: int) -> str:
+    return f"\x1b[{y + 1};{x + 1}H"
+
+
+class CellsUpdate(CompositorUpdate):
+    """Writes already rendered: each a cursor move and the cells that changed there."""
+
+    def __init__(self, writes: list[str]) -> None:
+        self.writes = writes
+
+    def render_segments(self, console: Console) -> str:
+        return "".join(self.writes)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Segment(self.render_segments(console))  # the raw sequences, as a terminal should get them
+
+
+NOTHING_CHANGED = CellsUpdate([])

@@ -1,0 +1,100 @@
+"""The screen mirror: the cells it writes leave the terminal exactly as Textual's own frames do.
+
+Frames come from a real Textual app (its compositor's updates, caught on their way to the
+terminal); each is written twice, as Textual would write it and as the mirror writes it, to two
+pyte terminals, which must then show the same cells in the same colours.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pyte
+from rich.console import Console, RenderableType
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Static
+
+from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror, changed_runs
+
+SIZE = (50, 14)
+
+
+class FrameCatcher(App[None]):
+    CSS = "#log { height: 1fr; } #status { height: 1; background: $primary; }"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.frames: list[Any] = []
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="log")
+        yield Static("ready", id="status")
+
+    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
+        if renderable is not None:
+            self.frames.append(renderable)
+        super()._display(screen, renderable)
+
+
+def cells(screen: pyte.Screen) -> list[list[tuple[str, str, str, bool, bool]]]:
+    return [
+        [(c.data, c.fg, c.bg, c.bold, c.reverse) for c in (screen.buffer[y][x] for x in range(screen.columns))]
+        for y in range(screen.lines)
+    ]
+
+
+async def record_frames() -> list[Any]:
+    """A log that grows past its view (follows, then scrolls), a status line that changes, wide
+    characters, and styles coming and going."""
+    app = FrameCatcher()
+    async with app.run_test(size=SIZE) as pilot:
+        log = app.query_one("#log", VerticalScroll)
+        log.anchor()
+        status = app.query_one("#status", Static)
+        for n in range(30):
+            await log.mount(Static(f"[b]{n:02d}[/b] line {'中文' if n % 3 else 'ascii'} {'é' * (n % 4)} {'x' * n}"))
+            status.update(f"{n} lines · [i]{'working' if n % 2 else 'idle'}[/i] ✓")
+            await pilot.pause()
+        log.scroll_home(animate=False)
+        await pilot.pause()
+        log.children[0].update("first line [reverse]changed[/reverse]")  # type: ignore[attr-defined]
+        await pilot.pause()
+    return app.frames
+
+
+async def test_the_mirror_leaves_the_terminal_as_textuals_frames_do():
+    frames = await record_frames()
+    console = Console(width=SIZE[0], height=SIZE[1], file=io.StringIO(), force_terminal=True, color_system="truecolor")
+    mirror = ScreenMirror(console)
+    plain, mirrored = pyte.Screen(*SIZE), pyte.Screen(*SIZE)
+    plain_stream, mirrored_stream = pyte.Stream(plain), pyte.Stream(mirrored)
+    sent_plain = sent_mirrored = 0
+    assert len(frames) > 20
+    for frame in frames:
+        textual_bytes = frame.render_segments(console)
+        ours = mirror.take(frame)
+        our_bytes = ours.render_segments(console) if ours is not NOTHING_CHANGED else ""
+        plain_stream.feed(textual_bytes)
+        mirrored_stream.feed(our_bytes)
+        sent_plain, sent_mirrored = sent_plain + len(textual_bytes), sent_mirrored + len(our_bytes)
+        assert cells(mirrored) == cells(plain)
+    assert "changed" in "\n".join(plain.display) and "中文" in "\n".join(plain.display)
+    assert sent_mirrored < sent_plain / 2  # and it is worth it
+
+
+def test_changed_runs_merge_near_changes_and_never_split_a_wide_character():
+    old = [(c, 0) for c in "abcdefghijklmnopqrstuvwxyz"]
+    new = list(old)
+    new[3] = ("X", 0)
+    new[6] = ("Y", 0)  # 2 cells from the first change: one run
+    new[20] = ("Z", 1)  # far: a run of its own
+    assert changed_runs(old, new, 0) == [(3, 7), (20, 21)]
+    assert changed_runs(old, old, 0) == []
+    wide = [("a", 0), ("中", 0), ("", 0), ("b", 0)]
+    was = [("a", 0), ("中", 0), ("", 1), ("b", 0)]  # only the right half's look differs
+    assert changed_runs(was, wide, 0) == [(1, 3)]
+    shifted = changed_runs([("-", 0)] * 10, wide, 5)  # placed at column 5
+    assert shifted == [(5, 9)]
