@@ -118,9 +118,11 @@ class Session:
             self.local_model = local_model = LocalModelServer(self.settings.local_model)
             self._cleanup.push_async_callback(asyncio.to_thread, local_model.stop)  # even mid-start
             self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, local_model)
-        self.client = self._given_client or make_client(self.settings, local=self.local_model)
-        if self._given_client is None:
-            self._cleanup.push_async_callback(self.client.close)
+        client = self._given_client
+        if client is None:  # made off the event loop: loading the CA bundle for TLS takes tens of ms
+            client = await asyncio.to_thread(make_client, self.settings, local=self.local_model)
+            self._cleanup.push_async_callback(client.close)
+        self.client = client
         self.permissions = load_permissions(self.settings)
         self.fleet = self._given_fleet or build_fleet(self.settings)
         if not self.fleet.sandbox.active and self._given_fleet is None:
