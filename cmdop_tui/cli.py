@@ -39,6 +39,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return config_command(argv[1:])
     if argv[:1] == ["mcp"]:
         return mcp_command(argv[1:])
+    if argv[:1] == ["machines"]:
+        from cmdop_tui.machines_cli import machines_main
+
+        return machines_main(argv[1:])
     if argv[:1] == ["serve"]:
         from cmdop_tui.serve import serve_main
 

@@ -153,7 +153,8 @@ async def test_remote_glob_never_runs_what_the_pattern_says(fleet, tmp_path):
 
 async def test_probes_mark_online_and_offline(lab, fleet):
     health = await fleet.probe_all()
-    assert health["alpha"].state == "online" and health["alpha"].latency_ms is not None
+    reachable = ("online", "degraded")  # degraded: this loaded test machine itself is the remote
+    assert health["alpha"].state in reachable and health["alpha"].latency_ms is not None
     assert health["alpha"].os_name.startswith("Linux") and health["alpha"].load
     assert health[lab.offline_alias].state == "offline" and "cannot reach" in health[lab.offline_alias].error
     assert health["local"].state in ("online", "degraded")
@@ -330,9 +331,10 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
         panel = app.query_one(MachinesPanel)
         fleet = await _fleet_of(app, pilot)
         await wait_until(pilot, lambda: {"alpha", "bravo", lab.offline_alias} <= set(panel.health), what="probes")
-        assert panel.health["alpha"].state == "online" and panel.health[lab.offline_alias].state == "offline"
+        alpha = panel.health["alpha"].state
+        assert alpha in ("online", "degraded") and panel.health[lab.offline_alias].state == "offline"
         option_text = str(panel.options.get_option("alpha").prompt)
-        assert "online" in option_text and "ms" in option_text
+        assert alpha in option_text and "ms" in option_text
         panel.options.focus()
         await pilot.press("down", "enter")  # local is first; alpha next
         await wait_until(pilot, lambda: fleet.target_name == "alpha", what="alpha as the target")

@@ -10,6 +10,7 @@ import os
 import platform
 import time
 
+from cmdop_tui.machines.agent import agent_probe, parse_agent
 from cmdop_tui.machines.sandbox import REMOTE_PROBE
 from cmdop_tui.machines.spec import Health, MachineError
 from cmdop_tui.machines.ssh import SshTransport
@@ -39,7 +40,8 @@ def judge(latency_ms: float, load1: float | None, cpus: int | None) -> str:
 def parse_probe(output: str, latency_ms: float) -> Health:
     lines = [line.strip() for line in output.splitlines() if line.strip()]
     sandbox = next((line.split(":", 1)[1] for line in lines if line.startswith("sandbox:")), "")
-    lines = [line for line in lines if not line.startswith("sandbox:")]
+    agent = next((parse_agent(line) for line in lines if line.startswith("agent:")), "")
+    lines = [line for line in lines if not line.startswith(("sandbox:", "agent:"))]
     os_name = lines[0] if lines else ""
     load_words = lines[1].split() if len(lines) > 1 else []
     load1 = _float(load_words[0]) if load_words else None
@@ -52,6 +54,7 @@ def parse_probe(output: str, latency_ms: float) -> Health:
         load=" ".join(load_words[:3]),
         uptime=format_uptime(uptime) if uptime is not None else "",
         sandbox=sandbox,
+        agent=agent,
     )
 
 
@@ -65,7 +68,8 @@ def _float(text: str) -> float | None:
 async def probe(transport: SshTransport, timeout_s: float = 8.0) -> Health:
     started = time.perf_counter()
     try:
-        result = await transport.run(PROBE_SCRIPT, timeout_s=timeout_s)
+        # The agent's line is told by its prefix, like the sandbox's (the others by position).
+        result = await transport.run(f"{PROBE_SCRIPT}; {agent_probe(transport.spec.cmdop)}", timeout_s=timeout_s)
     except MachineError as exc:
         return Health(state="offline", error=str(exc))
     return parse_probe(result.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmdop_tui.machines.agent import DEFAULT_CMDOP, agent_command
 from cmdop_tui.machines.machine import (
     EDIT_MAX_BYTES,
     GLOB_MAX_RESULTS,
@@ -175,14 +176,10 @@ class RemoteMachine:
                 self.on_unreachable(stderr.strip())
                 return str(ssh_failure(self.spec, stderr))
             if status == COMMAND_NOT_FOUND:
-                return (
-                    f"cmdop-tui is not installed on {self.name} (or not on the PATH of a non-interactive "
-                    f"ssh session there): `{self.spec.cmdop}` was not found. Install it there, or set "
-                    f'[machines.{self.name}] cmdop = "/path/to/cmdop-tui".'
-                )
+                return not_installed(self.spec)
             return None
 
-        command = f"{self.spec.cmdop} -p {shlex.quote(prompt)} --output-format stream-json --yes"
+        command = agent_command(self.spec.cmdop, f"-p {shlex.quote(prompt)} --output-format stream-json --yes")
         return await self._run_stoppable(
             command, cwd=None, timeout_ms=timeout_ms, progress=progress, exit_line=failure, grace_s=AGENT_STOP_GRACE_S
         )
@@ -287,6 +284,20 @@ class RemoteMachine:
             reason = strip_terminal_sequences(result.stderr_text) or f"exit status {result.status}"
             return MachineResult.error(f"{self.name}: {reason}")
         return MachineResult(text)
+
+
+def not_installed(spec: MachineSpec) -> str:
+    """Why ask_machine found no agent there, and how to put one there."""
+    if spec.cmdop != DEFAULT_CMDOP:
+        return (
+            f"cmdop-tui is not installed on {spec.name}: the configured command `{spec.cmdop}` was not found there. "
+            f"Fix [machines.{spec.name}] cmdop, or remove it and run `cmdop-tui machines install {spec.name}`."
+        )
+    return (
+        f"cmdop-tui is not installed on {spec.name} (neither in its data dir nor on the PATH of a "
+        f"non-interactive ssh session there). Run `cmdop-tui machines install {spec.name}` to put a "
+        "matching one there."
+    )
 
 
 def _or_no_matches(result: MachineResult) -> MachineResult:

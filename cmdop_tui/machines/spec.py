@@ -58,6 +58,7 @@ class Health:
     uptime: str = ""
     error: str = ""
     sandbox: str = ""  # "bubblewrap" where commands there can be sandboxed, "none", "" not known
+    agent: str = ""  # this project's agent there: its version, "?" (version unknown), "none", "" not known
     checked_at: float = field(default_factory=time.monotonic)
 
     @property

@@ -23,12 +23,10 @@ from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.routing import ToolPolicy, intent_router_enabled
 from cmdop_tui.agent.runner import AgentConfig, Runner
 from cmdop_tui.config.settings import Settings, config_dir, data_dir
-from cmdop_tui.machines.ansible import load_ansible_inventory
 from cmdop_tui.machines.fleet import Fleet
-from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
@@ -85,11 +83,7 @@ def build_fleet(settings: Settings) -> Fleet:
     Raises MachineError when the target machine (`--machine`) is unknown or ambiguous, or the
     Ansible inventory cannot be read.
     """
-    user_config = Path.home() / ".ssh" / "config"
-    ssh_config = settings.ssh_config or (user_config if user_config.exists() else None)
-    ansible = load_ansible_inventory(settings.ansible_inventory) if settings.ansible_inventory else []
-    inventory = Inventory.load([*settings.machines, *ansible], ssh_config, settings.groups)
-    options = SshOptions(config_file=settings.ssh_config)
+    inventory, options = inventory_of(settings)
     return Fleet(inventory, options, target=settings.target_machine, sandbox=build_sandbox(settings))
 
 

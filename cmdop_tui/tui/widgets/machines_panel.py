@@ -13,6 +13,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from cmdop_tui.agent.context import current_user
+from cmdop_tui.machines.agent import agent_label
 from cmdop_tui.machines.health import local_health
 from cmdop_tui.machines.spec import LOCAL, Health
 from cmdop_tui.tui.widgets.side_panel import SidePanel
@@ -53,6 +54,10 @@ class MachinesPanel(SidePanel):
             border: none;
             padding: 0;
             background: transparent;
+            /* Two lines a machine, whatever the width: a narrow panel cuts them (with …) instead
+               of wrapping them into four or five. */
+            text-wrap: nowrap;
+            text-overflow: ellipsis;
         }
     }
     """
@@ -126,16 +131,19 @@ class MachinesPanel(SidePanel):
 
     def _remote_option(self, name: str) -> Option:
         health = self.health.get(name, Health())
+        # Most telling first on each line: a narrow panel cuts the ends (nowrap, ellipsis).
         facts: list[str] = [health.state]
+        if health.sandbox:  # what holds commands there: bubblewrap, or the floor and approval alone
+            facts.append("sandboxed" if health.sandbox == "bubblewrap" else "no sandbox")
         if health.latency_ms is not None and health.state != "offline":
             facts.append(f"{health.latency_ms:.0f} ms")
         if health.load:
             facts.append(f"load {' '.join(health.load.split()[:2])}")
         detail = health.os_name or health.error or "not checked yet"
+        if health.state != "offline" and (agent := agent_label(health.agent)):
+            detail = f"{agent} · {detail}"  # whether ask_machine can work there
         if health.uptime:
             detail += f" · up {health.uptime}"
-        if health.sandbox:  # what holds commands there: bubblewrap, or the floor and approval alone
-            facts.append("sandboxed" if health.sandbox == "bubblewrap" else "no sandbox")
         prompt = Content.assemble(
             self._marker(name),
             (f"{health.glyph} ", STATE_STYLE[health.state]),
