@@ -22,7 +22,16 @@ def fail(message: str, code: int = 1) -> int:
 
 def entry() -> None:
     """The console script. After a stop or a failure, leave at once: interpreter teardown after
-    a cancel can take hundreds of milliseconds, and a stopped command should feel instant."""
+    a cancel can take hundreds of milliseconds, and a stopped command should feel instant.
+
+    A headless `-p` run goes first to the warm agent (`warm_agent.py`), which has the model SDK
+    imported already; when none answers, it runs here and starts one for next time."""
+    from cmdop_tui.support.warm import run_warm, wants_warm
+
+    if wants_warm(sys.argv[1:], os.environ):
+        warm_code = run_warm(sys.argv[1:])
+        if warm_code is not None:
+            os._exit(warm_code)
     code = main()
     sys.stdout.flush()
     sys.stderr.flush()

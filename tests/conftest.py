@@ -22,6 +22,9 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     # Only tests that ask for the fake API (anthropic_env) see credentials or an endpoint.
     for name in ("CMDOP_INTENT_ROUTER", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    # A `-p` run here is cold and starts no warm agent, which would outlive the test
+    # (tests/test_warm_agent.py asks for one, in a runtime dir of its own).
+    monkeypatch.setenv("CMDOP_TUI_NO_WARM", "1")
     return home
 
 

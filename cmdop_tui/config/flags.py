@@ -68,6 +68,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--machine", metavar="NAME", help="scope the session to this machine (tools work there)")
     p.add_argument("-c", "--continue", dest="continue_latest", action="store_true", help="continue the latest session")
     p.add_argument("--resume", metavar="ID", help="continue the session with this id (or id prefix)")
+    p.add_argument(
+        "--no-warm",
+        action="store_true",
+        help="run -p in this process, not in the warm agent (also CMDOP_TUI_NO_WARM=1)",
+    )
     return p
 
 

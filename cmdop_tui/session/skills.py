@@ -19,8 +19,6 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from cmdop_tui.config.settings import config_path
 from cmdop_tui.tools.skill import Skill, SkillSource
 
@@ -62,6 +60,8 @@ def _read_skill(path: Path, source: SkillSource, notes: list[str]) -> Skill | No
         notes.append(f"{path}: cannot be read ({exc.strerror}); skipped")
         return None
     front, body = _split_front_matter(text)
+    import yaml  # here, not at the top: a headless start without skills need not load it
+
     try:
         meta = yaml.safe_load(front) if front is not None else None
     except yaml.YAMLError as exc:
