@@ -315,11 +315,16 @@ class SshServer:
         path: StrPath | Sequence[StrPath] | None = None,
         shell_rc: bool = False,
         name: str = "sshd",
+        listen: Sequence[str] = (),
+        extra_config: Sequence[str] = (),
     ) -> None:
         """Prepare the directory, keys and config; ``client_key`` is the client's private key.
 
         The public key must sit next to it as ``<client_key>.pub`` (as ssh-keygen writes it);
-        the private key is used for the readiness probe.
+        the private key is used for the readiness probe. ``listen``: more loopback addresses
+        (``127.0.0.2``...) the server also listens on, on the same port (a host per address,
+        for many distinct hosts from one server). ``extra_config``: more sshd_config lines,
+        appended (e.g. ``AllowUsers``, ``LogLevel VERBOSE``, a ``Match`` block last).
         """
         self.client_key = Path(client_key)
         self.env = self._server_env(env, path, shell_rc)
@@ -339,6 +344,8 @@ class SshServer:
         self._starts = 0
         self._log_offset = 0
         self._subreaper = sys.platform == "linux"
+        self.listen = tuple(listen)
+        self.extra_config = tuple(extra_config)
 
     @staticmethod
     def _server_env(
@@ -361,6 +368,7 @@ class SshServer:
     def _config_text(self) -> str:
         lines = [
             f"ListenAddress 127.0.0.1:{self.port}",
+            *(f"ListenAddress {address}:{self.port}" for address in self.listen),
             "AddressFamily inet",
             f"HostKey {_quote_config_word(str(self.host_key))}",
             f"PidFile {_quote_config_word(str(self.directory / 'sshd.pid'))}",
@@ -399,6 +407,7 @@ class SshServer:
             # Only the first SetEnv line counts: everything goes on one line.
             words = [_quote_config_word(f"{name}={value}") for name, value in self.env.items()]
             lines.append("SetEnv " + " ".join(words))
+        lines.extend(self.extra_config)  # last: a Match block there holds to the end of the file
         return "\n".join(lines) + "\n"
 
     def _write_known_hosts(self) -> Path:
@@ -670,11 +679,12 @@ class SshClientSetup:
         self._reserved: list[socket.socket] = []
         self._write()
 
-    def add_server(self, alias: str, server: SshServer) -> None:
+    def add_server(self, alias: str, server: SshServer, extra: Sequence[str] = ()) -> None:
         """``Host alias`` -> ``server``; its host key is known as ``[127.0.0.1]:PORT`` and
-        under the alias (for tools that look keys up by host alias)."""
+        under the alias (for tools that look keys up by host alias). ``extra``: more lines for
+        the alias's block (``ProxyJump jumphost``, ``BindAddress 127.0.0.9``...)."""
         self._known.append(f"[127.0.0.1]:{server.port},{alias},[{alias}]:{server.port} {server.host_public_key}")
-        self._add_block(alias, server.port)
+        self._add_block(alias, server.port, extra)
 
     def add_offline_alias(self, alias: str = OFFLINE_ALIAS) -> int:
         """``Host alias`` -> a 127.0.0.1 port where nothing listens; returns the port.

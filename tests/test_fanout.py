@@ -19,6 +19,7 @@ from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.fanout import RUN_ON_MACHINES, Outcome, grouped_report, host_ranges
 from cmdop_tui.tools.registry import run_tool
+from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
 # --- the report (no servers needed) ------------------------------------------------------------
 
@@ -275,19 +276,37 @@ async def test_host_events_feed_the_fleet_view(lab, fleet, tmp_path):
     assert shown[2].split()[:3] == ["✓", "alpha", "done"] and shown[2].endswith("  last")
 
 
-async def test_the_app_shows_the_fleet_in_the_tool_panel(fake_api, lab):
+# Chunks that end mid-line, stderr between stdout lines, and no newline at the very end: the last
+# line printed is "final" (the output's sections would say stderr's "two" last).
+CHUNKED = "echo one; sleep 0.2; echo two >&2; sleep 0.2; printf 'three\\nfin'; sleep 0.3; printf 'al'"
+
+
+async def test_the_ended_event_carries_the_last_line_printed(fleet, tmp_path):
+    nested: list[dict] = []
+    args = {"command": CHUNKED, "machines": ["alpha", "bravo"]}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, nested=nested))
+    assert not result.is_error, result.content
+    ended = {e["hostname"]: e["line"] for e in nested if e["state"] == "done"}
+    assert ended == {"alpha": "final", "bravo": "final"}
+    running_lines = [e["line"] for e in nested if e["state"] == "running" and e["line"]]
+    assert all(line in ("one", "two", "three", "fin", "final") for line in running_lines)
+
+
+async def test_the_app_shows_each_hosts_last_line_when_it_ends(fake_api, lab):
     from textual.widgets import Static
     from tui_helpers import finish_turn, make_app, submit, wait_until
 
     from cmdop_tui.config.settings import Settings
+    from cmdop_tui.tui.widgets.tool_card import ToolCard
 
+    command = f'if [ "${{SSH_CONNECTION##* }}" = {lab.server("alpha").port} ]; then {CHUNKED}; else echo hello; fi'
     fake_api.enqueue(
-        tool_reply("run_on_machines", {"command": "echo hello", "machines": ["alpha", "bravo"]}),
-        text_reply("both said hello"),
+        tool_reply("run_on_machines", {"command": command, "machines": ["alpha", "bravo"]}),
+        text_reply("done everywhere"),
     )
     app = make_app(fake_api, settings=Settings(ssh_config=lab.config, auto_approve=True))
     async with app.run_test(size=(140, 40)) as pilot:
-        await submit(pilot, "say hello everywhere")
+        await submit(pilot, "run it everywhere")
         await finish_turn(pilot)
 
         def shown_lines() -> list[str]:
@@ -296,3 +315,80 @@ async def test_the_app_shows_the_fleet_in_the_tool_panel(fake_api, lab):
         await wait_until(pilot, lambda: shown_lines()[0] == "2 done", what="the fleet view")
         shown = shown_lines()
         assert [line.split()[1:3] for line in shown[1:]] == [["alpha", "done"], ["bravo", "done"]]
+        assert shown[1].endswith("  final") and shown[2].endswith("  hello"), shown
+        card = str(app.query_one(ToolCard).render()).split("\n")
+        assert card[1] == "2 done" and card[2].endswith("  final") and card[3].endswith("  hello"), card
+
+
+async def test_first_connections_at_once_share_one_master_quietly(fleet):
+    """A probe and commands that reach a host at the same moment: one of them sets up the master,
+    the others do not race it (the loser of such a race would print `ControlSocket ... already
+    exists, disabling multiplexing` into its command's output)."""
+    transport = fleet.transport(fleet.inventory.resolve("alpha"))
+    results = await asyncio.gather(*(transport.run("sleep 0.2; echo ok") for _ in range(4)))
+    assert [(r.status, r.stdout, r.stderr) for r in results] == [(0, b"ok\n", b"")] * 4
+    later = await transport.run("echo again")
+    assert (later.stdout, later.stderr) == (b"again\n", b"")
+
+
+async def test_a_dead_masters_socket_is_cleared_quietly(fleet):
+    """A master killed (kill -9 of an app: its socket file stays) leaves a stale socket: the next
+    connections neither print `Control socket connect(...): Connection refused` nor fail."""
+    import socket
+    import subprocess
+
+    transport = fleet.transport(fleet.inventory.resolve("alpha"))
+    settings = subprocess.run(
+        [*transport._options_argv(), "-G", "alpha"], capture_output=True, text=True, check=True
+    ).stdout
+    path = next(line.split(" ", 1)[1] for line in settings.splitlines() if line.startswith("controlpath "))
+    stale = socket.socket(socket.AF_UNIX)
+    stale.bind(path)  # a socket file nobody listens on: what a killed master leaves
+    stale.close()
+    transport.argv("true")  # a first connection is setting up the master (slow to start: not run here)
+    results = await asyncio.gather(*(transport.run("sleep 0.2; echo ok") for _ in range(4)))
+    assert [(r.status, r.stdout, r.stderr) for r in results] == [(0, b"ok\n", b"")] * 4
+
+
+# --- Stop on the far side: the group found by its run, or noted where there is no pgrep ----------
+
+
+async def test_a_stop_before_the_command_starts_is_not_missed(fleet):
+    transport = fleet.transport(fleet.inventory.resolve("alpha"))
+    remote, run_id = transport.stoppable("echo ran", None)
+    await transport.kill(run_id)  # nothing runs yet: the stop marker is left
+    process = await asyncio.create_subprocess_exec(
+        *transport.argv(remote), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    stdout, stderr = await process.communicate()
+    assert (process.returncode, stdout, stderr) == (130, b"", b"")
+    assert not list(Path("/tmp").glob(f"cmdop-{run_id}.*"))  # the "remote" host is this one
+
+
+async def test_stop_where_there_is_no_pgrep(ssh_hosts, tmp_path):
+    """A host without procps: the group's id is noted in a file, and Stop finds it there."""
+    import shutil
+
+    bin_dir = tmp_path / "bin"  # a PATH with what a slim container has, and no pgrep
+    bin_dir.mkdir()
+    for tool in ("bash", "sh", "sleep", "cat", "rm", "touch", "seq"):
+        (bin_dir / tool).symlink_to(shutil.which(tool))
+    lab = ssh_hosts(1, env={"PATH": str(bin_dir)})
+    fleet = fleet_for(lab)
+    ctx = context(fleet, tmp_path)
+    try:
+        probe = await run_tool(EXECUTE_COMMAND, {"command": "command -v pgrep || echo none", "machine": "alpha"}, ctx)
+        assert "none" in probe.content, probe.content
+        args = {"command": "sleep 30.6123 & sleep 30.6123; echo never", "machine": "alpha"}
+        task = asyncio.create_task(run_tool(EXECUTE_COMMAND, args, ctx))
+        async with asyncio.timeout(10):
+            while len(running(str(bin_dir / "sleep"), "30.6123")) + len(running("sleep", "30.6123")) < 2:
+                await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        async with asyncio.timeout(5):
+            while running(str(bin_dir / "sleep"), "30.6123") or running("sleep", "30.6123"):
+                await asyncio.sleep(0.02)
+    finally:
+        await fleet.close()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -312,7 +313,9 @@ def test_transport_argv_uses_batch_mode_and_a_control_master(tmp_path):
     transport = SshTransport(MachineSpec("web", "web.example", user="ops", port=2222), SshOptions(control_dir=tmp_path))
     argv = transport.argv("uptime")
     assert argv[0] == "ssh" and argv[-3:] == ["web.example", "--", "uptime"]
-    assert "BatchMode=yes" in argv and "ControlMaster=auto" in argv and f"ControlPath={tmp_path}/%C" in argv
+    control = next(arg for arg in argv if arg.startswith("ControlPath="))
+    assert "BatchMode=yes" in argv and "ControlMaster=auto" in argv
+    assert re.fullmatch(r"ControlPath=/.+/[0-9a-f]{8}-%C", control)  # named per alias too (a long dir falls back)
     assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-l") + 1] == "ops"
 
 

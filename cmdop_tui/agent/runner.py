@@ -79,6 +79,7 @@ from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
 
@@ -647,9 +648,19 @@ class Runner:
             return self.machines.canonical(named) if self.machines is not None else named
         hostnames = call.input.get("hostnames") or call.input.get("machines")
         if isinstance(hostnames, list) and hostnames:
-            return f"{len(hostnames)} machines"
+            return self._fleet_label([str(name) for name in hostnames])
         target = self.machines.target_name if self.machines is not None else None
         return target or "local"
+
+    def _fleet_label(self, selectors: list[str]) -> str:
+        """The machines a fan-out names, counted after tags and groups are resolved."""
+        try:
+            chosen = [spec.name for spec in self.machines.inventory.select(selectors)] if self.machines else selectors
+        except MachineError:
+            chosen = selectors  # the tool itself will say which selector is unknown
+        if len(chosen) == 1:
+            return chosen[0]
+        return f"{len(chosen)} machines"
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
         if call.tool is not None:  # what a write or an edit would change, for the question and the card

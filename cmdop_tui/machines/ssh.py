@@ -1,21 +1,27 @@
 """The OpenSSH client as our only transport.
 
 Every remote action is one `ssh` process. The user's ~/.ssh/config, keys, agent, known hosts and
-jump hosts apply exactly as in their shell; we add BatchMode (never prompt: a prompt would hang
-behind the UI) and a ControlMaster, so that repeated commands to a host reuse one connection.
+jump hosts (ProxyJump: ssh hands our `-F` on to the hop) apply exactly as in their shell; we add
+BatchMode (never prompt: a prompt would hang behind the UI) and a ControlMaster, so that repeated
+commands to a host reuse one connection: one master per machine and route (its alias, through
+whichever jump), set up by one connection at a time.
 
-A command that must be stoppable runs on the remote side in its own session (`setsid`), and
-writes its process group id to a file there; Stop kills that group over a second connection,
-because killing the local `ssh` client does not stop the remote command.
+A command that must be stoppable runs on the remote side in its own process group (a job under
+bash's job control), and writes that group's id to a file there; Stop kills that group over a
+second connection, because killing the local `ssh` client does not stop the remote command.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import hashlib
 import os
 import shlex
+import socket
 import stat
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +30,11 @@ from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.support.processes import kill_process_group
 
 SSH_FAILED = 255  # ssh's own exit status when it could not connect or authenticate
+# A control socket's path must fit a sockaddr_un (108 bytes with its NUL); ssh binds it first as
+# PATH.<16 random characters>. Our name in the directory: a route hash, `-`, %C (40 hex digits).
+SOCKET_PATH_MAX = 107 - 17
+CONTROL_NAME_CHARS = 8 + 1 + 40
+MASTER_GRACE_S = 1.0  # beyond the connect timeout, how long the first connection may take to set up its master
 
 
 @dataclass(frozen=True)
@@ -46,22 +57,44 @@ class RemoteResult:
 
 
 def default_control_dir() -> Path:
-    """A short, private directory for control sockets (a socket path must stay under ~100 bytes).
+    """A short, private directory for control sockets (a socket path must stay under ~100 bytes:
+    $XDG_RUNTIME_DIR or the temporary directory when short enough, else /tmp).
 
     Someone else's directory there (made first, or a symlink) could hold a planted master socket
     that would see every command: it must be ours and 0700, else a fresh private one is used.
     """
-    runtime = os.environ.get("XDG_RUNTIME_DIR")
-    base = Path(runtime) if runtime and len(runtime) < 40 else Path(tempfile.gettempdir())
-    path = base / f"cmdop-{os.getuid()}"
+    name = f"cmdop-{os.getuid()}"
+    bases = (os.environ.get("XDG_RUNTIME_DIR"), tempfile.gettempdir())
+    base = next((Path(b) for b in bases if b and _short_enough(Path(b) / f"{name}-xxxxxxxx")), Path("/tmp"))
+    path = base / name
     try:
         path.mkdir(mode=0o700, exist_ok=True)
         info = os.lstat(path)
     except OSError:
-        return Path(tempfile.mkdtemp(prefix="cmdop-"))
+        return Path(tempfile.mkdtemp(prefix="cmdop-", dir=base))
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return Path(tempfile.mkdtemp(prefix="cmdop-"))
+        return Path(tempfile.mkdtemp(prefix="cmdop-", dir=base))
     return path
+
+
+def _short_enough(directory: Path | None) -> Path | None:
+    """`directory` if a control socket's path in it fits (else ssh would warn, into the
+    command's output, and go without a master); None otherwise."""
+    if directory is None or len(os.fsencode(directory)) + 1 + CONTROL_NAME_CHARS > SOCKET_PATH_MAX:
+        return None
+    return directory
+
+
+def _clear_dead_sockets(directory: Path, route: str) -> None:
+    """Remove this route's control sockets whose master is gone. A master killed outright (the
+    app killed with -9) leaves its socket file; a client with `ControlMaster=no` that finds it
+    prints `Control socket connect(...): Connection refused` into its command's output (with
+    `auto` ssh removes it quietly, but only one connection at a time gets `auto`)."""
+    for path in directory.glob(f"{route}-*"):
+        with socket.socket(socket.AF_UNIX) as probe:
+            probe.setblocking(False)  # a live master's full backlog must not hold us
+            if probe.connect_ex(str(path)) == errno.ECONNREFUSED:
+                path.unlink(missing_ok=True)
 
 
 def ssh_failure(spec: MachineSpec, stderr: str) -> MachineError:
@@ -75,23 +108,49 @@ class SshTransport:
     def __init__(self, spec: MachineSpec, options: SshOptions = SshOptions()) -> None:
         self.spec = spec
         self.options = options
-        self._control_dir = options.control_dir or default_control_dir()
+        self._control_dir = _short_enough(options.control_dir) or default_control_dir()
+        self._master_until = 0.0  # until then, the connection that may become the master is setting up
 
     # --- argv ----------------------------------------------------------------------------------
 
     def argv(self, remote_command: str) -> list[str]:
         """The ssh command line that runs `remote_command` (a shell string) on the machine."""
-        return [*self._options_argv(), self.spec.host, "--", remote_command]
+        return [*self._options_argv(self._master_mode()), self.spec.host, "--", remote_command]
 
-    def _options_argv(self) -> list[str]:
+    @property
+    def _route(self) -> str:
+        """What tells this machine's master from another's beyond %C (which hashes only the
+        local host, HostName, port and user before OpenSSH 9.6): the alias and the config file.
+        Two aliases for one address behind different bastions (10.0.0.5 at two sites, each
+        with its ProxyJump) must never share a master, nor a jumped alias a direct one."""
+        route = f"{self.options.config_file or ''}\0{self.spec.host}"
+        return hashlib.sha256(route.encode()).hexdigest()[:8]
+
+    def _master_mode(self) -> str:
+        """`auto` (use the master, or become it), except while another connection of ours is
+        setting it up: then `no` (use it if it is up, else connect directly).
+
+        Two clients that both find no master both try to become it; the loser carries on
+        unshared and prints `ControlSocket ... already exists, disabling multiplexing` into the
+        command's stderr (a health probe and a command at a session's start did). Only one
+        connection at a time is let try; the others share its master once it is up.
+        """
+        now = time.monotonic()
+        if now < self._master_until:
+            return "no"
+        self._master_until = now + self.options.connect_timeout_s + MASTER_GRACE_S
+        _clear_dead_sockets(self._control_dir, self._route)
+        return "auto"
+
+    def _options_argv(self, master: str = "auto") -> list[str]:
         options = self.options
         argv = ["ssh"]
         if options.config_file is not None:
             argv += ["-F", str(options.config_file)]
         argv += [
             "-o", "BatchMode=yes",
-            "-o", "ControlMaster=auto",
-            "-o", f"ControlPath={self._control_dir}/%C",
+            "-o", f"ControlMaster={master}",
+            "-o", f"ControlPath={self._control_dir}/{self._route}-%C",
             "-o", f"ControlPersist={options.control_persist_s}",
             "-o", f"ConnectTimeout={options.connect_timeout_s}",
             "-o", "LogLevel=ERROR",
@@ -132,33 +191,50 @@ class SshTransport:
     def stoppable(self, command: str, cwd: str | None) -> tuple[str, str]:
         """(remote shell string, run id): `command` in its own process group, noted for kill().
 
-        A kill that comes before the group is noted leaves a stop marker, which the command
-        checks once noted: a Stop at the very start is not missed.
+        A kill that comes before the group exists leaves a stop marker, which the command checks
+        first: a Stop at the very start is not missed.
+
+        Every process here costs a command CPU time there (a hundred hosts sharing a few cores
+        feel it), so there are only the outer bash (whatever the login shell is) and a subshell
+        of it, a job of its own under job control (`set -m`: its own process group, which the
+        subshell's children stay in), which becomes the command's bash (`exec`: `$$` is the
+        command's own shell, as on this machine). kill() finds the group as the child of the
+        outer bash, whose command line names the run (`pgrep`), so nothing is written there; a
+        host without pgrep gets the group's id noted in a file (`$BASHPID`; bash 3, macOS's:
+        `$(exec sh -c 'echo $PPID')`), removed when the group ends.
         """
         run_id = uuid.uuid4().hex[:16]
         pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
         enter = f"cd -- {shlex.quote(cwd)} || exit 1; " if cwd else ""
-        inner = (
-            f"trap 'rm -f {pgid_file} {stop_file}' EXIT; echo $$ > {pgid_file}; "
-            f"[ -e {stop_file} ] && exit 130; {enter}bash -c {shlex.quote(command)}"
-        )
-        # setsid -w: a new session (so a group to kill), and its exit status passed through.
+        note = "command -v pgrep >/dev/null 2>&1 || echo ${BASHPID:-$(exec sh -c 'echo $PPID')} > " + pgid_file
+        stop = f"[ -e {stop_file} ] && {{ rm -f {stop_file}; exit 130; }}"
+        inner = f"{stop}; {note}; {enter}exec bash -c {shlex.quote(command)}"
+        # The outer bash's own stderr goes nowhere (job control would report a killed group there,
+        # our wrapper's text with it); the subshell gets the real one back (fd 3).
         script = (
-            f"if command -v setsid >/dev/null 2>&1; then exec setsid -w bash -c {shlex.quote(inner)}; "
-            f"else exec bash -c {shlex.quote(inner)}; fi"
+            f"exec 3>&2 2>/dev/null; set -m; ( exec 2>&3 3>&-; {inner}\n); s=$?; "
+            f"[ -e {pgid_file} ] && rm -f {pgid_file}; exit $s"
         )
         return "bash -c " + shlex.quote(script), run_id
 
     async def kill(self, run_id: str, grace_s: float = 0.0) -> None:
-        """Kill the process group of a stoppable command there (TERM first when given a grace)."""
-        pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
-        read = f"p=$(cat {pgid_file} 2>/dev/null) || {{ touch {stop_file}; exit 0; }}; "
-        term = 'kill -TERM -- -"$p" 2>/dev/null || kill -TERM "$p" 2>/dev/null; '
-        wait = (
-            f'for i in $(seq {max(1, int(grace_s * 20))}); do kill -0 -- -"$p" 2>/dev/null || break; sleep 0.05; done; '
+        """Kill the process group of a stoppable command there (TERM first when given a grace).
+
+        The group is the child of the bash whose command line holds the run's stop marker (the
+        pattern is written so that this script's own command line does not match it); or, with
+        no pgrep there, the one noted in the run's file. None yet: the stop marker is left."""
+        pgid_file = _run_file(run_id, "pgid")
+        marker = f"'^bash -c .*cmdop-{run_id}[.]stop'"
+        find = (
+            f"if command -v pgrep >/dev/null 2>&1; then g=$(for o in $(pgrep -f {marker}); do pgrep -P $o; done); "
+            f"else g=$(cat {pgid_file} 2>/dev/null); fi; "
+            f'[ -n "$g" ] || {{ touch "${{TMPDIR:-/tmp}}/cmdop-{run_id}"\'.stop\'; exit 0; }}; '
         )
-        kill = f'kill -KILL -- -"$p" 2>/dev/null || kill -KILL "$p" 2>/dev/null; rm -f {pgid_file}'
-        script = read + (term + wait if grace_s > 0 else "") + kill
+        signal = 'for p in $g; do kill -{0} -- -"$p" 2>/dev/null || kill -{0} "$p" 2>/dev/null; done; '
+        alive = 'a=; for p in $g; do kill -0 -- -"$p" 2>/dev/null && a=1; done; '
+        wait = f'for i in $(seq {max(1, int(grace_s * 20))}); do {alive}[ -n "$a" ] || break; sleep 0.05; done; '
+        term = signal.format("TERM") + wait if grace_s > 0 else ""
+        script = find + term + signal.format("KILL") + f"rm -f {pgid_file}"
         try:
             await self.run(script, timeout_s=10)
         except MachineError:

@@ -37,7 +37,8 @@ API
 ``check_command(command, *, cwd=None) -> str | None``
     The floor for one shell command line.
 ``Rule``, ``Rule.parse(text, verdict)``; ``derive_rule(tool, args, machine, *, spec=None)``
-    Rules and the rule "Allow always" would add.
+    Rules and the rule "Allow always" would add (for a call over several machines, scoped to
+    them: ``fanout_hosts(args)``, named for people by ``fanout_label(hosts)``).
 ``main_argument(tool, args, *, spec=None)``
     The argument rules match for a call.
 ``Decision(verdict, reason, rule, floor)``
@@ -60,8 +61,8 @@ API
     Where the global rules file lives.
 """
 
-from .allow_always import derive_rule
-from .arguments import main_argument
+from .allow_always import derive_rule, fanout_label
+from .arguments import fanout_hosts, main_argument
 from .decisions import Decision
 from .floor import check_command, floor_violation
 from .listing import list_rules_text
@@ -76,6 +77,8 @@ __all__ = [
     "Rule",
     "check_command",
     "derive_rule",
+    "fanout_hosts",
+    "fanout_label",
     "floor_violation",
     "list_rules_text",
     "main_argument",

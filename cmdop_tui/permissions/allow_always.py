@@ -5,14 +5,16 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from cmdop_tui.tools.base import RuleReach, Tool
 
-from .arguments import command_parts, declaration, main_argument
+from .arguments import command_parts, declaration, fanout_hosts, main_argument, names_many
 from .rules import Rule, local_home, normalise_rule_path
 from .scanning import words
 
+TAG_PREFIX = "tag:"  # a selector of every machine with that tag (machines/inventory.py)
 # programs that delete, run other code or escalate: their rule is the exact command line
 _EXACT_PROGRAMS = words(
     "rm rmdir dd mkfs shred wipefs chmod chown chgrp mv kill killall pkill reboot shutdown halt "
@@ -47,11 +49,19 @@ def derive_rule(
       with their subcommand for systemctl/docker/kubectl) gives the exact command line.
     * read_file, write_file, grep, list_dir: the directory of the path with ``/**``
       (``~/projects/app/src/x.py`` -> ``~/projects/app/src/**``); list_dir the directory itself.
-    * glob: its pattern; ask_machine: the host; ask_machines: ``{a,b}`` of the hosts.
+    * glob: its pattern; ask_machine: the host; ask_machines: ``{a,b}`` of the hosts (given the
+      loop's label of a call over several machines, ``N machines``, not scoped to that label).
 
     `spec` is the tool's declaration (None: the built-in tool called `tool`). The rule is
-    scoped to `machine` (``web1:...``, ``local:...``) unless `any_machine`.
+    scoped to `machine` (``web1:...``, ``local:...``) unless `any_machine`; a call that runs on
+    several machines (run_on_machines) is scoped to the machines it names, whatever `machine`
+    says (``{web1,web2}:run_on_machines(uptime *)``; ``tag\\:web:...`` for a tag), and its
+    note names them (``2 machines: web1, web2``).
     """
+    hosts = fanout_hosts(args)
+    if hosts and not any_machine:
+        rule = derive_rule(tool, args, cwd=cwd, any_machine=True, spec=spec)
+        return replace(rule, machine=_machines_glob(hosts), note=fanout_label(hosts))
     prefix = None if any_machine else (machine or "local")
     declared = declaration(tool, spec)
     subject = declared.subject if declared is not None else None
@@ -67,9 +77,28 @@ def derive_rule(
             if len(hosts) == 1
             else "{" + ",".join(_escape_path_glob(h) for h in hosts) + "}"
         )
+        if prefix is not None and names_many(machine):  # the hosts are its argument: no `N machines:` scope
+            return Rule(tool=tool, pattern=pattern, machine=None, source="global", note=fanout_label(hosts))
     else:
         pattern = _escape_path_glob(argument) if isinstance(argument, str) and argument else "*"
     return Rule(tool=tool, pattern=pattern, verdict="allow", machine=prefix, source="global")
+
+
+def fanout_label(hosts: list[str]) -> str:
+    """What a rule scoped to these machines covers, for people: `2 machines: web1, web2`, and
+    `the machines tagged db` for a tag."""
+    names = [host for host in hosts if not host.startswith(TAG_PREFIX)]
+    tags = [host.removeprefix(TAG_PREFIX) for host in hosts if host.startswith(TAG_PREFIX)]
+    parts = [f"{len(names)} machine{'' if len(names) == 1 else 's'}: {', '.join(names)}"] if names else []
+    if tags:
+        parts.append(f"the machines tagged {', '.join(tags)}")
+    return "; ".join(parts)
+
+
+def _machines_glob(hosts: list[str]) -> str:
+    """The machine glob naming exactly these machines (a tag's `:` escaped)."""
+    names = [_escape_path_glob(host).replace(":", "\\:") for host in hosts]
+    return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
 
 
 def _path_pattern(reach: RuleReach, path: str, machine: str, cwd: str | None) -> str:

@@ -15,8 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, TypeGuard
 
 from cmdop_tui.tools.base import Tool
@@ -75,9 +75,11 @@ def decide(
     mode: Mode,
     session: Sequence[Rule],
     global_: Sequence[Rule],
+    floor: bool = True,
 ) -> Decision:
-    """The decision for one call, given the rules and the mode (see the module doc)."""
-    reason = floor_violation(tool, args, spec=spec)
+    """The decision for one call, given the rules and the mode (see the module doc); without
+    the floor when `floor` is False (already judged)."""
+    reason = floor_violation(tool, args, spec=spec) if floor else None
     if reason is not None:
         return Decision("deny", reason, None, True)
     if mutating is None:
@@ -86,6 +88,36 @@ def decide(
     if rule is not None:
         return _by_rule(verdict, rule, mode)
     return _by_mode(tool, mutating, mode)
+
+
+def decide_many(hosts: Sequence[str], decide_on: Callable[[str], Decision]) -> Decision:
+    """A call that runs on several machines (run_on_machines), judged on each of `hosts`
+    (`decide_on(host)`): the floor refuses it everywhere; a host a rule scoped to machines
+    denies is left out (it is skipped when the call runs, and reported); of the others, one
+    deny or one ask is enough, and an allow must hold on every one. A rule that "Allow always"
+    scoped to the hosts of a call (`{web1,web2}:run_on_machines(...)`) thus allows that call,
+    or one over fewer of them, and asks again for a call that reaches another machine.
+    """
+    decided = [(host, decide_on(host)) for host in hosts]
+    for _, decision in decided:
+        if decision.floor:
+            return decision
+    considered = [(host, d) for host, d in decided if not _skipped_on_host(host, d)] or decided
+    for wanted in ("deny", "ask"):
+        for host, decision in considered:
+            if decision.verdict == wanted:
+                return replace(decision, reason=f"{decision.reason} (on {host})")
+    rules = {decision.rule.text for _, decision in considered if decision.rule is not None}
+    if len(considered) > 1 and rules and all(decision.rule is not None for _, decision in considered):
+        return replace(considered[0][1], reason=f"allowed on every machine by {', '.join(sorted(rules))}")
+    return considered[0][1]
+
+
+def _skipped_on_host(host: str, decision: Decision) -> bool:
+    """Denied there by a rule scoped to machines, which the run checks host by host (a tag
+    is not a host: a rule scoped to `tag:T` denies the whole call)."""
+    rule = decision.rule
+    return decision.verdict == "deny" and rule is not None and rule.machine is not None and ":" not in host
 
 
 def _by_rule(verdict: str | None, rule: Rule, mode: Mode) -> Decision:

@@ -16,7 +16,7 @@ from cmdop_tui.tools.base import Tool
 
 from . import decisions, store
 from .allow_always import derive_rule
-from .arguments import declaration, main_argument
+from .arguments import declaration, fanout_hosts, main_argument, names_many
 from .decisions import Decision, Mode, check_mode, machine_of
 from .rules import Rule
 from .store import PermissionsError, read_rules_file, write_rules_file
@@ -194,22 +194,33 @@ class Permissions:
         is scoped to a machine). `spec` is the tool's declaration (None: the built-in tool
         called `tool`; a tool nobody declared is mutating and has no subject). `mutating`
         overrides ``spec.mutating``. `cwd`, the session's directory, resolves relative paths in
-        path rules. Pure: nothing is recorded (see :meth:`check`).
+        path rules. A call that runs on several machines (`machines`: run_on_machines) given no
+        machine, or the loop's label (``"3 machines"``), is judged on each one it names
+        (:func:`.decisions.decide_many`). Pure: nothing is recorded (see :meth:`check`).
         """
         args = args if isinstance(args, Mapping) else {}
         with self._lock:
             session, global_ = list(self._session), list(self._global)
-        return decisions.decide(
-            tool,
-            args,
-            machine=machine_of(machine, args),
-            mutating=mutating,
-            cwd=cwd,
-            spec=declaration(tool, spec),
-            mode=self._mode,
-            session=session,
-            global_=global_,
-        )
+
+        def on(host: str, floor: bool = True) -> Decision:
+            return decisions.decide(
+                tool,
+                args,
+                machine=host,
+                floor=floor,
+                mutating=mutating,
+                cwd=cwd,
+                spec=declaration(tool, spec),
+                mode=self._mode,
+                session=session,
+                global_=global_,
+            )
+
+        hosts = fanout_hosts(args)
+        if hosts and names_many(machine):  # the whole call (the gate): judged on each machine it names
+            first = on(hosts[0])  # the floor does not depend on the machine: judged once
+            return first if first.floor else decisions.decide_many(hosts, lambda h: on(h, floor=False))
+        return on(machine_of(machine, args))
 
     # --- the audit log -------------------------------------------------------------------------
 

@@ -21,7 +21,10 @@ VERDICTS: tuple[str, ...] = ("allow", "ask", "deny")
 MCP_PREFIX = "mcp__"  # the tools of MCP servers: mcp__SERVER__TOOL
 
 _RULE_TEXT = re.compile(
-    r"^\s*(?:(?P<machine>[^:()\s][^:()]*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$", re.DOTALL
+    # the machine glob may hold an escaped `\:` (`tag\:web:run_on_machines(...)`, what "Allow always"
+    # saves for a call over a tag)
+    r"^\s*(?:(?P<machine>(?:\\.|[^:()\s\\])(?:\\.|[^:()\\])*):)?(?P<tool>[A-Za-z_*?][\w*?-]*)(?:\((?P<arg>.*)\))?\s*$",
+    re.DOTALL,
 )
 
 

@@ -11,6 +11,7 @@ the hosts in inventory order, identical outcomes grouped, so a hundred hosts rea
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ TOTAL_OUTPUT = 64_000  # bytes of output shown for all hosts together; each gets
 MIN_HOST_OUTPUT = 1_000
 LIVE_EVERY_S = 0.25  # a running host's last line goes to the UI at most this often
 LINE_CHARS = 200
+PARTIAL_CHARS = 4 * LINE_CHARS  # of a line not yet ended, the tail kept
+LINE_BREAK = re.compile(r"\r\n|\r|\n")  # a progress bar's \r ends a line as \n does
 
 
 @dataclass(frozen=True)
@@ -118,14 +121,15 @@ def grouped_report(outcomes: Sequence[Outcome]) -> str:
 class _Host:
     """One host of the call: runs its command in a slot, and tells the UI how it is doing
     (`ctx.nested` events of type `host`: queued, running, done, failed, offline, denied; the last
-    line of its output, at most every LIVE_EVERY_S while it runs) and the model's progress a line
-    when it ends."""
+    line of its output, at most every LIVE_EVERY_S while it runs, and the final one in the event
+    that ends it) and the model's progress a line when it ends."""
 
     def __init__(self, spec: MachineSpec, ctx: ToolContext) -> None:
         self.spec = spec
         self.ctx = ctx
         self.started: float | None = None
         self.last_line = ""
+        self._partial: dict[str, str] = {}  # per stream: the line not yet ended
         self._reported = 0.0
         self.tell("queued")
 
@@ -135,8 +139,14 @@ class _Host:
         self.ctx.nested(event)
 
     def live(self, text: str, stream: str) -> None:
-        lines = [line for line in text.splitlines() if line.strip()]
-        if not lines or stream == "info":
+        """A chunk of its output: the last line so far, whole (a chunk may end mid-line, and the
+        rest of that line comes with the next one), to the UI at most every LIVE_EVERY_S."""
+        if stream == "info":
+            return
+        *complete, partial = LINE_BREAK.split(self._partial.get(stream, "") + text)
+        self._partial[stream] = partial[-PARTIAL_CHARS:]
+        lines = [line for line in (*complete, partial) if line.strip()]
+        if not lines:
             return
         self.last_line = lines[-1][:LINE_CHARS]
         if time.monotonic() - self._reported >= LIVE_EVERY_S:
@@ -144,9 +154,13 @@ class _Host:
             self.tell("running", self.last_line)
 
     def end(self, outcome: Outcome) -> Outcome:
+        """Its outcome, to the model's progress and to the UI: the ended event carries the final
+        last line (the last one it printed; the outcome's when it printed none or did not run),
+        whatever the throttled running events showed before."""
         elapsed = f" ({time.monotonic() - self.started:.1f} s)" if self.started is not None else ""
         self.ctx.progress(f"{outcome.host}: {outcome.status}{elapsed}\n", "info")
-        self.tell(outcome.state, outcome.last_line)
+        ran = outcome.status.startswith("exit ")
+        self.tell(outcome.state, self.last_line if ran and self.last_line else outcome.last_line)
         return outcome
 
     async def run(self, command: str, args: dict[str, Any], slots: asyncio.Semaphore, output_limit: int) -> Outcome:

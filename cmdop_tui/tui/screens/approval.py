@@ -1,6 +1,8 @@
 """Asks whether a tool call may run: allow once, allow for this session, or deny.
 
-A write or an edit shows the diff of what it would change (`preview`, read from the machine
+A call over several machines (run_on_machines, ask_machines) names them, and says that "This session" and
+"Always" allow it there only (the rule is scoped to them: permissions/allow_always.py). A write
+or an edit shows the diff of what it would change (`preview`, read from the machine
 before asking), coloured and scrollable, as inert text. No answer within the timeout means deny.
 Stop (s) stops the whole turn from here too.
 """
@@ -15,6 +17,7 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical, Vertic
 from textual.content import Content
 from textual.widgets import Button, Label, Static
 
+from cmdop_tui.permissions import fanout_hosts, fanout_label
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import describe_arguments
 from cmdop_tui.tui.screens.question import QuestionScreen
@@ -119,6 +122,15 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
                 yield Static(
                     Content(f"The sandbox refused it: it needs to {strip_terminal_sequences(self.escalation)}."),
                     id="approval-why",
+                    markup=False,
+                )
+            named = self.arguments.get("hostnames")  # ask_machines names its hosts so
+            hosts = fanout_hosts(self.arguments) or ([str(h) for h in named] if isinstance(named, list) else [])
+            if hosts and self.escalation is None:  # what "This session" and "Always" would cover
+                scope = strip_terminal_sequences(fanout_label(hosts))
+                yield Static(
+                    Content(f"On {scope}. This session and Always allow it on these only."),
+                    id="approval-scope",
                     markup=False,
                 )
             with VerticalScroll(id="approval-arguments"):

@@ -1,0 +1,169 @@
+"""The "Allow always" (and "This session") answer on a call over several machines (run_on_machines): the rule
+is scoped to the machines the call named, its note names them, and it allows that call (or one
+over fewer of them) and asks again for one that reaches another machine. Unit tests of the
+permissions, then the app driven with Pilot over real sshd servers (tests/sshd.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui.permissions import Permissions, Rule, derive_rule
+from cmdop_tui.tools.fanout import RUN_ON_MACHINES
+
+
+def call(*machines: str, command: str = "uptime -p") -> dict:
+    return {"command": command, "machines": list(machines)}
+
+
+def decide(perms: Permissions, args: dict, machine: str | None = None) -> str:
+    label = machine if machine is not None else f"{len(args['machines'])} machines"  # as the loop names it
+    return perms.decide("run_on_machines", args, machine=label, spec=RUN_ON_MACHINES).verdict
+
+
+def test_the_rule_is_scoped_to_the_machines_and_says_so():
+    rule = derive_rule("run_on_machines", call("web1", "web2", "web1"), "3 machines", spec=RUN_ON_MACHINES)
+    assert rule.text == "{web1,web2}:run_on_machines(uptime *)" and rule.note == "2 machines: web1, web2"
+    one = derive_rule("run_on_machines", call("db1", command="rm -f /tmp/x"), "1 machines", spec=RUN_ON_MACHINES)
+    assert one.text == "db1:run_on_machines(rm -f /tmp/x)" and one.note == "1 machine: db1"
+    tagged = derive_rule("run_on_machines", call("web1", "tag:db"), "2 machines", spec=RUN_ON_MACHINES)
+    assert tagged.text == "{web1,tag\\:db}:run_on_machines(uptime *)"
+    assert tagged.note == "1 machine: web1; the machines tagged db"
+    assert Rule.parse(tagged.text).machine == "{web1,tag\\:db}"  # it reads back as written
+    anywhere = derive_rule("run_on_machines", call("a", "b"), "2 machines", any_machine=True, spec=RUN_ON_MACHINES)
+    assert anywhere.machine is None
+
+
+def test_it_allows_those_machines_only(tmp_path: Path):
+    perms = Permissions(mode="default", path=tmp_path / "permissions.toml", audit=False)
+    assert decide(perms, call("web1", "web2")) == "ask"
+    saved = perms.allow_always("run_on_machines", call("web1", "web2"), "2 machines", spec=RUN_ON_MACHINES)
+    reread = Permissions.load(tmp_path / "permissions.toml", audit=False)
+    assert [(r.text, r.note) for r in reread.rules] == [(saved.text, "2 machines: web1, web2")]
+    assert decide(reread, call("web2", "web1")) == "allow"
+    assert decide(reread, call("web2")) == "allow"
+    assert decide(reread, call("web1", "web3")) == "ask"  # web3 was never approved
+    assert decide(reread, call("web1", "web2", command="reboot")) == "ask"  # another command
+    assert reread.decide("execute_command", {"command": "uptime"}, machine="web1").verdict == "ask"
+
+
+def test_a_tag_is_allowed_as_the_tag_it_was():
+    perms = Permissions(mode="default", audit=False)
+    perms.allow_always("run_on_machines", call("tag:web"), "1 machines", session=True, spec=RUN_ON_MACHINES)
+    assert decide(perms, call("tag:web")) == "allow"
+    assert decide(perms, call("tag:db")) == "ask"
+    assert decide(perms, call("web1")) == "ask"  # a machine is not its tag
+
+
+def test_a_host_scoped_deny_skips_that_host_and_an_unscoped_one_denies_the_call():
+    perms = Permissions(mode="default", audit=False)
+    perms.add_session_rule("{web1,web2}:run_on_machines(uptime *)")
+    perms.add_session_rule("web2:run_on_machines(*)", "deny")
+    # web2 is skipped when the call runs (host_rules); web1 is allowed: the call runs there
+    assert decide(perms, call("web1", "web2")) == "allow"
+    assert decide(perms, call("web2")) == "deny"  # nothing left to run
+    perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
+    assert decide(perms, call("web1", "tag:db")) == "deny"  # a tag is not checked host by host
+    perms.add_session_rule("run_on_machines(uptime *)", "deny")
+    assert decide(perms, call("web1")) == "deny"
+
+
+def test_the_floor_refuses_it_on_every_machine():
+    perms = Permissions(mode="auto", audit=False)
+    perms.add_session_rule("{web1,web2}:run_on_machines(*)")
+    decision = perms.decide("run_on_machines", call("web1", "web2", command="rm -rf /"), machine="2 machines")
+    assert decision.verdict == "deny" and decision.floor
+
+
+def test_one_machine_of_the_call_is_judged_alone():
+    """host_rules (session/gate.py) asks about each resolved host: the rule's scope is matched
+    against that host, not against the call's selectors."""
+    perms = Permissions(mode="default", audit=False)
+    perms.add_session_rule("web1:run_on_machines(*)", "deny")
+    assert decide(perms, call("tag:web"), machine="web1") == "deny"
+    assert decide(perms, call("tag:web"), machine="web2") == "ask"
+
+
+# --- the app ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def lab(ssh_hosts):
+    return ssh_hosts(2)
+
+
+async def test_always_in_the_app_saves_a_rule_for_those_machines(fake_api, lab, isolated_home):
+    from textual.widgets import Static
+    from tui_helpers import finish_turn, make_app, notices, submit, wait_until
+
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.permissions import rules_path
+    from cmdop_tui.tui.screens.approval import ApprovalScreen
+
+    offline = lab.offline_alias
+    fake_api.enqueue(
+        tool_reply("run_on_machines", call("alpha", "bravo", command="echo hi")),
+        text_reply("first"),
+        tool_reply("run_on_machines", call("bravo", "alpha", command="echo again")),
+        text_reply("second"),
+        tool_reply("run_on_machines", call("alpha", offline, command="echo hi")),
+        text_reply("third"),
+    )
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config, approval_timeout_s=20))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, "say hi on both")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        scope = str(app.screen.query_one("#approval-scope", Static).render())
+        assert scope == "On 2 machines: alpha, bravo. This session and Always allow it on these only."
+        await pilot.press("p")
+        await finish_turn(pilot)
+        assert "Allowed from now on (saved): {alpha,bravo}:run_on_machines(echo *)" in notices(app)
+        saved = rules_path().read_text()
+        assert (
+            'rule = "{alpha,bravo}:run_on_machines(echo *)"' in saved and 'note = "2 machines: alpha, bravo"' in saved
+        )
+
+        await submit(pilot, "again, other order")  # the same machines: not asked
+        await finish_turn(pilot)
+        second = fake_api.requests[3].body["messages"][-1]["content"][0]["content"]
+        assert "2 hosts (alpha, bravo): exit 0" in second and "again" in second
+
+        await submit(pilot, "now with the offline one")  # another machine: asked again
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal again")
+        scope = str(app.screen.query_one("#approval-scope", Static).render())
+        assert scope.startswith(f"On 2 machines: alpha, {offline}.")
+        await pilot.press("n")
+        await finish_turn(pilot)
+        third = fake_api.requests[5].body["messages"][-1]["content"][0]
+        assert third["is_error"] and "denied" in third["content"]
+
+
+def test_ask_machines_is_scoped_by_its_hosts_not_by_the_label():
+    from cmdop_tui.tools.ask import ASK_MACHINES
+
+    args = {"hostnames": ["web1", "web2"], "prompt": "p"}
+    rule = derive_rule("ask_machines", args, "2 machines", spec=ASK_MACHINES)
+    assert rule.text == "ask_machines({web1,web2})" and rule.note == "2 machines: web1, web2"
+    perms = Permissions(mode="default", audit=False)
+    perms.add_session_rule(rule)
+    ask = {"prompt": "p", "hostnames": ["web2"]}
+    assert perms.decide("ask_machines", ask, machine="1 machines", spec=ASK_MACHINES).verdict == "allow"
+    ask["hostnames"] = ["web2", "db1"]
+    assert perms.decide("ask_machines", ask, machine="2 machines", spec=ASK_MACHINES).verdict == "ask"
+
+
+async def test_the_dialog_names_the_machines_of_ask_machines_too():
+    from textual.app import App
+    from textual.widgets import Static
+
+    from cmdop_tui.tui.screens.approval import ApprovalScreen
+
+    screen = ApprovalScreen("ask_machines", "2 machines", {"hostnames": ["web1", "db1"], "prompt": "p"})
+    app: App[None] = App()
+    async with app.run_test() as pilot:
+        app.push_screen(screen)
+        await pilot.pause()
+        scope = str(screen.query_one("#approval-scope", Static).render())
+    assert scope == "On 2 machines: web1, db1. This session and Always allow it on these only."
