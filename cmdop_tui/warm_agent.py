@@ -88,6 +88,7 @@ TRANSPORT_PRELOAD = (
 LOCK_WAIT_S = 2.0  # a stale agent leaving lets the next one take the lock within this
 REQUEST_TIMEOUT_S = 5.0  # a client that connects and says nothing is dropped after this
 STOP_GRACE_S = 2.0  # the run's time to end its turn after its client went away
+GO_TIMEOUT_S = 10.0  # a client that got our ok and says nothing more is given up
 LOG_LIMIT_BYTES = 1 << 20  # one line per run: started afresh past this
 _BOUND: list[int] = []  # the inode of our socket's file, to remove only our own on leaving
 _KEEP: list[Any] = []  # the agent's own std streams, kept so that no finaliser closes fds 0-2
@@ -328,19 +329,30 @@ def _supervise(conn: socket.socket, fds: list[int], request: dict[str, Any], own
     for signum in (signal.SIGTERM, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
     hook = parent_death_signal()  # the run gets TERM if this supervisor dies
+    go_read, go_write = os.pipe()  # the run waits on it until the client has committed to it
     pid = os.fork()
     if pid == 0:
         conn.close()
-        _child(lambda: _run(fds, request, hook))
+        os.close(go_write)
+        _child(lambda: _run(fds, request, hook, go_read))
+    os.close(go_read)
     for fd in fds:
         os.close(fd)
     fds.clear()
     pidfd = os.pidfd_open(pid)
     try:
         send_line(conn, {"ok": pid})
-        status = _watch(conn, pid, pidfd)
-    except OSError:
+        rest = _await_go(conn)
+        os.write(go_write, b"g")
+    except (OSError, ValueError):
+        os.close(go_write)  # the run reads no go, and never starts
         status = _end(pid, pidfd)
+    else:
+        os.close(go_write)
+        try:
+            status = _watch(conn, pid, pidfd, rest)
+        except OSError:
+            status = _end(pid, pidfd)
     code = os.waitstatus_to_exitcode(status)
     try:
         send_line(conn, {"exit": code if code >= 0 else 128 - code})
@@ -349,9 +361,26 @@ def _supervise(conn: socket.socket, fds: list[int], request: dict[str, Any], own
     return 0
 
 
-def _watch(conn: socket.socket, pid: int, pidfd: int) -> int:
+def _await_go(conn: socket.socket) -> bytes:
+    """The client's go, after our ok: it will not run this command line cold as well (a client
+    that gave up waiting for the ok closes instead, and the run never starts). Returns what the
+    client sent after it; raises ValueError when it went away or said something else."""
+    conn.settimeout(GO_TIMEOUT_S)
+    received = b""
+    while b"\n" not in received:
+        data = conn.recv(4096)
+        if not data:
+            raise ValueError("the client went away before its go")
+        received += data
+    conn.settimeout(None)
+    line, rest = received.split(b"\n", 1)
+    if json.loads(line) != {"go": True}:
+        raise ValueError("no go from the client")
+    return rest
+
+
+def _watch(conn: socket.socket, pid: int, pidfd: int, pending: bytes = b"") -> int:
     """Until the run ends: forward signals; on EOF from the client, end the run."""
-    pending = b""
     while True:
         ready, _, _ = select.select([conn.fileno(), pidfd], [], [])
         if pidfd in ready:
@@ -401,11 +430,15 @@ def _signal_group(pid: int, signum: int) -> None:
             pass
 
 
-def _run(fds: list[int], request: dict[str, Any], hook: Callable[[], None] | None) -> int:
-    """The run: become the client's process (fds, cwd, umask, environment), then `cli.main`."""
+def _run(fds: list[int], request: dict[str, Any], hook: Callable[[], None] | None, go: int) -> int:
+    """The run: once the client has committed to it, become the client's process (fds, cwd,
+    umask, environment), then `cli.main`."""
     os.setsid()
     if hook is not None:
         hook()
+    if os.read(go, 1) != b"g":
+        return 0  # the client ran it cold instead, or went away: this run never starts
+    os.close(go)
     for signum in (signal.SIGHUP, signal.SIGQUIT):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -127,3 +127,17 @@ async def test_a_token_repaints_only_the_line_it_lands_on():
         assert kept == set(range(len(lines) - 1))  # the lines above keep their painting
         await pilot.pause()
         assert screen_lines(reply)[-1] == "Doneok" and screen_lines(reply)[:-1] == lines[:-1]
+
+
+async def test_the_room_a_streaming_reply_takes_follows_its_text_when_the_view_widens():
+    app = ReplyApp()
+    async with app.run_test(size=(40, 30)) as pilot:
+        reply = app.query_one(AssistantReply)
+        reply.jump_lines = 4
+        reply.append("The service restarted cleanly and the logs show no errors. " * 12)
+        await pilot.pause()
+        narrow = reply.size.height
+        assert reply._total < narrow <= reply._total + 4  # room ahead of the text
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        assert reply._total < narrow - 4 and reply._total < reply.size.height <= reply._total + 4

@@ -12,9 +12,13 @@ from typing import Any
 
 import pyte
 from rich.console import Console, RenderableType
+from rich.segment import ControlType, Segment
+from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.screen import Screen
+from textual.strip import Strip
 from textual.widgets import Static
 
 from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror, changed_runs
@@ -98,3 +102,33 @@ def test_changed_runs_merge_near_changes_and_never_split_a_wide_character():
     assert changed_runs(was, wide, 0) == [(1, 3)]
     shifted = changed_runs([("-", 0)] * 10, wide, 5)  # placed at column 5
     assert shifted == [(5, 9)]
+
+
+def one_row(text: str, width: int) -> tuple[LayoutUpdate, ChopsUpdate]:
+    """A full frame of `text` on one row, then a partial update of the same row with `text`."""
+    strip = Strip([Segment(text)]).extend_cell_length(width)
+    full = LayoutUpdate([[strip]], Region(0, 0, width, 1))
+    return full, ChopsUpdate([{0: strip}], [(0, 0, width)], [[width]])
+
+
+def test_an_emoji_with_its_selector_takes_the_cells_textual_gives_it():
+    console = Console(width=20, file=io.StringIO(), force_terminal=True, color_system="truecolor")
+    mirror = ScreenMirror(console)
+    before, _ = one_row("✔️ do 👨‍👩‍👧 x", 20)
+    _, after = one_row("✔️ done 👨‍👩‍👧 y", 20)
+    mirror.take(before)
+    written = mirror.take(after).render_segments(console)
+    # ✔️ is two cells, so "ne" lands at column 6 (1-based); the family emoji is two cells as well
+    assert written.startswith("\x1b[1;6Hne") and "y" in written and "✔" not in written
+
+
+def test_a_strip_whose_cells_cannot_be_counted_is_written_whole():
+    console = Console(width=10, file=io.StringIO(), force_terminal=True, color_system="truecolor")
+    mirror = ScreenMirror(console)
+    full, _ = one_row("abc", 10)
+    mirror.take(full)
+    control = Strip([Segment("x"), Segment("\x1b[5m", None, [(ControlType.BELL,)])]).extend_cell_length(10)
+    written = mirror.take(ChopsUpdate([{0: control}], [(0, 0, 10)], [[10]])).render_segments(console)
+    assert written.startswith("\x1b[1;1Hx")  # the row is forgotten: written as Textual would
+    again = mirror.take(one_row("abd", 10)[1]).render_segments(console)
+    assert again.startswith("\x1b[1;1Habd")  # and stays written whole until the next full frame

@@ -4,6 +4,7 @@ on request, and a live chat keeps a bounded number of entries."""
 from __future__ import annotations
 
 from fake_anthropic import text_reply
+from textual import events
 from tui_helpers import finish_turn, make_app, replies, submit, wait_until
 
 from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
@@ -135,3 +136,34 @@ async def test_a_reader_scrolled_back_is_left_where_they_are(fake_api):
         streaming = app.running
         await finish_turn(pilot)
         assert streaming and chat.scroll_y == 0 and app.query(AssistantReply).last()._reserved == 0
+
+
+async def test_ctrl_l_a_resize_or_a_resume_paint_the_whole_screen_again(fake_api):
+    from textual._compositor import LayoutUpdate
+
+    from cmdop_tui.tui.app import CmdopApp
+
+    app = make_app(fake_api)
+    frames: list[object] = []
+
+    def display(screen, renderable) -> None:
+        frames.append(renderable)
+        CmdopApp._display(app, screen, renderable)
+
+    app._display = display  # type: ignore[method-assign]  (sees each frame on its way out)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+
+        async def full_frame_after(act) -> bool:
+            frames.clear()
+            act()
+            await pilot.pause()
+            return any(isinstance(frame, LayoutUpdate) and frame.region.size == app.size for frame in frames)
+
+        assert await full_frame_after(lambda: app.call_later(app.action_redraw))
+        assert await full_frame_after(lambda: app.app_resume_signal.publish(app))
+        assert await full_frame_after(lambda: app.post_message(events.Resize(app.size, app.size)))
+        frames.clear()
+        await pilot.press("ctrl+l")
+        await pilot.pause()
+        assert any(isinstance(frame, LayoutUpdate) for frame in frames)

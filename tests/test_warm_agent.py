@@ -461,3 +461,21 @@ def test_what_is_read_at_import_keys_the_agent(monkeypatch):
     monkeypatch.delenv("PYTHONWARNINGS")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "a run's own")  # read per run: the same agent
     assert warm.compatibility() == before
+
+
+def test_a_run_starts_only_once_its_client_says_go(fake_api, agent):
+    """A client that gave up before the agent's ok (its handshake timed out) runs the prompt
+    cold itself; the run the agent had forked for it must then never start."""
+    agent.start()
+    fake_api.enqueue(text_reply("never asked"))
+    program = "import json; from cmdop_tui.support import warm; print(json.dumps(warm.request(['-p', 'hi'], warm.compatibility())))"
+    body = subprocess.run([sys.executable, "-c", program], env=agent.env, capture_output=True, check=True).stdout
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.connect(str(agent.socket))
+        socket.send_fds(sock, [HEADER.pack(len(body))], [0, 1, 2])
+        sock.sendall(body)
+        assert "ok" in json.loads(sock.makefile("rb").readline()), agent.log()
+        # time enough for a run that did not wait for the go to reach the model
+        assert not fake_api.wait_for_requests(1, timeout=3.0)
+    wait_until(lambda: not descendants(agent.pid), what="the supervisor and its run to end")
+    assert agent.served() == 1 and fake_api.requests == []

@@ -288,6 +288,10 @@ def _converse(sock: socket.socket, asked: dict[str, Any], forwarder: _Forwarder)
     if first is None or "ok" not in first:
         refused = (first or {}).get("refused", "the agent went away")
         raise WarmUnavailable(str(refused), start=refused == "stale")
+    try:
+        send_line(sock, {"go": True})  # from here on the run is the agent's: never run it cold as well
+    except OSError as exc:
+        raise WarmUnavailable(f"the agent went away: {exc}") from exc
     sock.settimeout(None)  # the run takes as long as it takes
     forwarder.accept()
     while (message := _reply(replies)) is not None:

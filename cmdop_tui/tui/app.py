@@ -119,6 +119,7 @@ class CmdopApp(App[None]):
         Binding("f3", "toggle_machines", "Machines"),
         Binding("f4", "copy_reply", "Copy reply"),
         Binding("ctrl+q", "request_quit", "Quit", priority=True),
+        Binding("ctrl+l", "redraw", "Redraw", show=False),
     ]
 
     def __init__(
@@ -165,6 +166,12 @@ class CmdopApp(App[None]):
                 return  # nothing on screen would change: not even a cursor move goes out
         super()._display(screen, renderable)
 
+    def action_redraw(self) -> None:
+        """Paint the whole screen again, as a terminal's Ctrl+L does: for a terminal that lost
+        what it showed (a resize back to the same size, a resume), which the mirror cannot see."""
+        self._mirror.reset()
+        self.screen.refresh()
+
     # --- set-up --------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
@@ -191,6 +198,7 @@ class CmdopApp(App[None]):
             known = ", ".join(sorted(self.available_themes))
             self.theme_problems.append(f"Unknown theme {self.settings.theme!r}; using {DEFAULT_THEME}. Themes: {known}")
         self._fold_panels_for(self.size.width)
+        self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE
         self.query_one(PromptInput).cursor_blink = False  # a blinking cursor repaints forever over SSH
@@ -417,6 +425,7 @@ class CmdopApp(App[None]):
     def on_resize(self) -> None:
         if not self._panels_user_set:
             self._fold_panels_for(self.size.width)
+        self.action_redraw()  # a terminal may lose cells in a resize, even one back to the same size
 
     def _fold_panels_for(self, width: int) -> None:
         wide = width >= NARROW_WIDTH

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 
-from rich.cells import get_character_cell_size
+from rich.cells import split_graphemes
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.segment import Segment
 from rich.style import Style
@@ -76,7 +76,9 @@ class Looks:
 
 
 def cells_of(strip: Strip, looks: Looks) -> Row | None:
-    """The cells `strip` covers; None when it holds something a cell cannot say (a control)."""
+    """The cells `strip` covers, as Textual counts them (a grapheme at a time: an emoji with its
+    variation selector or joiners is one character of two cells); None when it holds something
+    a cell cannot say (a control), or when the count disagrees with the strip's own."""
     cells: Row = []
     for text, style, control in strip:
         if control:
@@ -85,16 +87,17 @@ def cells_of(strip: Strip, looks: Looks) -> Row | None:
         if text.isascii() and text.isprintable():
             cells.extend(zip(text, repeat(look)))
             continue
-        for char in text:
-            width = get_character_cell_size(char)
+        spans, _ = split_graphemes(text)
+        for start, end, width in spans:
+            grapheme = text[start:end]
             if width == 1:
-                cells.append((char, look))
+                cells.append((grapheme, look))
             elif width == 2:
-                cells += [(char, look), ("", look)]
-            elif cells:  # a combining mark joins the character before it
+                cells += [(grapheme, look), ("", look)]
+            elif cells:  # nothing of its own on screen: it joins the character before it
                 at = len(cells) - 1 if cells[-1][0] else len(cells) - 2
-                cells[at] = (cells[at][0] + char, cells[at][1])
-    return cells
+                cells[at] = (cells[at][0] + grapheme, cells[at][1])
+    return cells if len(cells) == strip.cell_length else None
 
 
 def changed_runs(old: Row, new: Row, start: int) -> list[tuple[int, int]]:

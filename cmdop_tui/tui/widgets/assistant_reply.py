@@ -299,8 +299,8 @@ class AssistantReply(Widget):
         self._prepare(width)
         if not self.jump_lines:
             self._reserved = 0
-        elif self._total > self._reserved:
-            self._reserved = self._total + self.jump_lines
+        elif not self._total < self._reserved <= self._total + self.jump_lines:
+            self._reserved = self._total + self.jump_lines  # outgrown, or a wider view shortened the text
         return max(self._total, self._reserved)
 
     def render_line(self, y: int) -> Strip:
