@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +104,30 @@ async def _ask_machine(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return await ask(ctx.machines, args["hostname"], args["prompt"], args.get("timeout_ms", ASK_TIMEOUT_MS), ctx)
 
 
+class _HostState:
+    """One host of ask_machines in the fleet view (`host` events: queued, running, done, failed)."""
+
+    def __init__(self, name: str, ctx: ToolContext) -> None:
+        self.name, self.ctx, self.started = name, ctx, time.monotonic()
+        self.tell("queued")
+
+    def tell(self, state: str, line: str = "") -> None:
+        elapsed = None if state == "queued" else round(time.monotonic() - self.started, 3)
+        self.ctx.nested({"type": "host", "hostname": self.name, "state": state, "line": line, "elapsed_s": elapsed})
+        if state == "running":
+            self.started = time.monotonic()
+
+
+def _name_of(fleet: Fleet | None, hostname: str) -> str:
+    """The machine's own name, as its agent's events carry it."""
+    return fleet.canonical(hostname) if fleet is not None else hostname
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
 async def _ask_machines(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     hostnames = list(dict.fromkeys(args["hostnames"]))  # duplicates removed, order kept
     per_host = args.get("timeout_ms", ASK_TIMEOUT_MS)
@@ -110,8 +135,12 @@ async def _ask_machines(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     slots = asyncio.Semaphore(MAX_PARALLEL)
 
     async def one(hostname: str) -> ToolResult:
+        host = _HostState(_name_of(ctx.machines, hostname), ctx)
         async with slots:
-            return await ask(ctx.machines, hostname, args["prompt"], per_host, ctx)
+            host.tell("running")
+            result = await ask(ctx.machines, hostname, args["prompt"], per_host, ctx)
+        host.tell("failed" if result.is_error else "done", _last_line(result.content))
+        return result
 
     tasks = {hostname: asyncio.create_task(one(hostname)) for hostname in hostnames}
     try:

@@ -33,6 +33,7 @@ MIN_HOST_OUTPUT = 1_000
 LIVE_EVERY_S = 0.25  # a running host's last line goes to the UI at most this often
 LINE_CHARS = 200
 PARTIAL_CHARS = 4 * LINE_CHARS  # of a line not yet ended, the tail kept
+UNSENT_CHARS = 64 * 1024  # of a host's output between two of its events, the tail sent
 LINE_BREAK = re.compile(r"\r\n|\r|\n")  # a progress bar's \r ends a line as \n does
 
 
@@ -122,7 +123,8 @@ class _Host:
     """One host of the call: runs its command in a slot, and tells the UI how it is doing
     (`ctx.nested` events of type `host`: queued, running, done, failed, offline, denied; the last
     line of its output, at most every LIVE_EVERY_S while it runs, and the final one in the event
-    that ends it) and the model's progress a line when it ends."""
+    that ends it; with each, as `text`, what it printed since the one before: its own stream)
+    and the model's progress a line when it ends."""
 
     def __init__(self, spec: MachineSpec, ctx: ToolContext) -> None:
         self.spec = spec
@@ -130,19 +132,22 @@ class _Host:
         self.started: float | None = None
         self.last_line = ""
         self._partial: dict[str, str] = {}  # per stream: the line not yet ended
+        self._unsent = ""  # output since the last event: the host's own stream, sent with the next
         self._reported = 0.0
         self.tell("queued")
 
     def tell(self, state: str, line: str = "") -> None:
         elapsed = round(time.monotonic() - self.started, 3) if self.started is not None else None
         event = {"type": "host", "hostname": self.spec.name, "state": state, "line": line, "elapsed_s": elapsed}
-        self.ctx.nested(event)
+        self.ctx.nested({**event, "text": self._unsent})
+        self._unsent = ""
 
     def live(self, text: str, stream: str) -> None:
         """A chunk of its output: the last line so far, whole (a chunk may end mid-line, and the
         rest of that line comes with the next one), to the UI at most every LIVE_EVERY_S."""
         if stream == "info":
             return
+        self._unsent = (self._unsent + text)[-UNSENT_CHARS:]
         *complete, partial = LINE_BREAK.split(self._partial.get(stream, "") + text)
         self._partial[stream] = partial[-PARTIAL_CHARS:]
         lines = [line for line in (*complete, partial) if line.strip()]

@@ -1,4 +1,9 @@
-"""The whole output of one tool call, scrollable, selectable, closed with Esc."""
+"""The whole output of one tool call, scrollable, selectable, closed with Esc.
+
+A call over many machines (run_on_machines, ask_machines) lists its hosts above the output, as
+the fleet view does; Enter on one shows that host's own stream. While the call runs, both
+follow it.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +12,14 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Label, TextArea
+from textual.widgets import Label, OptionList, TextArea
+from textual.widgets.option_list import Option, OptionDoesNotExist
 
 from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, fleet_rows, fleet_summary
+
+ALL = "\0all"  # the option that shows the call's whole output, not one host's
+FOLLOW_EVERY_S = 0.5
 
 
 class OutputScreen(ModalScreen[None]):
@@ -29,6 +38,13 @@ class OutputScreen(ModalScreen[None]):
         #output-text {
             height: 1fr;
         }
+
+        #output-hosts {
+            height: auto;
+            max-height: 8;
+            border: none;
+            margin-bottom: 1;
+        }
     }
     """
 
@@ -40,6 +56,7 @@ class OutputScreen(ModalScreen[None]):
     def __init__(self, record: ToolRecord) -> None:
         super().__init__()
         self.record = record
+        self.shown_host = ALL
 
     def compose(self) -> ComposeResult:
         record = self.record
@@ -50,8 +67,44 @@ class OutputScreen(ModalScreen[None]):
                     f" @{record.machine}  {record.summary}  {record.elapsed}",
                 )
             )
+            if record.hosts:
+                yield OptionList(*self._host_options(), id="output-hosts")
             yield TextArea(record.shown_output, read_only=True, soft_wrap=False, id="output-text")
-            yield Label(Content.styled("Esc closes", "$text-muted"))
+            hint = "Enter shows a host's own output · Esc closes" if record.hosts else "Esc closes"
+            yield Label(Content.styled(hint, "$text-muted"))
 
     def on_mount(self) -> None:
-        self.query_one(TextArea).focus()
+        (self.query_one(OptionList) if self.record.hosts else self.query_one(TextArea)).focus()
+        if self.record.status == "running":
+            self.set_interval(FOLLOW_EVERY_S, self._follow)
+
+    def _host_options(self) -> list[Option]:
+        hosts = self.record.hosts
+        rows = [Option(line, id=name) for name, line in fleet_rows(hosts)]
+        return [Option(f"All output · {fleet_summary(hosts)}", id=ALL), *rows]
+
+    def _text(self) -> str:
+        return self.record.shown_output if self.shown_host == ALL else self.record.host_output(self.shown_host)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.shown_host = event.option.id or ALL
+        self.query_one(TextArea).load_text(self._text())
+
+    def _follow(self) -> None:
+        """A running call: the hosts' lines and the shown output, as they are now (the view
+        stays at the end if it was there)."""
+        if self.record.hosts:
+            hosts = self.query_one(OptionList)
+            for option in self._host_options():
+                try:
+                    hosts.replace_option_prompt(option.id or ALL, option.prompt)
+                except OptionDoesNotExist:
+                    hosts.add_option(option)  # a host heard of only now
+        area = self.query_one(TextArea)
+        text = self._text()
+        if text != area.text:
+            at_end = area.cursor_location[0] >= area.document.line_count - 1
+            area.load_text(text)
+            if at_end:
+                area.move_cursor(area.document.end)

@@ -22,6 +22,7 @@ HOST_GLYPHS = {"queued": "·", "running": "…", "done": "✓", "failed": "✗",
 
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
 REMOTE_TEXT_CHARS = 2000
+HOST_OUTPUT_CHARS = 64 * 1024  # of each host's own stream (a fan-out call's), the tail kept
 PREVIEW_SOURCE_CHARS = 8192
 DIFF_STYLES = {"+": "$text-success", "-": "$text-error", "@": "$text-accent", "\\": "$text-muted", "[": "$text-warning"}
 
@@ -63,6 +64,10 @@ class HostView:
     line: str = ""
     elapsed_s: float | None = None
     since: float = field(default_factory=time.monotonic)  # when this state began (here)
+    output: str = ""  # its own stream: what the host printed, or what its agent did
+
+    def add_output(self, text: str) -> None:
+        self.output = (self.output + text)[-HOST_OUTPUT_CHARS:]
 
     def elapsed(self) -> str:
         seconds = self.elapsed_s
@@ -71,17 +76,30 @@ class HostView:
         return "" if seconds is None else f"{seconds:.1f}s"
 
 
-def fleet_lines(hosts: dict[str, HostView], limit: int | None = None) -> list[str]:
-    """The fleet view: a count per state, then a line per host (host, state, elapsed, last line),
-    the most telling first; at most `limit` lines in all."""
+def fleet_summary(hosts: dict[str, HostView]) -> str:
+    """A count per state: `2 failed · 10 done`."""
     counts = [f"{sum(h.state == state for h in hosts.values())} {state}" for state in HOST_ORDER]
-    lines = [" · ".join(count for count in counts if not count.startswith("0 "))]
+    return " · ".join(count for count in counts if not count.startswith("0 "))
+
+
+def fleet_rows(hosts: dict[str, HostView]) -> list[tuple[str, str]]:
+    """Each host and its line of the fleet view (host, state, elapsed, last line), the most
+    telling first."""
     rank = {state: index for index, state in enumerate(HOST_ORDER)}
     ordered = sorted(hosts.items(), key=lambda item: rank.get(item[1].state, len(rank)))
-    width = max(len(name) for name in hosts)
-    for name, host in ordered:
-        glyph = HOST_GLYPHS.get(host.state, "?")
-        lines.append(f"{glyph} {name:<{width}} {host.state:<7} {host.elapsed():>6}  {host.line}".rstrip())
+    width = max((len(name) for name in hosts), default=0)
+    return [
+        (
+            name,
+            f"{HOST_GLYPHS.get(host.state, '?')} {name:<{width}} {host.state:<7} {host.elapsed():>6}  {host.line}".rstrip(),
+        )
+        for name, host in ordered
+    ]
+
+
+def fleet_lines(hosts: dict[str, HostView], limit: int | None = None) -> list[str]:
+    """The fleet view: the counts, then a line per host; at most `limit` lines in all."""
+    lines = [fleet_summary(hosts), *(line for _, line in fleet_rows(hosts))]
     if limit is not None and len(lines) > limit:
         lines = [*lines[: limit - 1], f"… {len(lines) - limit + 1} more hosts"]
     return lines
@@ -112,18 +130,35 @@ class ToolRecord:
         kind = event.get("type")
         if kind == "host":
             elapsed = event.get("elapsed_s")
-            self.hosts[host] = HostView(
+            before = self.hosts.get(host)
+            view = HostView(
                 state=inert_line(str(event.get("state", "?"))),
                 line=inert_line(str(event.get("line") or "")),
                 elapsed_s=float(elapsed) if isinstance(elapsed, int | float) else None,
+                output=before.output if before is not None else "",
             )
+            view.add_output(str(event.get("text") or ""))
+            self.hosts[host] = view
             return
         if kind == "token":
-            self.remote_text[host] = (self.remote_text.get(host, "") + str(event.get("text", "")))[-REMOTE_TEXT_CHARS:]
+            text = str(event.get("text", ""))
+            self.remote_text[host] = (self.remote_text.get(host, "") + text)[-REMOTE_TEXT_CHARS:]
+            self._to_host(host, text)
             return
         line = describe_nested(kind, event)
         if line:
             self.add_progress(f"[{host}] {line}\n")
+            self._to_host(host, f"\n{line}\n")
+
+    def _to_host(self, host: str, text: str) -> None:
+        """A remote agent's event, to that host's own stream (ask_machines' fleet)."""
+        if host in self.hosts:
+            self.hosts[host].add_output(text)
+
+    def host_output(self, host: str) -> str:
+        """One host's own stream, secrets masked; the whole output when there is no such host."""
+        view = self.hosts.get(host)
+        return mask(view.output) if view is not None else self.shown_output
 
     def add_progress(self, text: str) -> None:
         self.live_output += text
