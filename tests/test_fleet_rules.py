@@ -86,6 +86,145 @@ def test_one_machine_of_the_call_is_judged_alone():
     assert decide(perms, call("tag:web"), machine="web2") == "ask"
 
 
+def test_a_machine_name_is_one_name_in_the_saved_rule(tmp_path: Path):
+    """Names come from the model: a `,` must not split one into two machines, and `(` `)` `{`
+    `}` quotes or spaces must neither widen the rule nor leave a file the next start cannot read."""
+    perms = Permissions(mode="default", path=tmp_path / "permissions.toml", audit=False)
+    comma = perms.allow_always("run_on_machines", call("x", "web1,db1"), "2 machines", spec=RUN_ON_MACHINES)
+    assert comma.text == "{x,web1\\,db1}:run_on_machines(uptime *)"
+    odd = ["a(b", "c)d", "e{f}", "g h", "i'j", 'k"l', "!m"]
+    perms.allow_always("run_on_machines", call(*odd, "web2"), "8 machines", spec=RUN_ON_MACHINES)
+    reread = Permissions.load(tmp_path / "permissions.toml", audit=False)  # the next start reads it
+    assert [r.text for r in reread.rules] == [r.text for r in perms.rules]
+    assert decide(reread, call("x", "web1,db1")) == "allow"
+    for alone in ("web1", "db1", "x,web1"):
+        assert decide(reread, call(alone)) == "ask", alone
+    assert all(decide(reread, call(name)) == "allow" for name in [*odd, "web2"])
+    assert decide(reread, call("a", "web2")) == "ask" and decide(reread, call("m")) == "ask"
+
+
+def test_a_rule_that_would_not_read_back_is_not_saved(tmp_path: Path):
+    from cmdop_tui.permissions import PermissionsError
+
+    path = tmp_path / "permissions.toml"
+    perms = Permissions(mode="default", path=path, audit=False)
+    with pytest.raises(PermissionsError, match="would not read back as written"):
+        perms.allow_always("my tool", {"command": "x"}, "web1")  # a tool name no rule can hold
+    assert not path.exists() and not perms.rules and not perms.session_rules
+
+
+# --- a call judged on the machines its selectors choose -----------------------------------------
+
+
+def tagged_fleet(*hosts: tuple[str, str, tuple[str, ...]], config: Path | None = None):
+    from cmdop_tui.machines.fleet import Fleet
+    from cmdop_tui.machines.inventory import Inventory
+    from cmdop_tui.machines.spec import MachineSpec
+    from cmdop_tui.machines.ssh import SshOptions
+
+    specs = [MachineSpec(name, host, tags=tags) for name, host, tags in hosts]
+    return Fleet(Inventory.load(specs, config), SshOptions(config_file=config))
+
+
+def db_rules() -> Permissions:
+    """The global rules: ask on db1 whatever the command; echo anywhere is fine."""
+    rules = [Rule.parse("db1:run_on_machines(*)", "ask"), Rule.parse("run_on_machines(echo *)", "allow")]
+    return Permissions(rules, mode="default", audit=False)
+
+
+def tool_call(machines: list[str], label: str, call_id: str = "toolu_1"):
+    from cmdop_tui.agent.approval import ToolCall
+
+    return ToolCall(call_id, "run_on_machines", call(*machines, command="echo ran"), RUN_ON_MACHINES, label)
+
+
+async def test_a_rule_that_asks_on_a_machine_is_not_passed_by_its_tag():
+    from cmdop_tui.agent.approval import Approval
+    from cmdop_tui.session.gate import permission_gate, selection
+
+    fleet = tagged_fleet(("db1", "10.0.0.1", ("db",)), ("db2", "10.0.0.2", ("db",)), ("web1", "10.0.0.3", ()))
+    perms, asked = db_rules(), []
+
+    async def ask(tool_call) -> Approval:
+        asked.append(tool_call.input["machines"])
+        return Approval(True)
+
+    gate = permission_gate(perms, ask, fleet)
+    assert selection(tool_call(["tag:db", "web1"], "3 machines"), fleet) == {
+        "db1": ["tag:db"],
+        "db2": ["tag:db"],
+        "web1": ["web1"],
+    }
+    assert (await gate(tool_call(["db1", "db2"], "2 machines"))).allowed
+    assert (await gate(tool_call(["tag:db"], "2 machines"))).allowed
+    assert asked == [["db1", "db2"], ["tag:db"]]  # asked both times: db1 is in either
+    assert (await gate(tool_call(["db2", "web1"], "2 machines"))).allowed and len(asked) == 2  # no db1: allowed
+    nobody = permission_gate(perms, None, fleet)
+    assert not (await nobody(tool_call(["tag:db"], "2 machines"))).allowed
+
+
+async def test_always_on_a_tag_of_one_machine_is_the_rule_its_next_call_meets():
+    """The loop labels a call whose tag chooses one machine by that machine (`db1`): the rule
+    saved (`tag\\:solo:...`) must allow that same call next time, with or without the fleet."""
+    from cmdop_tui.session.gate import permission_gate
+
+    fleet = tagged_fleet(("db1", "10.0.0.1", ("solo",)), ("db2", "10.0.0.2", ()))
+    perms = Permissions(mode="default", audit=False)
+    first = tool_call(["tag:solo"], "db1")
+    assert not (await permission_gate(perms, None, fleet)(first)).allowed  # asks: nobody here
+    rule = perms.allow_always(first.name, first.input, first.machine, session=True, spec=RUN_ON_MACHINES)
+    assert rule.text == "tag\\:solo:run_on_machines(echo *)"
+    for gate in (permission_gate(perms, None, fleet), permission_gate(perms, None)):
+        assert (await gate(tool_call(["tag:solo"], "db1", "toolu_2"))).allowed
+        assert not (await gate(tool_call(["db1"], "db1", "toolu_3"))).allowed  # the machine alone: not approved
+
+
+async def test_a_tag_scoped_deny_is_not_skipped_host_by_host():
+    from cmdop_tui.session.gate import permission_gate
+
+    fleet = tagged_fleet(("db1", "10.0.0.1", ("db",)), ("web1", "10.0.0.3", ()))
+    perms = Permissions([Rule.parse("run_on_machines(echo *)")], mode="default", audit=False)
+    perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
+    approval = await permission_gate(perms, None, fleet)(tool_call(["tag:db", "web1"], "2 machines"))
+    assert not approval.allowed and "tag\\:db:run_on_machines(*)" in approval.reason
+
+
+async def test_through_the_loop_a_host_whose_rule_asks_is_not_run_unasked(fake_api, lab, tmp_path):
+    """As a session wires the gate without its fleet: the call over the tag is allowed by the
+    rule over its selector, and db1 (whose rule asks) is left out when it runs; given the fleet,
+    the gate asks, and once approved the call runs on both."""
+    from agent_helpers import Recorder, make_runner
+
+    from cmdop_tui.agent.approval import Approval
+    from cmdop_tui.session.gate import host_rules, permission_gate
+
+    fleet = tagged_fleet(("db1", "alpha", ("db",)), ("db2", "bravo", ("db",)), config=lab.config)
+    asked: list[str] = []
+
+    async def ask(tool_call) -> Approval:
+        asked.append(tool_call.id)
+        return Approval(True)
+
+    async def run(wired: bool) -> str:
+        perms = db_rules()
+        fake_api.enqueue(tool_reply("run_on_machines", call("tag:db", command="echo ran")), text_reply("done"))
+        runner = make_runner(fake_api, cwd=tmp_path, approve=permission_gate(perms, ask, fleet if wired else None))
+        runner.machines, runner.host_rules = fleet, host_rules(perms, fleet if wired else None)
+        runner.tools = type(runner.tools)([*runner.tools, RUN_ON_MACHINES])
+        await runner.run("echo on the db machines", Recorder())
+        return fake_api.requests[-1].body["messages"][-1]["content"][0]["content"]
+
+    try:
+        unwired = await run(wired=False)
+        assert not asked
+        assert "db2: exit 0" in unwired and "ran" in unwired
+        assert "db1: denied: rule db1:run_on_machines(*) asks for approval there and no one was asked" in unwired
+        wired = await run(wired=True)
+        assert len(asked) == 1 and "2 hosts (db1, db2): exit 0" in wired
+    finally:
+        await fleet.close()
+
+
 # --- the app ------------------------------------------------------------------------------------
 
 

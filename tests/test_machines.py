@@ -418,3 +418,108 @@ async def test_remote_file_tools_expand_the_tilde_there(lab, fleet, tmp_path):
     assert not listed.is_error and listed.content == absolute.content
     missing = await run_tool(READ_FILE, {"path": "~/no-such-file-here", "machine": "alpha"}, ctx)
     assert missing.is_error and f"{remote_home}/no-such-file-here" in missing.content
+
+
+# --- the transport: a master shared between processes, its sockets, Stop's order ---------------
+
+
+def _masters(transport: SshTransport) -> list[int]:
+    """This route's backgrounded control masters (ssh retitles one `ssh: <socket path> [mux]`)."""
+    prefix = f"ssh: {transport._control_dir}/{transport._route}-".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and (entry / "cmdline").read_bytes().startswith(prefix):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+async def _wait_for(path: Path) -> None:
+    async with asyncio.timeout(10):
+        while not path.exists():
+            await asyncio.sleep(0.02)
+
+
+async def test_closing_in_one_process_leaves_the_others_commands_running(ssh_hosts, tmp_path):
+    """Every cmdop-tui process of a user shares one master per machine: one that closes (a
+    `machines list` in another terminal) must not cut the commands an open session runs."""
+    lab = ssh_hosts(1)
+    spec = Inventory.load([], lab.config).resolve("alpha")
+    session, listing = (
+        SshTransport(spec, SshOptions(config_file=lab.config)),
+        SshTransport(spec, SshOptions(config_file=lab.config)),
+    )
+    started, go = tmp_path / "started", tmp_path / "go"
+    task = asyncio.create_task(session.run(f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done; echo finished"))
+    try:
+        await _wait_for(started)  # the "remote" host is this one
+        assert _masters(session), "the command runs through a backgrounded master"
+        await listing.close()
+        go.touch()
+        result = await task
+        assert (result.status, result.stdout, result.stderr) == (0, b"finished\n", b"")
+        async with asyncio.timeout(5):  # told to stop, the master ends with its last session
+            while _masters(session):
+                await asyncio.sleep(0.02)
+    finally:
+        go.touch()
+        await session.close()
+
+
+def test_a_master_being_set_up_keeps_its_temporary_socket():
+    """ssh binds a new master's socket as NAME.<16 random characters>, listens, then renames it:
+    between bind and listen it refuses connections like a dead master's, and must stay."""
+    import shutil
+    import socket
+    import tempfile
+
+    directory = Path(tempfile.mkdtemp(prefix="cm-", dir="/tmp"))  # short: socket paths are limited
+    try:
+        transport = SshTransport(MachineSpec("web", "10.0.0.1"), SshOptions(control_dir=directory))
+        final = directory / f"{transport._route}-{'ab' * 20}"
+        temporary = directory / f"{final.name}.AbCdEfGhIjKlMnOp"
+        for path in (final, temporary):
+            unbound = socket.socket(socket.AF_UNIX)
+            unbound.bind(str(path))  # bound, not listening
+            unbound.close()
+        transport.argv("true")  # the connection that may become the master clears dead sockets
+        assert temporary.exists() and not final.exists()
+    finally:
+        shutil.rmtree(directory)
+
+
+async def test_a_command_that_starts_while_stop_looks_for_it_is_stopped(ssh_hosts, tmp_path):
+    """The group forks between Stop's look (nothing there yet) and its next step: the marker must
+    already be there for the group to see. A pgrep on the host starts the command during the look,
+    and lets the look return empty once the command is past its check."""
+    import shutil
+
+    started, hook = tmp_path / "started", tmp_path / "hook.sh"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pgrep = bin_dir / "pgrep"
+    pgrep.write_text(
+        "#!/bin/bash\n"
+        f'if [ "$1" = -f ] && mv {hook} {hook}.used 2>/dev/null; then\n'
+        f"  bash {hook}.used </dev/null >/dev/null 2>&1 & p=$!\n"
+        f'  while [ ! -e {started} ] && kill -0 "$p" 2>/dev/null; do sleep 0.01; done\n'
+        "  exit 1\n"
+        "fi\n"
+        f'exec {shutil.which("pgrep")} "$@"\n'
+    )
+    pgrep.chmod(0o755)
+    lab = ssh_hosts(1, path=bin_dir)
+    transport = SshTransport(Inventory.load([], lab.config).resolve("alpha"), SshOptions(config_file=lab.config))
+    go = tmp_path / "go"
+    remote, run_id = transport.stoppable(f"touch {started}; while [ ! -e {go} ]; do sleep 0.02; done", None)
+    hook.write_text(remote + "\n")
+    try:
+        await transport.kill(run_id)
+        assert not (tmp_path / "hook.sh").exists(), "the look ran the command"
+        assert not started.exists(), "the command ran although Stop came first"
+        assert not list(Path("/tmp").glob(f"cmdop-{run_id}.*"))
+    finally:
+        go.touch()
+        await transport.close()

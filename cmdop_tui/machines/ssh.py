@@ -17,6 +17,7 @@ import asyncio
 import errno
 import hashlib
 import os
+import re
 import shlex
 import socket
 import stat
@@ -34,6 +35,7 @@ SSH_FAILED = 255  # ssh's own exit status when it could not connect or authentic
 # PATH.<16 random characters>. Our name in the directory: a route hash, `-`, %C (40 hex digits).
 SOCKET_PATH_MAX = 107 - 17
 CONTROL_NAME_CHARS = 8 + 1 + 40
+_FINAL_CONTROL_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{40}")  # not PATH.<random>: see _clear_dead_sockets
 MASTER_GRACE_S = 1.0  # beyond the connect timeout, how long the first connection may take to set up its master
 
 
@@ -89,8 +91,14 @@ def _clear_dead_sockets(directory: Path, route: str) -> None:
     """Remove this route's control sockets whose master is gone. A master killed outright (the
     app killed with -9) leaves its socket file; a client with `ControlMaster=no` that finds it
     prints `Control socket connect(...): Connection refused` into its command's output (with
-    `auto` ssh removes it quietly, but only one connection at a time gets `auto`)."""
+    `auto` ssh removes it quietly, but only one connection at a time gets `auto`).
+
+    Only final names count: a master that is starting binds `NAME.<16 random characters>`, then
+    listens, then renames it to NAME; between bind and listen that file refuses connections too,
+    and removing it makes that ssh (of this or another cmdop-tui process) give up its master."""
     for path in directory.glob(f"{route}-*"):
+        if _FINAL_CONTROL_NAME.fullmatch(path.name) is None:
+            continue
         with socket.socket(socket.AF_UNIX) as probe:
             probe.setblocking(False)  # a live master's full backlog must not hold us
             if probe.connect_ex(str(path)) == errno.ECONNREFUSED:
@@ -208,7 +216,9 @@ class SshTransport:
         enter = f"cd -- {shlex.quote(cwd)} || exit 1; " if cwd else ""
         note = "command -v pgrep >/dev/null 2>&1 || echo ${BASHPID:-$(exec sh -c 'echo $PPID')} > " + pgid_file
         stop = f"[ -e {stop_file} ] && {{ rm -f {stop_file}; exit 130; }}"
-        inner = f"{stop}; {note}; {enter}exec bash -c {shlex.quote(command)}"
+        # Noted before the marker is checked: a kill() that finds no note has touched the marker
+        # already, so a group that is not noted yet is bound to see it.
+        inner = f"{note}; {stop}; {enter}exec bash -c {shlex.quote(command)}"
         # The outer bash's own stderr goes nowhere (job control would report a killed group there,
         # our wrapper's text with it); the subshell gets the real one back (fd 3).
         script = (
@@ -220,30 +230,39 @@ class SshTransport:
     async def kill(self, run_id: str, grace_s: float = 0.0) -> None:
         """Kill the process group of a stoppable command there (TERM first when given a grace).
 
-        The group is the child of the bash whose command line holds the run's stop marker (the
-        pattern is written so that this script's own command line does not match it); or, with
-        no pgrep there, the one noted in the run's file. None yet: the stop marker is left."""
+        The stop marker is left first, then the group is looked for: a group that starts after
+        the look sees the marker (one forked between a look and a later marker would have checked
+        for it already, and run unstopped). The group is the child of the bash whose command line
+        holds the run's stop marker (the pattern is written so that this script's own command
+        line does not match it); or, with no pgrep there, the one noted in the run's file. A
+        group found is killed and the marker removed; none yet: the marker stays."""
         pgid_file = _run_file(run_id, "pgid")
+        stop_file = f"\"${{TMPDIR:-/tmp}}/cmdop-{run_id}\"'.stop'"  # spelled so that `marker` misses it
         marker = f"'^bash -c .*cmdop-{run_id}[.]stop'"
         find = (
+            f"touch {stop_file}; "
             f"if command -v pgrep >/dev/null 2>&1; then g=$(for o in $(pgrep -f {marker}); do pgrep -P $o; done); "
             f"else g=$(cat {pgid_file} 2>/dev/null); fi; "
-            f'[ -n "$g" ] || {{ touch "${{TMPDIR:-/tmp}}/cmdop-{run_id}"\'.stop\'; exit 0; }}; '
+            '[ -n "$g" ] || exit 0; '
         )
         signal = 'for p in $g; do kill -{0} -- -"$p" 2>/dev/null || kill -{0} "$p" 2>/dev/null; done; '
         alive = 'a=; for p in $g; do kill -0 -- -"$p" 2>/dev/null && a=1; done; '
         wait = f'for i in $(seq {max(1, int(grace_s * 20))}); do {alive}[ -n "$a" ] || break; sleep 0.05; done; '
         term = signal.format("TERM") + wait if grace_s > 0 else ""
-        script = find + term + signal.format("KILL") + f"rm -f {pgid_file}"
+        script = find + term + signal.format("KILL") + f"rm -f {pgid_file} {stop_file}"
         try:
             await self.run(script, timeout_s=10)
         except MachineError:
             pass  # unreachable now: nothing more we can do from here
 
     async def close(self) -> None:
-        """Stop the control master, if one runs."""
+        """Stop the control master, if one runs: it takes no new sessions and ends with its last.
+
+        Not `-O exit`, which ends it at once: the master (one per user, machine and route) is
+        shared with every other cmdop-tui process, whose commands run through it; a `machines
+        list` in one terminal must not cut the commands of an open session in another."""
         process = await asyncio.create_subprocess_exec(
-            *self._options_argv(), "-O", "exit", self.spec.host,
+            *self._options_argv(), "-O", "stop", self.spec.host,
             stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
         )  # fmt: skip
         await process.wait()

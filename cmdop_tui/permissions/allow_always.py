@@ -72,11 +72,7 @@ def derive_rule(
         pattern = _path_pattern(subject.reach, argument if isinstance(argument, str) else "", machine, cwd)
     elif subject is not None and subject.many:
         hosts = list(dict.fromkeys(argument if isinstance(argument, list) else []))
-        pattern = (
-            _escape_path_glob(hosts[0])
-            if len(hosts) == 1
-            else "{" + ",".join(_escape_path_glob(h) for h in hosts) + "}"
-        )
+        pattern = _names_glob(hosts)
         if prefix is not None and names_many(machine):  # the hosts are its argument: no `N machines:` scope
             return Rule(tool=tool, pattern=pattern, machine=None, source="global", note=fanout_label(hosts))
     else:
@@ -97,8 +93,20 @@ def fanout_label(hosts: list[str]) -> str:
 
 def _machines_glob(hosts: list[str]) -> str:
     """The machine glob naming exactly these machines (a tag's `:` escaped)."""
-    names = [_escape_path_glob(host).replace(":", "\\:") for host in hosts]
-    return names[0] if len(names) == 1 else "{" + ",".join(names) + "}"
+    return _names_glob(hosts)
+
+
+def _names_glob(names: list[str]) -> str:
+    """The name glob matching exactly these names: `{a,b}`, or the one name. Names come from the
+    model: whatever would end a part of the rule's text (`:` `(` `)` whitespace), split or close
+    an alternative (`,` `{` `}`), open a quote (which brace matching skips) or be a wildcard is
+    escaped, so `web1,db1` stays one name and the rule reads back as written."""
+    escaped = [_escape_name(name) for name in names]
+    return escaped[0] if len(escaped) == 1 else "{" + ",".join(escaped) + "}"
+
+
+def _escape_name(name: str) -> str:
+    return re.sub(r"([*?\[\]{}\\:,()'\"`!\s])", r"\\\1", name)
 
 
 def _path_pattern(reach: RuleReach, path: str, machine: str, cwd: str | None) -> str:

@@ -76,14 +76,19 @@ def decide(
     session: Sequence[Rule],
     global_: Sequence[Rule],
     floor: bool = True,
+    selectors: Sequence[str] = (),
 ) -> Decision:
     """The decision for one call, given the rules and the mode (see the module doc); without
-    the floor when `floor` is False (already judged)."""
+    the floor when `floor` is False (already judged). `selectors`: how the call named the
+    machine (`tag:db`, a group), whose rules apply to it as well as its own."""
     reason = floor_violation(tool, args, spec=spec) if floor else None
     if reason is not None:
         return Decision("deny", reason, None, True)
     if mutating is None:
         mutating = spec.mutating if spec is not None else True
+    names = [machine, *(s for s in selectors if s != machine)]
+    session = [r for r in session if any(r.applies_to(tool, name) for name in names)]
+    global_ = [r for r in global_ if any(r.applies_to(tool, name) for name in names)]
     verdict, rule = _rules_verdict(tool, args, machine, cwd, spec, session, global_)
     if rule is not None:
         return _by_rule(verdict, rule, mode)
@@ -114,10 +119,11 @@ def decide_many(hosts: Sequence[str], decide_on: Callable[[str], Decision]) -> D
 
 
 def _skipped_on_host(host: str, decision: Decision) -> bool:
-    """Denied there by a rule scoped to machines, which the run checks host by host (a tag
-    is not a host: a rule scoped to `tag:T` denies the whole call)."""
+    """Denied there by a rule scoped to that machine itself, which the run checks host by host
+    (a tag is not a host: a rule scoped to `tag:T` denies the whole call, even when it reached
+    the host as one of the machines tagged T)."""
     rule = decision.rule
-    return decision.verdict == "deny" and rule is not None and rule.machine is not None and ":" not in host
+    return decision.verdict == "deny" and rule is not None and ":" not in host and rule.scoped_to(host)
 
 
 def _by_rule(verdict: str | None, rule: Rule, mode: Mode) -> Decision:
@@ -157,9 +163,8 @@ def _rules_verdict(
     session: Sequence[Rule],
     global_: Sequence[Rule],
 ) -> tuple[str | None, Rule | None]:
-    """The rules' verdict and the deciding rule, or (None, None) when the rules say nothing."""
-    session = [r for r in session if r.applies_to(tool, machine)]
-    global_ = [r for r in global_ if r.applies_to(tool, machine)]
+    """The rules' verdict and the deciding rule, or (None, None) when the rules say nothing
+    (`session` and `global_`: the rules that concern this tool on this machine)."""
     if not session and not global_:
         return None, None
     layers = _Layers(tool, machine, cwd, spec, session, global_)

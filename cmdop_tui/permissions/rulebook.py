@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -173,6 +173,7 @@ class Permissions:
         Saved to the global file, or kept for this session with `session=True`.
         """
         rule = derive_rule(tool, args, machine, cwd=cwd, any_machine=any_machine, spec=spec)
+        _check_reads_back(rule)
         return self.add_session_rule(replace(rule, source="session")) if session else self.add_rule(rule)
 
     # --- deciding ------------------------------------------------------------------------------
@@ -186,6 +187,7 @@ class Permissions:
         mutating: bool | None = None,
         cwd: str | None = None,
         spec: Tool | None = None,
+        selected: Mapping[str, Sequence[str]] | None = None,
     ) -> Decision:
         """Decide one tool call: floor, then rules (session, then global), then the mode.
 
@@ -196,18 +198,22 @@ class Permissions:
         overrides ``spec.mutating``. `cwd`, the session's directory, resolves relative paths in
         path rules. A call that runs on several machines (`machines`: run_on_machines) given no
         machine, or the loop's label (``"3 machines"``), is judged on each one it names
-        (:func:`.decisions.decide_many`). Pure: nothing is recorded (see :meth:`check`).
+        (:func:`.decisions.decide_many`). `selected` (the session gate gives it) is where the call
+        really runs: each machine its selectors chose, with those selectors (`{"db1": ["tag:db"]}`);
+        then the call is judged on each of those machines, by the rules scoped to it or to a
+        selector that chose it. Pure: nothing is recorded (see :meth:`check`).
         """
         args = args if isinstance(args, Mapping) else {}
         with self._lock:
             session, global_ = list(self._session), list(self._global)
 
-        def on(host: str, floor: bool = True) -> Decision:
+        def on(host: str, floor: bool = True, selectors: Sequence[str] = ()) -> Decision:
             return decisions.decide(
                 tool,
                 args,
                 machine=host,
                 floor=floor,
+                selectors=selectors,
                 mutating=mutating,
                 cwd=cwd,
                 spec=declaration(tool, spec),
@@ -216,6 +222,12 @@ class Permissions:
                 global_=global_,
             )
 
+        if selected:
+            host, selectors = next(iter(selected.items()))
+            first = on(host, selectors=selectors)  # the floor does not depend on the machine
+            if first.floor:
+                return first
+            return decisions.decide_many(list(selected), lambda h: on(h, floor=False, selectors=selected[h]))
         hosts = fanout_hosts(args)
         if hosts and names_many(machine):  # the whole call (the gate): judged on each machine it names
             first = on(hosts[0])  # the floor does not depend on the machine: judged once
@@ -285,6 +297,26 @@ class Permissions:
             except OSError as exc:
                 self.last_audit_error = exc
                 log.warning("cannot write the audit log %s: %s", target, exc)
+
+
+def _check_reads_back(rule: Rule) -> None:
+    """PermissionsError unless the rule's text reads back as the same rule: a rule saved that
+    does not would stop every later start (the file cannot be read), or allow something else."""
+    try:
+        again = Rule.parse(rule.text, rule.verdict)
+    except ValueError:
+        again = None
+    same = again is not None and (again.tool, again.pattern, again.machine, again.negate) == (
+        rule.tool,
+        rule.pattern,
+        rule.machine,
+        rule.negate,
+    )
+    if not same:
+        raise PermissionsError(
+            f"not saved: the rule for this call, {rule.text!r}, would not read back as written "
+            "(a name in it has characters a rule cannot hold); approve such a call once at a time"
+        )
 
 
 def _as_rule(rule: Rule | str, verdict: str | None, *, source: str) -> Rule:

@@ -14,7 +14,7 @@ from typing import Literal, TypeGuard
 from cmdop_tui.tools.base import Tool
 
 from .arguments import subject_kind
-from .scanning import match_close, split_top_commas
+from .scanning import match_close
 
 Verdict = Literal["allow", "ask", "deny"]
 VERDICTS: tuple[str, ...] = ("allow", "ask", "deny")
@@ -111,6 +111,10 @@ class Rule:
         if not (_glob_name(self.tool, tool) or _mcp_server_rule(self.tool, tool)):
             return False
         return self.machine is None or _glob_name(self.machine, machine)
+
+    def scoped_to(self, machine: str) -> bool:
+        """Is the rule scoped to machines, `machine` among them (by its own name)?"""
+        return self.machine is not None and _glob_name(self.machine, machine)
 
     def matches_argument(
         self, tool: str, argument: str, *, machine: str = "local", cwd: str | None = None, spec: Tool | None = None
@@ -248,12 +252,32 @@ def _character_class(pattern: str, i: int, out: list[str]) -> int:
 def _alternatives(pattern: str, i: int, out: list[str]) -> int:
     """`{a,b}` at `i`, as a regex; a `{` with fewer than two alternatives is itself."""
     end = match_close(pattern, i, "{", "}")
-    options = split_top_commas(pattern[i + 1 : end - 1])
+    options = _split_alternatives(pattern[i + 1 : end - 1])
     if len(options) < 2 or end > len(pattern) or pattern[end - 1] != "}":
         out.append(re.escape("{"))
         return i + 1
     out.append("(?:" + "|".join(_path_glob_regex(option) for option in options) + ")")
     return end
+
+
+def _split_alternatives(text: str) -> list[str]:
+    """`a,{b,c},d` -> ["a", "{b,c}", "d"]; an escaped `\\,` `\\{` `\\}` is a character of its
+    alternative (what "Allow always" writes for a machine name such as `web1,db1`)."""
+    parts: list[str] = []
+    start, depth, i = 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "{}":
+            depth += 1 if ch == "{" else -1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
 
 
 def _name_glob_regex(pattern: str) -> re.Pattern[str]:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import weakref
+
 from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.permissions import Permissions
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.spec import MachineError
+from cmdop_tui.permissions import Permissions, fanout_hosts
+from cmdop_tui.permissions.arguments import names_many
 from cmdop_tui.support.secrets import configured_secrets, redact_json
 
 NO_ESCALATION = (
@@ -22,17 +27,21 @@ def load_permissions(settings: Settings) -> Permissions:
     return Permissions.load(mode="auto" if settings.auto_approve else settings.permission_mode)
 
 
-def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
+def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet | None = None) -> Approver:
     """Floor, rules, mode, then the user, in that order.
 
     `ask` is the surface's question (TUI modal, terminal prompt); with no way to ask, a call that
-    needs asking is denied with a reason the model can relay. Every decision is audited.
+    needs asking is denied with a reason the model can relay. Every decision is audited. A call
+    over several machines is judged on the machines its selectors choose in `fleet` (see
+    :func:`selection`), so a rule that asks on db1 is not passed by naming db1's tag.
     """
 
     async def gate(call: ToolCall) -> Approval:
         if call.escalation is not None:  # neither rules nor --yes answer for leaving the sandbox
-            return await _ask_to_escalate(permissions, call, ask)
-        decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool)
+            return await _ask_to_escalate(permissions, call, ask, fleet)
+        decision = permissions.decide(
+            call.name, call.input, machine=call.machine, spec=call.tool, selected=selection(call, fleet)
+        )
         if decision.verdict == "allow":
             approval = Approval(True)
         elif decision.verdict == "deny":
@@ -41,6 +50,7 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
             approval = Approval(False, NOBODY_TO_ASK)
         else:
             approval = await ask(call)
+            _note_asked(permissions, call, approval)
         audited = redact_json(call.input, configured_secrets())  # the audit log is a file: no secrets
         outcome = "allowed" if approval.allowed else "denied"
         permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
@@ -49,31 +59,81 @@ def permission_gate(permissions: Permissions, ask: Approver | None) -> Approver:
     return gate
 
 
-def host_rules(permissions: Permissions) -> HostRules:
-    """Why a rule denies an approved call on one of the machines it fans out to: the rules of its
-    own tool there (`web1:run_on_machines(...)`), and those of execute_command for its command
-    there (`web1:execute_command(systemctl *)`). Only rules deny here: the floor, the mode and
-    the person already judged the call as a whole, and nobody is asked per host."""
+def selection(call: ToolCall, fleet: Fleet | None) -> dict[str, list[str]] | None:
+    """Where a call over several machines (`machines`: names, `tag:T`, groups) runs: each machine
+    its selectors choose in `fleet`'s inventory, with the selectors that chose it (their rules,
+    `tag\\:db:...`, apply to it too). Without a fleet, a call the loop found to run on one
+    machine (its label is that machine) runs there, chosen by every selector. None: judged on
+    the selectors themselves (not a fan-out, no fleet, or a selector that names nothing: the
+    tool refuses the call then)."""
+    selectors = fanout_hosts(call.input)
+    if not selectors:
+        return None
+    if fleet is None:
+        return None if names_many(call.machine) else {call.machine: selectors}
+    try:
+        chosen = {selector: {spec.name for spec in fleet.inventory.select([selector])} for selector in selectors}
+        machines = [spec.name for spec in fleet.inventory.select(selectors)]
+    except MachineError:
+        return None
+    return {name: [s for s in selectors if name in chosen[s]] for name in machines}
+
+
+def host_rules(permissions: Permissions, fleet: Fleet | None = None) -> HostRules:
+    """Why the rules keep an approved call off one of the machines it fans out to: the rules of
+    its own tool there (`web1:run_on_machines(...)`), and those of execute_command for its
+    command there (`web1:execute_command(systemctl *)`). Nobody is asked per host: a rule that
+    denies there skips the host, and so does a rule scoped to machines that asks there when no
+    person approved this call (it was allowed by a rule over its selectors, or by a gate that
+    could not tell which machines they choose). `fleet`: the gate's, for the same selection."""
 
     def denied(call: ToolCall, machine: str) -> str | None:
         command = call.input.get("command")
         checks = [(call.name, call.input, call.tool)]
         if isinstance(command, str):
             checks.append(("execute_command", {"command": command}, None))
+        chose = (selection(call, fleet) or {}).get(machine, [])
         for name, args, spec in checks:
-            decision = permissions.decide(name, args, machine=machine, spec=spec)
-            if decision.verdict == "deny" and decision.rule is not None:
-                audited = redact_json(call.input, configured_secrets())
-                permissions.record(decision, call.name, audited, machine, outcome="denied", spec=call.tool)
-                return f"denied by rule {decision.rule}"
+            decision = permissions.decide(name, args, machine=machine, spec=spec, selected={machine: chose})
+            rule = decision.rule
+            if rule is None or decision.verdict == "allow":
+                continue
+            if decision.verdict == "ask" and (rule.machine is None or _was_asked(permissions, call)):
+                continue
+            audited = redact_json(call.input, configured_secrets())
+            permissions.record(decision, call.name, audited, machine, outcome="denied", spec=call.tool)
+            if decision.verdict == "deny":
+                return f"denied by rule {rule}"
+            return f"rule {rule} asks for approval there and no one was asked (name {machine} in machines to be asked)"
         return None
 
     return denied
 
 
-async def _ask_to_escalate(permissions: Permissions, call: ToolCall, ask: Approver | None) -> Approval:
+# The calls over several machines a person approved, per Permissions (the gate and host_rules
+# of one session share it): a rule that asks on one of the hosts was answered then.
+_ASKED: weakref.WeakKeyDictionary[Permissions, dict[str, None]] = weakref.WeakKeyDictionary()
+_ASKED_KEPT = 256  # calls; a call's hosts are checked while it runs, long before this many more
+
+
+def _note_asked(permissions: Permissions, call: ToolCall, approval: Approval) -> None:
+    if approval.allowed and fanout_hosts(call.input):
+        asked = _ASKED.setdefault(permissions, {})
+        asked[call.id] = None
+        while len(asked) > _ASKED_KEPT:
+            del asked[next(iter(asked))]
+
+
+def _was_asked(permissions: Permissions, call: ToolCall) -> bool:
+    return call.id in _ASKED.get(permissions, {})
+
+
+async def _ask_to_escalate(
+    permissions: Permissions, call: ToolCall, ask: Approver | None, fleet: Fleet | None
+) -> Approval:
     approval = Approval(False, NO_ESCALATION) if ask is None else await ask(call)
-    decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool)
+    selected = selection(call, fleet)
+    decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool, selected=selected)
     if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
         approval = Approval(False, decision.reason)
     audited = redact_json({**call.input, "outside_sandbox": call.escalation}, configured_secrets())

@@ -137,14 +137,14 @@ class Session:
             self.settings,
             client=self.client,
             platform=self.platform,
-            approve=permission_gate(self.permissions, self.ask),
+            approve=permission_gate(self.permissions, self.ask, self.fleet),
             ui_cancel=self.ui_cancel,
             cwd=self.cwd,
             retry=self.retry,
             stream=self.stream,
             facts=self.facts,
             fleet=self.fleet,
-            host_rules=host_rules(self.permissions),
+            host_rules=host_rules(self.permissions, self.fleet),
         )
         self._start_mcp(self._runner)
         self._recorder = SessionRecorder(self._runner)

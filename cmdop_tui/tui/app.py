@@ -597,16 +597,24 @@ class CmdopApp(App[None]):
             if screen.is_attached and screen is self.screen:
                 screen.dismiss(ApprovalChoice.DENY)
         if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and self.permissions is not None:
-            rule = self.permissions.allow_always(
-                call.name, call.input, call.machine, session=choice is ApprovalChoice.SESSION, spec=call.tool
-            )
-            where = "for this session" if choice is ApprovalChoice.SESSION else "from now on (saved)"
-            await self.chat.add_notice(f"Allowed {where}: {rule.text}")
+            await self._remember_allowed(call, session=choice is ApprovalChoice.SESSION)
         if choice is ApprovalChoice.STOP:
             self.action_stop()
         if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
             return Approval(True)
         return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+
+    async def _remember_allowed(self, call: ToolCall, *, session: bool) -> None:
+        """The rule "This session" or "Always" makes; a rule that cannot be written as it would
+        read back is not saved, and the call is still allowed this once."""
+        assert self.permissions is not None
+        try:
+            rule = self.permissions.allow_always(call.name, call.input, call.machine, session=session, spec=call.tool)
+        except PermissionsError as exc:
+            await self.chat.add_notice(f"Allowed this once; {exc}", "warning")
+            return
+        where = "for this session" if session else "from now on (saved)"
+        await self.chat.add_notice(f"Allowed {where}: {rule.text}")
 
 
 async def _open_or_explain(session: Session) -> str | None:
