@@ -19,7 +19,7 @@ import pytest
 from fake_anthropic import text_reply
 
 from cmdop_tui.cli import main
-from cmdop_tui.machines.agent import DEFAULT_CMDOP, agent_command, agent_label
+from cmdop_tui.machines.agent import DEFAULT_CMDOP, agent_command, agent_label, agent_probe
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.install import Installer, Python, wheels_misfit
 from cmdop_tui.machines.inventory import Inventory
@@ -268,3 +268,119 @@ def test_an_install_from_a_wheel_is_repacked_into_the_same_wheel(agent_wheels, t
         [*pip, "--target", str(tmp_path / "again"), done.stdout.strip()], capture_output=True, text=True
     )
     assert pip_check.returncode == 0, pip_check.stderr  # pip takes it (RECORD hashes and all)
+
+
+# --- what an interrupted or shared install leaves behind --------------------------------------
+
+
+def probe_here(env: dict[str, str]) -> str:
+    command = agent_probe(DEFAULT_CMDOP)
+    return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True, check=True).stdout
+
+
+def pip_wrapper(script: Path, python: str) -> None:
+    """A console script as pip writes it when `python` cannot be a shebang (a space in it, or
+    longer than 127 bytes): `#!/bin/sh`, then a line that execs the interpreter."""
+    script.parent.mkdir(parents=True, exist_ok=True)
+    shown = f'"{python}"' if " " in python else python
+    script.write_text(f"#!/bin/sh\n'''exec' {shown} \"$0\" \"$@\"\n' '''\nimport sys\n")
+    script.chmod(0o755)
+
+
+def installed_at(prefix: Path, version: str) -> str:
+    """A venv-like prefix holding this project's metadata folder at `version`; its python."""
+    (prefix / "lib" / "python3.11" / "site-packages" / f"cmdop_tui-{version}.dist-info").mkdir(parents=True)
+    (prefix / "bin").mkdir(exist_ok=True)
+    return str(prefix / "bin" / "python")
+
+
+def test_the_probe_reads_the_version_through_pips_sh_wrapper(tmp_path):
+    """macOS's data dir has a space ("Application Support"): pip's scripts there start with
+    `#!/bin/sh`, and the interpreter is on the second line."""
+    env = {"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "none")}
+    spaced = installed_at(tmp_path / "Application Support" / "py env", "9.9.1")
+    pip_wrapper(tmp_path / "bin" / "cmdop-tui", spaced)  # on the PATH, its venv elsewhere
+    assert probe_here(env) == "agent:9.9.1\n"
+    long = installed_at(tmp_path / ("x" * 130), "9.9.2")  # no space, too long for a shebang: unquoted
+    pip_wrapper(tmp_path / "bin" / "cmdop-tui", long)
+    assert probe_here(env) == "agent:9.9.2\n"
+    data = tmp_path / "Application Support"  # the data dir's own venv, with a space in its path
+    pip_wrapper(data / "cmdop-tui" / "agent" / "bin" / "cmdop-tui", installed_at(data / "cmdop-tui" / "agent", "9.9.3"))
+    assert probe_here({**env, "XDG_DATA_HOME": str(data)}) == "agent:9.9.3\n"
+
+
+def data_env(data: Path) -> dict[str, str]:
+    return {"XDG_DATA_HOME": str(data)}
+
+
+async def install_on(lab_config: Path, wheels: Wheels, **options: int) -> tuple[bool, str, str]:
+    """Install on `alpha`: whether it worked, its message, what the installer said."""
+    said = Said()
+    installer = Installer(SshOptions(config_file=lab_config), said, wheels=wheels, **options)
+    outcome = (await installer.install_all([MachineSpec("alpha", "alpha")]))[0]
+    return outcome.ok, outcome.message, said.of("alpha")
+
+
+async def test_a_truncated_wheel_there_is_sent_again(ssh_hosts, agent_wheels, remote_data):
+    lab = ssh_hosts(1, env=data_env(remote_data))
+    assert (await install_on(lab.config, agent_wheels))[0]
+    dependency = agent_wheels.dependencies[0]
+    there = remote_data / "cmdop-tui" / "agent-wheels" / dependency.name
+    there.write_bytes(dependency.read_bytes()[:1000])  # what a dropped connection left
+    ok, message, said = await install_on(lab.config, agent_wheels)
+    assert ok, message
+    assert "sent 2 wheel(s)" in said  # this project's, and the truncated one again
+    assert there.read_bytes() == dependency.read_bytes()
+    assert not list(there.parent.glob(".incoming.*"))  # the temporary folder went
+    assert not (remote_data / "cmdop-tui" / "agent.lock").exists()  # the lock was given back
+
+
+async def test_after_pip_fails_there_the_next_install_sends_every_wheel_again(ssh_hosts, agent_wheels, tmp_path):
+    """A wheel damaged without changing size: pip fails once, and the wheels there go."""
+    data = tmp_path / "data"
+    folder = data / "cmdop-tui" / "agent-wheels"
+    folder.mkdir(parents=True)
+    damaged = folder / agent_wheels.dependencies[0].name
+    damaged.write_bytes(b"\0" * agent_wheels.dependencies[0].stat().st_size)
+    lab = ssh_hosts(1, env=data_env(data))
+    ok, message, said = await install_on(lab.config, agent_wheels)
+    assert not ok and "the next install sends them all again" in message, said
+    assert not list(folder.glob("*.whl"))
+    ok, message, said = await install_on(lab.config, agent_wheels)
+    assert ok, message
+    assert f"sent {len(agent_wheels.all)} wheel(s)" in said
+
+
+async def test_a_venv_without_pip_or_made_for_another_platform_is_made_again(ssh_hosts, agent_wheels, remote_data):
+    lab = ssh_hosts(1, env=data_env(remote_data))
+    assert (await install_on(lab.config, agent_wheels))[0]
+    venv = remote_data / "cmdop-tui" / "agent"
+    built_for = venv / "cmdop-tui-built-for"
+    here = Python.here()
+    assert built_for.read_text().strip() == f"{here.tag} {here.platform}"
+    mark = venv / "made-before"  # gone when the venv is made again (`venv --clear`)
+    mark.write_text("")
+    built_for.write_text(f"{here.tag} macosx-14.0-arm64\n")  # a home shared with a Mac (NFS)
+    ok, message, _ = await install_on(lab.config, agent_wheels)
+    assert ok and not mark.exists(), message
+    mark.write_text("")
+    assert (await install_on(lab.config, agent_wheels))[0] and mark.exists()  # a good venv is kept
+    pips = list(venv.glob("lib/python*/site-packages/pip"))
+    assert pips
+    for pip in pips:  # what an interrupted ensurepip leaves: the right Python, no pip
+        shutil.rmtree(pip)
+    ok, message, _ = await install_on(lab.config, agent_wheels)
+    assert ok and not mark.exists(), message
+
+
+async def test_an_install_into_a_locked_data_dir_waits_then_says_who_holds_it(ssh_hosts, agent_wheels, tmp_path):
+    data = tmp_path / "data"
+    lock = data / "cmdop-tui" / "agent.lock"
+    lock.mkdir(parents=True)
+    (lock / "owner").write_text("nfs-neighbour pid 4242\n")
+    lab = ssh_hosts(1, env=data_env(data))
+    ok, message, said = await install_on(lab.config, agent_wheels, lock_wait_s=1)
+    assert not ok, said
+    assert "held its lock" in message and "nfs-neighbour pid 4242" in message and "remove that folder" in message
+    assert not (data / "cmdop-tui" / "agent").exists()  # nothing was built under another's lock
+    assert lock.is_dir()  # and the other's lock is left alone

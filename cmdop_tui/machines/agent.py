@@ -25,6 +25,15 @@ DATA_DIR_SH = (
     '*) d="${XDG_DATA_HOME:-$HOME/.local/share}/cmdop-tui";; esac'
 )
 VENV = "agent"  # the venv's folder in the data dir
+
+# pip (distlib) writes this header when the interpreter's path cannot be a shebang (it has a
+# space, or is too long): `#!/bin/sh`, then `'''exec' PYTHON "$0" "$@"`, PYTHON in double quotes
+# when it has a space. Sets $py to PYTHON when the script's second line ($l2) is such a line.
+WRAPPER_EXEC = "'''exec' "
+SH_WRAPPER_SH = (
+    f'case "$l2" in "{WRAPPER_EXEC}"*) py=${{l2#"{WRAPPER_EXEC}"}}; '
+    """case "$py" in '"'*) py=${py#'"'}; py=${py%%'"'*};; *) py=${py%% *};; esac;; esac; """
+)
 NO_AGENT = "none"
 UNKNOWN_VERSION = "?"
 
@@ -44,7 +53,10 @@ def agent_probe(cmdop: str) -> str:
 
     The version is read from the installed distribution's metadata folder beside the script's
     interpreter (a venv, pipx, `pip install --user`), with shell builtins: a probe starts no
-    Python and no other process."""
+    Python and no other process. The interpreter is the script's shebang or, when pip could not
+    write one (its path has a space, as macOS's "Application Support", or is longer than the
+    kernel takes), the one its `#!/bin/sh` header's second line execs; failing both, the folder
+    beside the script's own (a venv's bin) is looked in."""
     if cmdop == DEFAULT_CMDOP:
         find = f'{DATA_DIR_SH}; a="$d/{VENV}/bin/{PROJECT}"; [ -x "$a" ] || a=$(command -v {PROJECT} 2>/dev/null)'
     elif len(shlex.split(cmdop)) == 1:
@@ -53,9 +65,12 @@ def agent_probe(cmdop: str) -> str:
         return f"echo agent:{UNKNOWN_VERSION}"
     return (
         find + f'; if [ -z "$a" ]; then echo agent:{NO_AGENT}; else '
-        'IFS= read -r py < "$a"; py=${py#\\#!}; py=${py# }; py=${py%% *}; '
-        'v=""; for m in "${py%/*}"/../lib/python*/site-packages/' + DIST_INFO_PREFIX + "*.dist-info; do "
-        '[ -d "$m" ] && { v=${m##*/' + DIST_INFO_PREFIX + "}; v=${v%.dist-info}; break; }; done; "
+        '{ IFS= read -r py; IFS= read -r l2; } < "$a"; py=${py#\\#!}; py=${py# }; py=${py%% *}; '
+        + SH_WRAPPER_SH
+        + 'v=""; for b in "${py%/*}" "${a%/*}"; do for m in "$b"/../lib/python*/site-packages/'
+        + DIST_INFO_PREFIX
+        + "*.dist-info; do "
+        '[ -d "$m" ] && { v=${m##*/' + DIST_INFO_PREFIX + "}; v=${v%.dist-info}; break 2; }; done; done; "
         f'echo "agent:${{v:-{UNKNOWN_VERSION}}}"; fi'
     )
 

@@ -5,8 +5,14 @@ where the user's data dir is); make a venv in `<data dir>/agent`; install into i
 install's wheels when the ABI matches this interpreter's (no index needed there), else with pip
 from the package index there (this project's own wheel, which is pure Python, is still sent);
 then run `<venv>/bin/cmdop-tui --version` there and check it says this version. Wheels go over
-the machine's ssh connection (its ControlMaster) as a tar stream, only those not there yet.
-Machines are done a few at a time; each one's trouble is its own.
+the machine's ssh connection (its ControlMaster) as a tar stream, only those not there yet at the
+same size, unpacked into a temporary folder and moved into place once whole (a dropped
+connection leaves no truncated wheel under a wheel's name); a pip failure there removes the
+wheels, so the next run sends them all again. The venv is reused only when it was made for the
+same Python ABI and platform (homes shared over NFS by machines of different kinds) and its pip
+runs (an interrupted ensurepip leaves none); a lock folder in the data dir keeps two machines
+sharing a home from installing into it at once. Machines are done a few at a time; each one's
+trouble is its own.
 """
 
 from __future__ import annotations
@@ -33,9 +39,19 @@ from cmdop_tui.support.version import VERSION
 MIN_PYTHON = (3, 11)
 DEFAULT_JOBS = 4
 WHEELS = "agent-wheels"  # the wheels' folder in the remote data dir (kept: a reinstall sends only new ones)
+LOCK = "agent.lock"  # a folder in the remote data dir, there while an install runs (mkdir is atomic, NFS too)
+BUILT_FOR = "cmdop-tui-built-for"  # in the venv: the ABI and platform it was made for
 PROBE_TIMEOUT_S = 30.0
 INSTALL_TIMEOUT_S = 900.0
-VENV_FAILED, PIP_FAILED = 5, 6
+LOCK_WAIT_S = 300  # how long an install waits for another one into the same data dir
+VENV_FAILED, PIP_FAILED, LOCKED = 5, 6, 7
+
+# The wheels in a remote folder and their sizes, as JSON (python3 is there: the probe asked it).
+LIST_PY = (
+    "import json, os, sys; d = sys.argv[1]; "
+    "print(json.dumps({n: os.path.getsize(os.path.join(d, n)) for n in os.listdir(d) "
+    "if n.endswith('.whl') and os.path.isfile(os.path.join(d, n))} if os.path.isdir(d) else {}))"
+)
 
 Progress = Callable[[str, str], None]  # (machine, what is happening)
 
@@ -135,8 +151,10 @@ class Installer:
         cache: Path | None = None,
         wheels: Wheels | None = None,
         jobs: int = DEFAULT_JOBS,
+        lock_wait_s: int = LOCK_WAIT_S,
     ) -> None:
         self.options = options
+        self.lock_wait_s = lock_wait_s
         self.progress = progress
         self.cache = cache
         self._wheels = wheels
@@ -180,8 +198,8 @@ class Installer:
             sent = (wheels.project, *(w for w in wheels.dependencies if w.name.endswith("-none-any.whl")))
         count = await send_wheels(transport, there.data, sent, always=(wheels.project,))
         self.progress(spec.name, f"sent {count} wheel(s); installing into {there.data}/{VENV}")
-        script = install_script(data, there.tag, wheels.project.name, offline=misfit is None)
-        result = await transport.run(script, timeout_s=INSTALL_TIMEOUT_S)
+        script = install_script(data, there, wheels.project.name, offline=misfit is None, lock_wait_s=self.lock_wait_s)
+        result = await transport.run(script, timeout_s=INSTALL_TIMEOUT_S + self.lock_wait_s)
         if result.status != 0:
             raise InstallError(install_failure(result.status, result.stderr_text, there, misfit))
         return await check_version(transport, there.data)
@@ -224,38 +242,74 @@ async def probe_python(transport: SshTransport) -> Python:
     return there
 
 
+async def remote_wheels(transport: SshTransport, folder: str) -> dict[str, int]:
+    """The wheels in `folder` there, with their sizes."""
+    listed = await transport.run(f"python3 -c {shlex.quote(LIST_PY)} {shlex.quote(folder)}", timeout_s=PROBE_TIMEOUT_S)
+    try:
+        found = json.loads(listed.stdout.decode("utf-8", "replace").strip().splitlines()[-1])
+        return {str(name): int(size) for name, size in found.items()}
+    except (ValueError, IndexError, AttributeError, TypeError):
+        raise InstallError(f"the wheels there could not be listed: {listed.stderr_text or listed.status}") from None
+
+
 async def send_wheels(transport: SshTransport, data: str, wheels: Sequence[Path], *, always: Sequence[Path]) -> int:
-    """Copy the wheels not there yet (and `always` those) into `<data>/agent-wheels`, as one tar
-    stream over the machine's ssh connection; how many were sent."""
-    folder = shlex.quote(f"{data}/{WHEELS}")
-    listed = await transport.run(f"ls -1 {folder} 2>/dev/null; true", timeout_s=PROBE_TIMEOUT_S)
-    present = set(listed.stdout.decode("utf-8", "replace").split())
-    missing = [w for w in wheels if w.name not in present or w in always]
+    """Copy the wheels not there yet at the same size (and `always` those) into
+    `<data>/agent-wheels`, as one tar stream over the machine's ssh connection; how many were sent.
+
+    They are unpacked into a temporary folder beside and moved into place only once the stream
+    was whole: a connection dropped midway must not leave a truncated wheel that later runs,
+    seeing its name, would never send again."""
+    folder = f"{data}/{WHEELS}"
+    present = await remote_wheels(transport, folder)
+    missing = [w for w in wheels if present.get(w.name) != w.stat().st_size or w in always]
+    if not missing:
+        return 0
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for wheel in missing:
             tar.add(wheel, arcname=wheel.name)
-    script = f"mkdir -p {folder} && tar -xf - -C {folder}"
+    script = (
+        f'w={shlex.quote(folder)}; mkdir -p "$w" && t=$(mktemp -d "$w/.incoming.XXXXXX") || exit 1; '
+        'tar -xf - -C "$t" && mv -f "$t"/*.whl "$w"/; s=$?; rm -f "$t"/*; rmdir "$t"; exit $s'
+    )
     result = await transport.run(script, input=buffer.getvalue(), timeout_s=INSTALL_TIMEOUT_S)
     if result.status != 0:
         raise InstallError(f"the wheels could not be copied there: {result.stderr_text or result.status}")
     return len(missing)
 
 
-def install_script(data: str, tag: str, project_wheel: str, offline: bool) -> str:
-    """The venv (made again when missing or of another Python), then this version's wheel
-    (always reinstalled: a working copy changes under one version) and what it needs."""
+def lock_script(lock: str, wait_s: int) -> str:
+    """Take the lock folder (waiting up to `wait_s`), given back when the script ends however it
+    ends; two machines sharing a home (NFS) must not build one venv at once."""
+    return (
+        f'l={lock}; i=0; until mkdir "$l" 2>/dev/null; do i=$((i+1)); if [ $i -gt {int(wait_s)} ]; then '
+        f'echo "another install into this data dir has held its lock $l for over {int(wait_s)} s '
+        '($(cat "$l/owner" 2>/dev/null)): wait for it to end, or remove that folder if none is running" >&2; '
+        f"exit {LOCKED}; fi; sleep 1; done; "
+        """trap 'rm -f "$l/owner"; rmdir "$l"' EXIT; trap 'exit 1' HUP INT TERM; """
+        'echo "$(uname -n) pid $$" > "$l/owner"'
+    )
+
+
+def install_script(data: str, there: Python, project_wheel: str, offline: bool, lock_wait_s: int = LOCK_WAIT_S) -> str:
+    """Under the data dir's lock: the venv (made again unless it was made for this ABI and
+    platform and its pip runs), then this version's wheel (always reinstalled: a working copy
+    changes under one version) and what it needs. When pip fails the wheels are removed: one
+    may be damaged, and the next run then sends them all again."""
     venv, wheels = f"{data}/{VENV}", f"{data}/{WHEELS}"
+    built_for = shlex.quote(f"{there.tag} {there.platform}")
     index = "--no-index " if offline else ""
     pip = (
         f'"$v/bin/python" -m pip install --no-cache-dir --disable-pip-version-check --no-input {index}--find-links "$w"'
     )
+    failed = f'{{ rm -f "$w"/*.whl; exit {PIP_FAILED}; }}'
     return (
-        f"v={venv}; w={wheels}; "
-        f'if [ "$("$v/bin/python" -c "import sys; print(sys.implementation.cache_tag)" 2>/dev/null)" != {shlex.quote(tag)} ]; '
-        f'then python3 -m venv --clear "$v" >&2 || exit {VENV_FAILED}; fi; '
-        f'{pip} --quiet --force-reinstall --no-deps "$w"/{shlex.quote(project_wheel)} >&2 || exit {PIP_FAILED}; '
-        f"{pip} --quiet {shlex.quote(f'{PROJECT}=={VERSION}')} >&2 || exit {PIP_FAILED}"
+        f"v={venv}; w={wheels}; mkdir -p {data} || exit {VENV_FAILED}; {lock_script(f'{data}/{LOCK}', lock_wait_s)}; "
+        f'if [ "$(cat "$v/{BUILT_FOR}" 2>/dev/null)" != {built_for} ] '
+        '|| ! "$v/bin/python" -m pip --version >/dev/null 2>&1; '
+        f'then {{ python3 -m venv --clear "$v" >&2 && echo {built_for} > "$v/{BUILT_FOR}"; }} || exit {VENV_FAILED}; fi; '
+        f'{pip} --quiet --force-reinstall --no-deps "$w"/{shlex.quote(project_wheel)} >&2 || {failed}; '
+        f"{pip} --quiet {shlex.quote(f'{PROJECT}=={VERSION}')} >&2 || {failed}"
     )
 
 
@@ -263,13 +317,18 @@ def install_failure(status: int, stderr: str, there: Python, misfit: str | None)
     tail = "\n".join(stderr.strip().splitlines()[-8:]) or f"exit {status}"
     if status == VENV_FAILED:
         return f"python3 there could not make the venv:\n{tail}"
+    if status == LOCKED:
+        return tail
+    resend = "the wheels there were removed, so the next install sends them all again"
     if status == PIP_FAILED and misfit is not None:
         return (
             f"pip there could not install {PROJECT} {VERSION}'s dependencies from its package index "
             f"(this install's wheels do not fit: {misfit}). Give it access to an index, or run this "
-            f"from an install on {there.shown.removeprefix('Python ')}:\n{tail}"
+            f"from an install on {there.shown.removeprefix('Python ')} ({resend}):\n{tail}"
         )
-    return f"pip there failed:\n{tail}"
+    if status == PIP_FAILED:
+        return f"pip there failed ({resend}):\n{tail}"
+    return f"the install there failed:\n{tail}"
 
 
 async def check_version(transport: SshTransport, data: str) -> str:
