@@ -28,6 +28,7 @@ Cell = tuple[str, int]  # the character ("" right of a wide one) and the id of i
 Row = list[Cell]
 
 RUN_GAP = 8  # unchanged cells between two changed runs rewritten rather than jumped over (a move costs ~8 bytes)
+MIN_SCROLLED_ROWS = 3  # rows a scroll must save writing to pay for itself
 MAX_LOOKS = 4096  # styles remembered by object before the cache starts again
 
 
@@ -160,26 +161,76 @@ class ScreenMirror:
     def _diff(
         self, chops: Sequence[Mapping[int, Strip | None]], spans: Iterable[tuple[int, int, int]], ends: list[list[int]]
     ) -> list[str]:
-        """The writes for the changed runs of each span, with the mirror brought up to date."""
-        writes: list[str] = []
+        """The writes that bring the terminal to the new frame (a scroll of the rows that moved
+        up, then the changed runs of each row), with the mirror brought up to date."""
+        pieces: dict[int, list[tuple[int, Strip]]] = {}
         for y, x1, x2 in spans:
             for end, (x, strip) in zip(ends[y], chops[y].items(), strict=False):
                 if strip is None or x > x2 or end <= x1:
                     continue  # what Textual itself would skip
                 shown = strip if x2 > x >= x1 and end <= x2 else strip.crop(0, min(end, x2) - x)
-                writes += self._diff_piece(y, x, shown)
-        return writes
+                pieces.setdefault(y, []).append((x, shown))
+        new_rows: dict[int, Row] = {}
+        whole: list[str] = []  # rows the mirror cannot follow, written as Textual would
+        for y, row_pieces in pieces.items():
+            row = self._new_row(y, row_pieces)
+            if row is None:
+                whole += [move_to(x, y) + strip.render(self.looks.console) for x, strip in row_pieces]
+            else:
+                new_rows[y] = row
+        writes = self._scroll(new_rows)
+        for y in sorted(new_rows):
+            old, row = self.rows[y], new_rows[y]
+            assert old is not None
+            writes += [
+                move_to(first, y) + self.looks.render(row[first:last]) for first, last in changed_runs(old, row, 0)
+            ]
+            self.rows[y] = row
+        return writes + whole
 
-    def _diff_piece(self, y: int, x: int, strip: Strip) -> list[str]:
-        row = self.rows[y] if y < len(self.rows) else None
-        cells = cells_of(strip, self.looks)
-        if cells is None or row is None or x + len(cells) > len(row):
-            if y < len(self.rows):
-                self.rows[y] = None  # not followed any more: written whole until the next full paint
-            return [move_to(x, y) + strip.render(self.looks.console)]
-        runs = changed_runs(row, cells, x)
-        row[x : x + len(cells)] = cells
-        return [move_to(first, y) + self.looks.render(cells[first - x : last - x]) for first, last in runs]
+    def _new_row(self, y: int, pieces: list[tuple[int, Strip]]) -> Row | None:
+        """Row `y` with `pieces` laid on it; None (and the row forgotten) when it cannot be followed."""
+        old = self.rows[y] if y < len(self.rows) else None
+        row = list(old) if old is not None else None
+        for x, strip in pieces:
+            cells = cells_of(strip, self.looks)
+            if cells is None or row is None or x + len(cells) > len(row):
+                if y < len(self.rows):
+                    self.rows[y] = None  # not followed any more: written whole until the next full paint
+                return None
+            row[x : x + len(cells)] = cells
+        return row
+
+    def _scroll(self, new_rows: dict[int, Row]) -> list[str]:
+        """When a block of whole rows moved up (a followed chat jumped), have the terminal scroll
+        them (a region and line feeds, as VT100s do) rather than write them again; the mirror
+        scrolls with it. Only whole rows can scroll: beside side panels nothing does."""
+        best: tuple[int, int, int, int] | None = None  # rows saved, top, bottom, lines
+        for top, bottom in _runs_of(sorted(new_rows)):
+            unchanged = sum(new_rows[y] == self.rows[y] for y in range(top, bottom + 1))  # free without a scroll
+            for lines in range(1, (bottom - top + 1) // 2 + 1):
+                moved = sum(new_rows[y] == self.rows[y + lines] for y in range(top, bottom + 1 - lines))
+                saved = moved - unchanged  # rows a scroll saves writing (blank rows match anywhere)
+                if saved >= MIN_SCROLLED_ROWS and (best is None or saved > best[0]):
+                    best = (saved, top, bottom, lines)
+        if best is None:
+            return []
+        _, top, bottom, lines = best
+        moved = self.rows[top + lines : bottom + 1]
+        width = len(new_rows[top])
+        self.rows[top : bottom + 1] = [*moved, *([(" ", 0)] * width for _ in range(lines))]
+        return [f"\x1b[0m\x1b[{top + 1};{bottom + 1}r\x1b[{bottom + 1};1H" + "\n" * lines + "\x1b[r"]
+
+
+def _runs_of(rows: list[int]) -> list[tuple[int, int]]:
+    """Consecutive row numbers as (first, last) runs."""
+    runs: list[tuple[int, int]] = []
+    for y in rows:
+        if runs and runs[-1][1] == y - 1:
+            runs[-1] = (runs[-1][0], y)
+        else:
+            runs.append((y, y))
+    return runs
 
 
 def move_to(x: int, y: int) -> str:
