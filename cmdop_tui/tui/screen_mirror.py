@@ -28,7 +28,8 @@ Cell = tuple[str, int]  # the character ("" right of a wide one) and the id of i
 Row = list[Cell]
 
 RUN_GAP = 8  # unchanged cells between two changed runs rewritten rather than jumped over (a move costs ~8 bytes)
-MIN_SCROLLED_ROWS = 3  # rows a scroll must save writing to pay for itself
+MIN_SCROLLED_ROWS = 3  # rows that must have moved for a scroll to be worth weighing
+SCROLL_COST_CELLS = 16  # what the scroll's own sequences cost, in cells
 MAX_LOOKS = 4096  # styles remembered by object before the cache starts again
 
 
@@ -204,7 +205,8 @@ class ScreenMirror:
     def _scroll(self, new_rows: dict[int, Row]) -> list[str]:
         """When a block of whole rows moved up (a followed chat jumped), have the terminal scroll
         them (a region and line feeds, as VT100s do) rather than write them again; the mirror
-        scrolls with it. Only whole rows can scroll: beside side panels nothing does."""
+        scrolls with it. Chosen by the cells left to write: beside side panels that stayed, a
+        scroll would only move the writing from the chat to the panels."""
         best: tuple[int, int, int, int] | None = None  # rows saved, top, bottom, lines
         for top, bottom in _runs_of(sorted(new_rows)):
             unchanged = sum(new_rows[y] == self.rows[y] for y in range(top, bottom + 1))  # free without a scroll
@@ -216,10 +218,22 @@ class ScreenMirror:
         if best is None:
             return []
         _, top, bottom, lines = best
-        moved = self.rows[top + lines : bottom + 1]
         width = len(new_rows[top])
-        self.rows[top : bottom + 1] = [*moved, *([(" ", 0)] * width for _ in range(lines))]
+        scrolled = [*self.rows[top + lines : bottom + 1], *([(" ", 0)] * width for _ in range(lines))]
+        stayed = self.rows[top : bottom + 1]
+        if _cells_to_write(new_rows, top, scrolled) + SCROLL_COST_CELLS >= _cells_to_write(new_rows, top, stayed):
+            return []
+        self.rows[top : bottom + 1] = scrolled
         return [f"\x1b[0m\x1b[{top + 1};{bottom + 1}r\x1b[{bottom + 1};1H" + "\n" * lines + "\x1b[r"]
+
+
+def _cells_to_write(new_rows: dict[int, Row], top: int, shown: Sequence[Row | None]) -> int:
+    """How many cells of the new rows from `top` on differ from what the terminal would show."""
+    total = 0
+    for offset, old in enumerate(shown):
+        new = new_rows[top + offset]
+        total += len(new) if old is None else sum(cell != was for cell, was in zip(new, old, strict=False))
+    return total
 
 
 def _runs_of(rows: list[int]) -> list[tuple[int, int]]:
