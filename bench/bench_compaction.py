@@ -119,7 +119,17 @@ def continue_after(server: FakeAnthropic, script: Script, work: Path) -> tuple[i
     script.sizes.clear()
     script.plan.append(text_reply("Ten prompts of logs read; no timeouts anywhere."))
     done = subprocess.run(
-        [sys.executable, "-m", "cmdop_tui", "--continue", "-p", "what is left to check?", "--model", MODEL],
+        [
+            sys.executable,
+            "-m",
+            "cmdop_tui",
+            "--continue",
+            "-p",
+            "what is left to check?",
+            "--model",
+            MODEL,
+            "--no-warm",
+        ],
         cwd=work,
         capture_output=True,
         text=True,

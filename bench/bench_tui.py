@@ -87,6 +87,7 @@ def app_env(server: FakeAnthropic) -> dict[str, str]:
         "CMDOP_TUI_CONFIG": str(config),
         "TERM": "xterm-256color",
         "COLORTERM": "truecolor",
+        "CMDOP_TUI_NO_WARM": "1",  # headless runs here in their own process, and leave no agent behind
     }
 
 
