@@ -101,7 +101,7 @@ def stream_while_typing(app: PtyApp, server: FakeAnthropic) -> str:
     app.write(b"report\r")
     app.wait_for_text(reply.split()[2], timeout=30)  # streaming has begun
     start, cpu, began = app.mark(), cpu_seconds(app.pid), time.perf_counter()
-    echoes = echo_times(app, KEYS, 0.12)
+    echoes = echo_times(app, KEYS * 2, 0.08)  # 40 keys while it streams
     app.wait_for_text(END, timeout=60)
     seconds = time.perf_counter() - began
     used, rss, output = cpu_seconds(app.pid) - cpu, rss_mb(app.pid), bytes(app.output[start:])

@@ -183,8 +183,14 @@ def prepare_terminal(settings: Settings, environ: MutableMapping[str, str] = os.
         environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
+GIL_SWITCH_S = 0.001  # the UI thread waits at most this for threads busy in Python (5 ms by default)
+
+
 def run_tui(settings: Settings) -> int:
     prepare_terminal(settings)
+    # A key's echo passes from the input thread to the event loop to the writer thread; while the
+    # SDK imports in a thread (or a stream is parsed), each hand-over waited up to 5 ms for the GIL.
+    sys.setswitchinterval(GIL_SWITCH_S)
     from cmdop_tui.tui.app import CmdopApp
 
     CmdopApp(settings).run()

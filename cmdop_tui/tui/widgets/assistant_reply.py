@@ -223,19 +223,18 @@ class AssistantReply(Widget):
         after = self._render_text(self._open.text)
         self._open.lines, self._open.rendered_from, self._open_dirty = after, self._open.text, False
         grown = len(after) - len(before)
-        if grown and (grown < 0 or self._total + grown > self._reserved):
-            self._offsets = None
-            self._strips.clear()
-            self.refresh(layout=True)
-            return
         pairs = zip(before, after, strict=False)
         first = next((row for row, (old, new) in enumerate(pairs) if old != new), min(len(before), len(after)))
         if first == len(after) == len(before):
             return
-        self._total += grown
         top = self._offsets[-1] + first
         for y in [y for y in self._strips if y >= top]:
-            del self._strips[y]
+            del self._strips[y]  # the lines above are painted as they were: blocks before never change
+        if grown and (grown < 0 or self._total + grown > self._reserved):
+            self._offsets = None
+            self.refresh(layout=True)
+            return
+        self._total += grown
         self.refresh(Region(0, top, self.size.width, len(after) - first))
 
     def _changed(self, *, open_block: bool = False) -> None:
