@@ -197,3 +197,18 @@ def test_a_fan_out_is_labelled_by_the_machines_its_selectors_name(fake_api):
     assert label("tag:web") == "2 machines" and label("front", "db1") == "3 machines"
     assert label("tag:db") == "db1"  # one machine: its name, not "1 machines"
     assert label("zulu") == "zulu"  # unknown: as given (the tool says what is wrong)
+
+
+def test_a_host_ssh_would_read_as_an_option_is_refused_wherever_it_comes_from(tmp_path):
+    option = "-oProxyCommand=true"
+    with pytest.raises(MachineError, match="not a host name"):
+        MachineSpec("web1", option)
+    with pytest.raises(SettingsError, match=r"\[machines.web1\].*not a host name"):
+        settings_from({"machines": {"web1": {"host": option}}}, tmp_path / "config.toml")
+    with pytest.raises(MachineError, match="Ansible inventory: host 'web1'.*not a host name"):
+        parse_ini(f"[web]\nweb1 ansible_host={option}\n").machines()
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host {option} web2\n  HostName 10.0.0.2\n")
+    from cmdop_tui.machines.inventory import ssh_config_hosts
+
+    assert ssh_config_hosts(config) == ["web2"]

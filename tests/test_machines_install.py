@@ -384,3 +384,11 @@ async def test_an_install_into_a_locked_data_dir_waits_then_says_who_holds_it(ss
     assert "held its lock" in message and "nfs-neighbour pid 4242" in message and "remove that folder" in message
     assert not (data / "cmdop-tui" / "agent").exists()  # nothing was built under another's lock
     assert lock.is_dir()  # and the other's lock is left alone
+
+
+def test_an_install_says_when_the_settings_name_another_agent_command():
+    from cmdop_tui.machines.install import configured_agent_note
+
+    assert configured_agent_note(MachineSpec("web1", "alpha")) is None
+    note = configured_agent_note(MachineSpec("web1", "alpha", cmdop="/opt/agent/bin/cmdop-tui"))
+    assert note is not None and "`/opt/agent/bin/cmdop-tui`" in note and "remove that setting" in note

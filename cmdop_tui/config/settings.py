@@ -24,7 +24,7 @@ from typing import Any
 import platformdirs
 
 from cmdop_tui.machines.sandbox import MODES, SandboxMode, SandboxPolicy
-from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.machines.spec import MachineError, MachineSpec
 
 APP_NAME = "cmdop-tui"
 CONFIG_ENV = "CMDOP_TUI_CONFIG"
@@ -452,6 +452,13 @@ def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
             raise SettingsError(f"{place}: unknown key {key!r} (known: {', '.join(_MACHINE_TYPES)})")
         if not isinstance(value, expected) or isinstance(value, bool):
             raise SettingsError(f"{place}: {key!r} must be {expected.__name__}")
+    try:
+        return _machine(name, table)
+    except MachineError as exc:
+        raise SettingsError(f"{place}: {exc}") from None
+
+
+def _machine(name: str, table: dict[str, Any]) -> MachineSpec:
     return MachineSpec(
         name=name,
         host=table.get("host", name),

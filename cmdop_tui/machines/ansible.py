@@ -91,13 +91,16 @@ def _spec(name: str, variables: Mapping[str, Any], tags: tuple[str, ...]) -> Mac
     except (TypeError, ValueError):
         raise MachineError(f"Ansible inventory: host {name!r} has ansible_port {port!r}, not a number") from None
     user = variables.get("ansible_user")
-    return MachineSpec(
-        name=name,
-        host=str(variables.get("ansible_host") or name),
-        user=str(user) if user not in (None, "") else None,
-        port=port_number,
-        tags=tags,
-    )
+    try:
+        return MachineSpec(
+            name=name,
+            host=str(variables.get("ansible_host") or name),
+            user=str(user) if user not in (None, "") else None,
+            port=port_number,
+            tags=tags,
+        )
+    except MachineError as exc:
+        raise MachineError(f"Ansible inventory: host {name!r}: {exc}") from None
 
 
 def expand_range(pattern: str) -> list[str]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cmdop_tui.machines.agent import PROJECT, VENV
+from cmdop_tui.machines.agent import DEFAULT_CMDOP, PROJECT, VENV
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
 from cmdop_tui.machines.wheels import Wheels, WheelsError, prepare_wheels
@@ -139,6 +139,14 @@ class Outcome:
     message: str
 
 
+def configured_agent_note(spec: MachineSpec) -> str | None:
+    """What to say when the machine's settings name another agent command, which ask_machine
+    keeps running there instead of the one just installed."""
+    if spec.cmdop == DEFAULT_CMDOP:
+        return None
+    return f"note: ask_machine runs `{spec.cmdop}` there (cmdop in its settings), not this agent; remove that setting to use it"
+
+
 class Installer:
     """Installs on machines through their ssh transports; the wheels are made once, when the
     first machine that can take them asks (or given, already made)."""
@@ -178,6 +186,8 @@ class Installer:
             finally:
                 await transport.close()
         self.progress(spec.name, f"ok: {PROJECT} {version}")
+        if (note := configured_agent_note(spec)) is not None:
+            self.progress(spec.name, note)
         return Outcome(spec.name, True, version)
 
     async def install(self, spec: MachineSpec, transport: SshTransport) -> str:

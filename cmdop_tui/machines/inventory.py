@@ -32,7 +32,7 @@ def ssh_config_hosts(path: Path) -> list[str]:
         for alias in words[1:]:
             if alias.startswith("#"):
                 break
-            if not WILDCARDS & set(alias) and alias not in hosts:
+            if not WILDCARDS & set(alias) and not alias.startswith("-") and alias not in hosts:
                 hosts.append(alias)
     return hosts
 

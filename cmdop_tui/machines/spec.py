@@ -16,6 +16,13 @@ class MachineError(Exception):
     """A machine cannot be named, reached or used; the message says which and why."""
 
 
+def check_host(host: str) -> None:
+    """Raises MachineError for a host ssh would not read as one: a leading `-` would make it an
+    option (`-oProxyCommand=...` runs a program here), and spaces or controls are no host."""
+    if not host or host.startswith("-") or any(c.isspace() or not c.isprintable() for c in host):
+        raise MachineError(f"{host!r} is not a host name or address")
+
+
 @dataclass(frozen=True)
 class MachineSpec:
     """A machine in the inventory.
@@ -32,6 +39,9 @@ class MachineSpec:
     source: Source = "settings"
     cmdop: str = "cmdop-tui"  # the command that runs this project on that machine (ask_machine)
     writable: tuple[str, ...] = ()  # more places its sandbox lets commands write
+
+    def __post_init__(self) -> None:
+        check_host(self.host)
 
     @property
     def is_local(self) -> bool:
