@@ -141,3 +141,24 @@ async def test_the_room_a_streaming_reply_takes_follows_its_text_when_the_view_w
         await pilot.resize_terminal(120, 30)
         await pilot.pause()
         assert reply._total < narrow - 4 and reply._total < reply.size.height <= reply._total + 4
+
+
+@pytest.mark.parametrize("piece", [3, 17, 64])
+async def test_while_it_streams_into_its_room_every_painted_line_is_current(piece):
+    """With room ahead of the text, blocks finish and lines grow without a layout: the lines
+    painted so far must still be what the whole text renders (no stale painting kept)."""
+    app = ReplyApp()
+    async with app.run_test(size=(60, 50)) as pilot:
+        reply = app.query_one(AssistantReply)
+        reply.jump_lines = 6
+        for start in range(0, len(REPLY), piece):
+            reply.append(REPLY[start : start + piece])
+            if start % (piece * 4) == 0:
+                screen_lines(reply)  # paint what is there now, as a frame would
+                await pilot.pause()
+        await pilot.pause()
+        whole = AssistantReply()
+        await app.mount(whole)
+        whole.append(REPLY)  # the same text, the last block still open
+        await pilot.pause()
+        assert reply._reserved >= reply._total and screen_lines(reply) == screen_lines(whole)

@@ -93,3 +93,51 @@ async def test_enter_on_a_host_shows_its_own_output():
         assert area.text == "web1 says hi\nok\n"
         await pilot.press("home", "enter")
         assert "2 hosts" in area.text
+
+
+async def test_what_hosts_and_remote_agents_print_is_shown_never_obeyed():
+    record = ToolRecord("t1", "ask_machines", {"hostnames": ["web1"]}, "web1")
+    record.add_nested({"type": "host", "hostname": "web1", "state": "running", "line": "see [/etc/nginx] [b]x[/b]"})
+    record.add_nested({"type": "token", "hostname": "web1", "text": "\x1b]52;c;aGk=\x07\x1b[2Jcleared?"})
+    record.add_nested({"type": "tool_end", "hostname": "web1", "name": "\x1b[31mred", "duration_s": "soon"})
+    stream = record.host_output("web1")
+    assert "\x1b" not in stream and "\x07" not in stream and "cleared?" in stream and "red" in stream
+    app = OutputApp(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        hosts = app.screen.query_one(OptionList)
+        assert "see [/etc/nginx] [b]x[/b]" in str(hosts.get_option_at_index(1).prompt)  # markup is text
+
+
+async def test_the_view_follows_a_call_whose_hosts_come_later_and_keeps_a_reader_where_they_are():
+    record = ToolRecord("t1", "run_on_machines", {"machines": ["web1"]}, "web1")  # no host heard of yet
+    app = OutputApp(record)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        hosts, area = app.screen.query_one(OptionList), app.screen.query_one(TextArea)
+        assert not hosts.display
+        lines = "".join(f"line {n}\n" for n in range(200))
+        record.add_nested({"type": "host", "hostname": "web1", "state": "running", "text": lines})
+        await wait_for(pilot, lambda: hosts.display and hosts.option_count == 2)
+        hosts.focus()
+        hosts.highlighted = 1  # web1
+        await pilot.press("enter")
+        assert area.text == lines
+        area.scroll_to(y=20, animate=False, immediate=True)  # reading back
+        record.add_nested({"type": "host", "hostname": "web1", "state": "running", "text": "more\n"})
+        await wait_for(pilot, lambda: area.text.endswith("more\n"))
+        assert area.scroll_y == 20
+        area.scroll_end(animate=False, immediate=True)  # at the end: it follows
+        record.add_nested({"type": "host", "hostname": "web1", "state": "done", "text": "last\n"})
+        record.finish("1 host: exit 0", False, 1.0)
+        await wait_for(pilot, lambda: area.text.endswith("last\n"))
+        assert area.scroll_y == area.max_scroll_y
+
+
+async def wait_for(pilot, condition, timeout: float = 5.0) -> None:
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await pilot.pause(0.05)

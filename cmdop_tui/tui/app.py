@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -152,7 +153,9 @@ class CmdopApp(App[None]):
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self._offer_local = offer_local_model
-        self._mirror = ScreenMirror(self.console)
+        self._mirror = ScreenMirror(
+            self.console, scrolls=os.environ.get("CMDOP_TUI_NO_SCROLL_REGIONS", "") in ("", "0")
+        )
 
     # --- frames --------------------------------------------------------------------------------
 
@@ -612,6 +615,9 @@ class CmdopApp(App[None]):
             rule = self.permissions.allow_always(call.name, call.input, call.machine, session=session, spec=call.tool)
         except PermissionsError as exc:
             await self.chat.add_notice(f"Allowed this once; {exc}", "warning")
+            return
+        except OSError as exc:  # the rules file could not be written (a read-only dir, a full disk)
+            await self.chat.add_notice(f"Allowed this once; the rule was not saved: {exc.strerror or exc}", "warning")
             return
         where = "for this session" if session else "from now on (saved)"
         await self.chat.add_notice(f"Allowed {where}: {rule.text}")

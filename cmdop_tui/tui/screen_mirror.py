@@ -14,6 +14,7 @@ segment in it) is forgotten and written whole next time.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import repeat
 
@@ -24,6 +25,7 @@ from rich.style import Style
 from textual._compositor import ChopsUpdate, CompositorUpdate, LayoutUpdate
 from textual.strip import Strip
 
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f]")
 Cell = tuple[str, int]  # the character ("" right of a wide one) and the id of its look
 Row = list[Cell]
 
@@ -89,6 +91,8 @@ def cells_of(strip: Strip, looks: Looks) -> Row | None:
         if text.isascii() and text.isprintable():
             cells.extend(zip(text, repeat(look)))
             continue
+        if _CONTROLS.search(text):
+            return None  # a control character is no cell: the row is written as Textual wrote it
         spans, _ = split_graphemes(text)
         for start, end, width in spans:
             grapheme = text[start:end]
@@ -128,9 +132,10 @@ def changed_runs(old: Row, new: Row, start: int) -> list[tuple[int, int]]:
 class ScreenMirror:
     """The cells on the terminal, and the smallest writes that bring it to a new frame."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, *, scrolls: bool = True) -> None:
         self.looks = Looks(console)
         self.rows: list[Row | None] = []
+        self.scrolls = scrolls  # may the terminal scroll rows itself (CMDOP_TUI_NO_SCROLL_REGIONS=1: no)
 
     def reset(self) -> None:
         self.rows = []
@@ -204,14 +209,18 @@ class ScreenMirror:
 
     def _scroll(self, new_rows: dict[int, Row]) -> list[str]:
         """When a block of whole rows moved up (a followed chat jumped), have the terminal scroll
-        them (a region and line feeds, as VT100s do) rather than write them again; the mirror
+        them (a scroll region, lines deleted at its top) rather than write them again; the mirror
         scrolls with it. Chosen by the cells left to write: beside side panels that stayed, a
         scroll would only move the writing from the chat to the panels."""
+        if not self.scrolls:
+            return []
         best: tuple[int, int, int, int] | None = None  # rows saved, top, bottom, lines
         for top, bottom in _runs_of(sorted(new_rows)):
-            unchanged = sum(new_rows[y] == self.rows[y] for y in range(top, bottom + 1))  # free without a scroll
+            new = [hash(tuple(new_rows[y])) for y in range(top, bottom + 1)]  # rows compared as numbers
+            old = [hash(tuple(row)) if row is not None else None for row in self.rows[top : bottom + 1]]
+            unchanged = sum(a == b for a, b in zip(new, old, strict=True))  # free without a scroll
             for lines in range(1, (bottom - top + 1) // 2 + 1):
-                moved = sum(new_rows[y] == self.rows[y + lines] for y in range(top, bottom + 1 - lines))
+                moved = sum(a == b for a, b in zip(new, old[lines:], strict=False))
                 saved = moved - unchanged  # rows a scroll saves writing (blank rows match anywhere)
                 if saved >= MIN_SCROLLED_ROWS and (best is None or saved > best[0]):
                     best = (saved, top, bottom, lines)
@@ -224,7 +233,9 @@ class ScreenMirror:
         if _cells_to_write(new_rows, top, scrolled) + SCROLL_COST_CELLS >= _cells_to_write(new_rows, top, stayed):
             return []
         self.rows[top : bottom + 1] = scrolled
-        return [f"\x1b[0m\x1b[{top + 1};{bottom + 1}r\x1b[{bottom + 1};1H" + "\n" * lines + "\x1b[r"]
+        # Lines deleted at the region's top (DL), not fed at its bottom: nothing scrolls off the
+        # screen, so no terminal copies the chat into its scrollback.
+        return [f"\x1b[0m\x1b[{top + 1};{bottom + 1}r\x1b[{top + 1};1H\x1b[{lines}M\x1b[r"]
 
 
 def _cells_to_write(new_rows: dict[int, Row], top: int, shown: Sequence[Row | None]) -> int:

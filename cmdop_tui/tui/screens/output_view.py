@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
+from textual.timer import Timer
 from textual.widgets import Label, OptionList, TextArea
 from textual.widgets.option_list import Option, OptionDoesNotExist
 
@@ -57,6 +58,7 @@ class OutputScreen(ModalScreen[None]):
         super().__init__()
         self.record = record
         self.shown_host = ALL
+        self._ticker: Timer | None = None
 
     def compose(self) -> ComposeResult:
         record = self.record
@@ -67,8 +69,9 @@ class OutputScreen(ModalScreen[None]):
                     f" @{record.machine}  {record.summary}  {record.elapsed}",
                 )
             )
-            if record.hosts:
-                yield OptionList(*self._host_options(), id="output-hosts")
+            hosts = OptionList(*self._host_options(), id="output-hosts")
+            hosts.display = bool(record.hosts)  # shown once the call names hosts
+            yield hosts
             yield TextArea(record.shown_output, read_only=True, soft_wrap=False, id="output-text")
             hint = "Enter shows a host's own output · Esc closes" if record.hosts else "Esc closes"
             yield Label(Content.styled(hint, "$text-muted"))
@@ -76,12 +79,15 @@ class OutputScreen(ModalScreen[None]):
     def on_mount(self) -> None:
         (self.query_one(OptionList) if self.record.hosts else self.query_one(TextArea)).focus()
         if self.record.status == "running":
-            self.set_interval(FOLLOW_EVERY_S, self._follow)
+            self._ticker = self.set_interval(FOLLOW_EVERY_S, self._follow)
 
     def _host_options(self) -> list[Option]:
+        """The hosts as the fleet view lists them (their lines are text, never markup)."""
         hosts = self.record.hosts
-        rows = [Option(line, id=name) for name, line in fleet_rows(hosts)]
-        return [Option(f"All output · {fleet_summary(hosts)}", id=ALL), *rows]
+        if not hosts:
+            return []
+        rows = [Option(Content(line), id=name) for name, line in fleet_rows(hosts)]
+        return [Option(Content(f"All output · {fleet_summary(hosts)}"), id=ALL), *rows]
 
     def _text(self) -> str:
         return self.record.shown_output if self.shown_host == ALL else self.record.host_output(self.shown_host)
@@ -92,19 +98,29 @@ class OutputScreen(ModalScreen[None]):
         self.query_one(TextArea).load_text(self._text())
 
     def _follow(self) -> None:
-        """A running call: the hosts' lines and the shown output, as they are now (the view
-        stays at the end if it was there)."""
+        """A running call: the hosts' lines and the shown output, as they are now. A reader at
+        the end stays at the end; one who scrolled back stays where they were."""
         if self.record.hosts:
-            hosts = self.query_one(OptionList)
-            for option in self._host_options():
-                try:
-                    hosts.replace_option_prompt(option.id or ALL, option.prompt)
-                except OptionDoesNotExist:
-                    hosts.add_option(option)  # a host heard of only now
+            self._update_hosts()
         area = self.query_one(TextArea)
         text = self._text()
         if text != area.text:
-            at_end = area.cursor_location[0] >= area.document.line_count - 1
+            following = area.scroll_y >= area.max_scroll_y
+            scrolled, selection = area.scroll_y, area.selection
             area.load_text(text)
-            if at_end:
-                area.move_cursor(area.document.end)
+            if following:
+                area.scroll_end(animate=False, immediate=True)
+            else:
+                area.selection = selection
+                area.scroll_to(y=scrolled, animate=False, immediate=True)
+        if self.record.status != "running" and self._ticker is not None:
+            self._ticker.stop()
+
+    def _update_hosts(self) -> None:
+        hosts = self.query_one(OptionList)
+        hosts.display = True
+        for option in self._host_options():
+            try:
+                hosts.replace_option_prompt(option.id or ALL, option.prompt)
+            except OptionDoesNotExist:
+                hosts.add_option(option)  # a host heard of only now

@@ -12,7 +12,7 @@ from textual.content import Content
 
 from cmdop_tui.support.diffs import diff_counts
 from cmdop_tui.support.secrets import mask
-from cmdop_tui.support.text import inert_line
+from cmdop_tui.support.text import inert_line, strip_terminal_sequences
 
 Status = Literal["running", "ok", "error"]
 
@@ -23,6 +23,7 @@ HOST_GLYPHS = {"queued": "·", "running": "…", "done": "✓", "failed": "✗",
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
 REMOTE_TEXT_CHARS = 2000
 HOST_OUTPUT_CHARS = 64 * 1024  # of each host's own stream (a fan-out call's), the tail kept
+HOSTS_OUTPUT_CHARS = 4 * 1024 * 1024  # of all the hosts' streams of one call: many hosts keep less each
 PREVIEW_SOURCE_CHARS = 8192
 DIFF_STYLES = {"+": "$text-success", "-": "$text-error", "@": "$text-accent", "\\": "$text-muted", "[": "$text-warning"}
 
@@ -42,13 +43,15 @@ def short_arguments(name: str, arguments: dict[str, Any], width: int = 60) -> st
 
 def describe_nested(kind: object, event: dict[str, Any]) -> str:
     """One line for a remote agent's event; '' for events not worth a line."""
+    name = inert_line(str(event.get("name", "?")))  # a remote agent's words: shown, never obeyed
     if kind == "tool_start":
-        name = str(event.get("name", "?"))
         arguments = event.get("input")
         return f"▶ {name} {short_arguments(name, arguments if isinstance(arguments, dict) else {}, 50)}"
     if kind == "tool_end":
         mark = "✗" if event.get("is_error") else "✓"
-        return f"{mark} {event.get('name', '?')} {event.get('duration_s', 0):.1f}s"
+        duration = event.get("duration_s")
+        seconds = f" {duration:.1f}s" if isinstance(duration, int | float) and not isinstance(duration, bool) else ""
+        return f"{mark} {name}{seconds}"
     if kind == "final":
         return "✓ answered"
     if kind in ("error", "cancelled"):
@@ -66,8 +69,10 @@ class HostView:
     since: float = field(default_factory=time.monotonic)  # when this state began (here)
     output: str = ""  # its own stream: what the host printed, or what its agent did
 
-    def add_output(self, text: str) -> None:
-        self.output = (self.output + text)[-HOST_OUTPUT_CHARS:]
+    def add_output(self, text: str, limit: int = HOST_OUTPUT_CHARS) -> None:
+        """More of its stream, made inert (a remote agent's tokens could carry escape sequences),
+        the last `limit` characters kept."""
+        self.output = (self.output + strip_terminal_sequences(text))[-limit:]
 
     def elapsed(self) -> str:
         seconds = self.elapsed_s
@@ -137,8 +142,8 @@ class ToolRecord:
                 elapsed_s=float(elapsed) if isinstance(elapsed, int | float) else None,
                 output=before.output if before is not None else "",
             )
-            view.add_output(str(event.get("text") or ""))
             self.hosts[host] = view
+            view.add_output(str(event.get("text") or ""), self._host_limit())
             return
         if kind == "token":
             text = str(event.get("text", ""))
@@ -153,7 +158,10 @@ class ToolRecord:
     def _to_host(self, host: str, text: str) -> None:
         """A remote agent's event, to that host's own stream (ask_machines' fleet)."""
         if host in self.hosts:
-            self.hosts[host].add_output(text)
+            self.hosts[host].add_output(text, self._host_limit())
+
+    def _host_limit(self) -> int:
+        return max(4096, min(HOST_OUTPUT_CHARS, HOSTS_OUTPUT_CHARS // max(1, len(self.hosts))))
 
     def host_output(self, host: str) -> str:
         """One host's own stream, secrets masked; the whole output when there is no such host."""

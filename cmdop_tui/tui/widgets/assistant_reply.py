@@ -181,9 +181,25 @@ class AssistantReply(Widget):
         self._paint_timer, self._painted_at = None, time.monotonic()
         if self._layout_due:
             self._layout_due = False
-            self._changed(open_block=True)
+            self._blocks_finished()
         else:
             self._open_grew()
+
+    def _blocks_finished(self) -> None:
+        """Blocks finished since the last paint: repaint from the first of them down; lay out
+        again only when the reply outgrows the room it has (a layout of a long chat is costly)."""
+        if self._offsets is None or not self._width or not self._reserved:
+            self._changed(open_block=True)
+            return
+        top = self._offsets[-1]  # where the open block began at the last paint
+        self._open_dirty, self._offsets = True, None
+        self._prepare(self._width)
+        for y in [y for y in self._strips if y >= top]:
+            del self._strips[y]
+        if self._total >= self._reserved:
+            self.refresh(layout=True)
+        else:
+            self.refresh(Region(0, top, self.size.width, max(1, self.size.height - top)))
 
     def finish(self) -> None:
         """The reply is complete: the open block becomes a finished one.
@@ -315,8 +331,9 @@ class AssistantReply(Widget):
         if index < 0:
             return []
         block = self._open if index == len(self._blocks) else self._blocks[index]
-        if block.lines is None and self._render_block(block):  # it is on screen now
+        if block.lines is None and self._render_block(block):  # it is on screen now, and not as estimated
             self._changed()
+            return self._segments_at(y)  # the lines below it moved: read them at their new places
         row = y - offsets[index]
         return block.lines[row] if block.lines is not None and row < len(block.lines) else []
 
