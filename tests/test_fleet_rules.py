@@ -176,7 +176,10 @@ async def test_always_on_a_tag_of_one_machine_is_the_rule_its_next_call_meets():
     assert rule.text == "tag\\:solo:run_on_machines(echo *)"
     for gate in (permission_gate(perms, None, fleet), permission_gate(perms, None)):
         assert (await gate(tool_call(["tag:solo"], "db1", "toolu_2"))).allowed
-        assert not (await gate(tool_call(["db1"], "db1", "toolu_3"))).allowed  # the machine alone: not approved
+    # The rule says the machines tagged solo: given the fleet, db1 named alone is one of them;
+    # without it nothing says db1 is tagged solo, and it is not approved.
+    assert (await permission_gate(perms, None, fleet)(tool_call(["db1"], "db1", "toolu_3"))).allowed
+    assert not (await permission_gate(perms, None)(tool_call(["db1"], "db1", "toolu_4"))).allowed
 
 
 async def test_a_tag_scoped_deny_is_not_skipped_host_by_host():
@@ -187,6 +190,71 @@ async def test_a_tag_scoped_deny_is_not_skipped_host_by_host():
     perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
     approval = await permission_gate(perms, None, fleet)(tool_call(["tag:db", "web1"], "2 machines"))
     assert not approval.allowed and "tag\\:db:run_on_machines(*)" in approval.reason
+
+
+def one_call(tool: str, args: dict, machine: str, call_id: str = "toolu_1"):
+    from cmdop_tui.agent.approval import ToolCall
+
+    return ToolCall(call_id, tool, args, None, machine)
+
+
+def db_fleet():
+    """db1 tagged db and in the group ops (through a nested group), web1 neither."""
+    from cmdop_tui.machines.fleet import Fleet
+    from cmdop_tui.machines.inventory import Inventory
+    from cmdop_tui.machines.spec import MachineSpec
+    from cmdop_tui.machines.ssh import SshOptions
+
+    specs = [MachineSpec("db1", "10.0.0.1", tags=("db",)), MachineSpec("web1", "10.0.0.3")]
+    groups = {"ops": ["core", "nosuch"], "core": ["db1"]}  # a stray member hides no one's rules
+    return Fleet(Inventory.load(specs, None, groups), SshOptions())
+
+
+@pytest.mark.parametrize("mode", ["default", "auto"])
+async def test_a_tag_scoped_deny_holds_when_the_call_names_the_machine(mode):
+    from cmdop_tui.session.gate import permission_gate
+
+    perms = Permissions([Rule.parse("run_on_machines(echo *)")], mode=mode, audit=False)
+    perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
+    gate = permission_gate(perms, None, db_fleet())
+    for machines, label in ((["tag:db"], "db1"), (["db1"], "db1"), (["db1", "web1"], "2 machines")):
+        approval = await gate(tool_call(machines, label))
+        assert not approval.allowed and "tag\\:db:run_on_machines(*)" in approval.reason, machines
+    assert (await gate(tool_call(["web1"], "web1"))).allowed  # not tagged db
+
+
+@pytest.mark.parametrize("scope", ["tag\\:db", "ops", "core"])
+async def test_a_tag_or_group_scoped_rule_applies_to_a_one_machine_tool_there(scope):
+    from cmdop_tui.session.gate import permission_gate
+
+    perms = Permissions([Rule.parse("execute_command(echo *)")], mode="auto", audit=False)
+    perms.add_session_rule(f"{scope}:execute_command(*)", "deny")
+    gate = permission_gate(perms, None, db_fleet())
+    approval = await gate(one_call("execute_command", {"command": "echo hi", "machine": "db1"}, "db1"))
+    assert not approval.allowed and scope in approval.reason
+    assert (await gate(one_call("execute_command", {"command": "echo hi", "machine": "web1"}, "web1"))).allowed
+
+
+async def test_a_tag_scoped_allow_covers_the_machine_by_its_name():
+    from cmdop_tui.session.gate import permission_gate
+
+    perms = Permissions(mode="default", audit=False)
+    perms.add_session_rule("tag\\:db:execute_command(uptime *)")
+    gate = permission_gate(perms, None, db_fleet())
+    assert (await gate(one_call("execute_command", {"command": "uptime -p", "machine": "db1"}, "db1"))).allowed
+    denied = await gate(one_call("execute_command", {"command": "uptime -p", "machine": "web1"}, "web1"))
+    assert not denied.allowed  # asks there, and nobody can be asked
+
+
+def test_host_rules_apply_a_tag_scoped_execute_command_rule_to_the_machine_by_name():
+    from cmdop_tui.session.gate import host_rules
+
+    perms = Permissions([Rule.parse("run_on_machines(*)")], mode="default", audit=False)
+    perms.add_session_rule("tag\\:db:execute_command(systemctl *)", "deny")
+    call_ = one_call("run_on_machines", call("db1", "web1", command="systemctl restart x"), "2 machines")
+    denied = host_rules(perms, db_fleet())
+    assert denied(call_, "db1") == "denied by rule tag\\:db:execute_command(systemctl *)"
+    assert denied(call_, "web1") is None
 
 
 async def test_through_the_loop_a_host_whose_rule_asks_is_not_run_unasked(fake_api, lab, tmp_path):

@@ -212,3 +212,17 @@ def test_a_host_ssh_would_read_as_an_option_is_refused_wherever_it_comes_from(tm
     from cmdop_tui.machines.inventory import ssh_config_hosts
 
     assert ssh_config_hosts(config) == ["web2"]
+
+
+def test_an_odd_ssh_config_alias_is_skipped_and_the_inventory_still_loads(tmp_path, monkeypatch):
+    # A zero-width space pasted from a web page after an alias: ssh could not use that alias,
+    # and it must not keep the session from opening.
+    config = tmp_path / "ssh_config"
+    config.write_text("Host web1\u200b db1\n  HostName 10.0.0.1\nHost web2\n  HostName 10.0.0.2\n")
+    from cmdop_tui.machines import inventory
+
+    assert inventory.ssh_config_hosts(config) == ["db1", "web2"]
+    assert Inventory.load([], config).names() == ["local", "db1", "web2"]
+    # This machine is not reached by ssh: whatever its hostname, start-up goes on.
+    monkeypatch.setattr(inventory.socket, "gethostname", lambda: "")
+    assert Inventory.load([], config).resolve("local").is_local

@@ -12,14 +12,16 @@ import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from cmdop_tui.machines.spec import LOCAL, MachineError, MachineSpec
+from cmdop_tui.machines.spec import LOCAL, MachineError, MachineSpec, check_host
 
 WILDCARDS = frozenset("*?!")
 TAG_PREFIX = "tag:"
 
 
 def ssh_config_hosts(path: Path) -> list[str]:
-    """The concrete `Host` aliases of an ssh_config file (patterns and negations skipped)."""
+    """The concrete `Host` aliases of an ssh_config file (patterns and negations skipped, and so
+    is an alias ssh would not read as a host, such as one with a zero-width space pasted from a
+    web page: one odd line must not keep the session from opening)."""
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -32,9 +34,17 @@ def ssh_config_hosts(path: Path) -> list[str]:
         for alias in words[1:]:
             if alias.startswith("#"):
                 break
-            if not WILDCARDS & set(alias) and not alias.startswith("-") and alias not in hosts:
+            if not WILDCARDS & set(alias) and _is_host(alias) and alias not in hosts:
                 hosts.append(alias)
     return hosts
+
+
+def _is_host(alias: str) -> bool:
+    try:
+        check_host(alias)
+    except MachineError:
+        return False
+    return True
 
 
 def local_spec() -> MachineSpec:

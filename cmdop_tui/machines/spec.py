@@ -41,7 +41,8 @@ class MachineSpec:
     writable: tuple[str, ...] = ()  # more places its sandbox lets commands write
 
     def __post_init__(self) -> None:
-        check_host(self.host)
+        if self.source != "local":  # this machine is not reached by ssh: its hostname is only shown
+            check_host(self.host)
 
     @property
     def is_local(self) -> bool:

@@ -47,9 +47,10 @@ API
 ``Permissions`` (thread-safe)
     ``Permissions.load(path=None, mode=None, *, audit_path=None, audit=True)``: the global rules
     file (default ``config_dir()/permissions.toml``); `mode` wins over the file's ``mode``.
-    ``decide(tool, args, *, machine=None, mutating=None, cwd=None, spec=None, selected=None) ->
-    Decision``: pure, records nothing (`selected`: the machines a fan-out's selectors chose, each
-    with its selectors, ``{"db1": ["tag:db"]}``). ``check(...)``: decide, then record. ``record(decision, tool, args,
+    ``decide(tool, args, *, machine=None, mutating=None, cwd=None, spec=None, selected=None,
+    scopes=()) -> Decision``: pure, records nothing (`selected`: the machines a fan-out's
+    selectors chose, each with the other names whose rules apply to it, ``{"db1": ["tag:db"]}``;
+    `scopes`: those names for a call on one machine). ``check(...)``: decide, then record. ``record(decision, tool, args,
     machine=None, outcome=None, *, call_id=None, spec=None)``: one audit line.
     ``add_session_rule``, ``add_rule`` (saved at once), ``remove_rule``, ``allow_always(tool,
     args, machine="local", *, cwd=None, session=False, any_machine=False, spec=None) -> Rule``,

@@ -188,6 +188,7 @@ class Permissions:
         cwd: str | None = None,
         spec: Tool | None = None,
         selected: Mapping[str, Sequence[str]] | None = None,
+        scopes: Sequence[str] = (),
     ) -> Decision:
         """Decide one tool call: floor, then rules (session, then global), then the mode.
 
@@ -201,7 +202,10 @@ class Permissions:
         (:func:`.decisions.decide_many`). `selected` (the session gate gives it) is where the call
         really runs: each machine its selectors chose, with those selectors (`{"db1": ["tag:db"]}`);
         then the call is judged on each of those machines, by the rules scoped to it or to a
-        selector that chose it. Pure: nothing is recorded (see :meth:`check`).
+        selector that chose it (the gate adds the machine's tags and groups: a rule scoped to
+        `tag:db` covers db1 whatever name the call uses). `scopes`: the same for a call on one
+        machine, the other names (`tag:db`, groups) whose rules apply to it. Pure: nothing is
+        recorded (see :meth:`check`).
         """
         args = args if isinstance(args, Mapping) else {}
         with self._lock:
@@ -232,7 +236,7 @@ class Permissions:
         if hosts and names_many(machine):  # the whole call (the gate): judged on each machine it names
             first = on(hosts[0])  # the floor does not depend on the machine: judged once
             return first if first.floor else decisions.decide_many(hosts, lambda h: on(h, floor=False))
-        return on(machine_of(machine, args))
+        return on(machine_of(machine, args), selectors=scopes)
 
     # --- the audit log -------------------------------------------------------------------------
 

@@ -7,8 +7,9 @@ import weakref
 from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import TAG_PREFIX, Inventory
 from cmdop_tui.machines.spec import MachineError
-from cmdop_tui.permissions import Permissions, fanout_hosts
+from cmdop_tui.permissions import Decision, Permissions, fanout_hosts
 from cmdop_tui.permissions.arguments import names_many
 from cmdop_tui.support.secrets import configured_secrets, redact_json
 
@@ -39,9 +40,7 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
     async def gate(call: ToolCall) -> Approval:
         if call.escalation is not None:  # neither rules nor --yes answer for leaving the sandbox
             return await _ask_to_escalate(permissions, call, ask, fleet)
-        decision = permissions.decide(
-            call.name, call.input, machine=call.machine, spec=call.tool, selected=selection(call, fleet)
-        )
+        decision = _decide(permissions, call, fleet)
         if decision.verdict == "allow":
             approval = Approval(True)
         elif decision.verdict == "deny":
@@ -59,13 +58,55 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
     return gate
 
 
+def _decide(permissions: Permissions, call: ToolCall, fleet: Fleet | None) -> Decision:
+    """The rules' decision on `call`, judged on the machines it runs on, each by its own name and
+    by every name that covers it (see :func:`machine_scopes`)."""
+    selected = selection(call, fleet)
+    scopes = machine_scopes(call.machine, fleet) if selected is None else []
+    return permissions.decide(
+        call.name, call.input, machine=call.machine, spec=call.tool, selected=selected, scopes=scopes
+    )
+
+
+def machine_scopes(name: str, fleet: Fleet | None) -> list[str]:
+    """The names besides its own that rules may scope machine `name` by: `tag:T` for each of its
+    tags and each group of the settings that contains it. A rule scoped to a tag covers the
+    machines tagged so whatever name a call uses: naming db1 rather than `tag:db` must not pass
+    a deny on `tag:db` (and an allow on `tag:db` says db1 too). Empty without a fleet, or for a
+    machine the fleet does not know."""
+    if fleet is None:
+        return []
+    inventory = fleet.inventory
+    spec = next((m for m in inventory if m.name == name), None)
+    if spec is None:
+        return []
+    scopes = [f"{TAG_PREFIX}{tag}" for tag in spec.tags]
+    return scopes + [group for group in inventory.groups if name in _group_members(inventory, group, ())]
+
+
+def _group_members(inventory: Inventory, group: str, seen: tuple[str, ...]) -> set[str]:
+    """The machines `group` contains, member by member: one member that names no machine (a typo
+    in the settings) must not hide the group's rules from the machines it does name."""
+    names: set[str] = set()
+    for member in (m.strip() for m in inventory.groups[group]):
+        if not member.startswith(TAG_PREFIX) and member in inventory.groups:
+            if member not in (*seen, group):
+                names |= _group_members(inventory, member, (*seen, group))
+            continue
+        try:
+            names |= {m.name for m in inventory.select([member])}
+        except MachineError:
+            continue
+    return names
+
+
 def selection(call: ToolCall, fleet: Fleet | None) -> dict[str, list[str]] | None:
     """Where a call over several machines (`machines`: names, `tag:T`, groups) runs: each machine
-    its selectors choose in `fleet`'s inventory, with the selectors that chose it (their rules,
-    `tag\\:db:...`, apply to it too). Without a fleet, a call the loop found to run on one
-    machine (its label is that machine) runs there, chosen by every selector. None: judged on
-    the selectors themselves (not a fan-out, no fleet, or a selector that names nothing: the
-    tool refuses the call then)."""
+    its selectors choose in `fleet`'s inventory, with the selectors that chose it and its tags
+    and groups (:func:`machine_scopes`; their rules, `tag\\:db:...`, apply to it too). Without
+    a fleet, a call the loop found to run on one machine (its label is that machine) runs there,
+    chosen by every selector. None: judged on the selectors themselves (not a fan-out, no fleet,
+    or a selector that names nothing: the tool refuses the call then)."""
     selectors = fanout_hosts(call.input)
     if not selectors:
         return None
@@ -76,7 +117,10 @@ def selection(call: ToolCall, fleet: Fleet | None) -> dict[str, list[str]] | Non
         machines = [spec.name for spec in fleet.inventory.select(selectors)]
     except MachineError:
         return None
-    return {name: [s for s in selectors if name in chosen[s]] for name in machines}
+    return {
+        name: list(dict.fromkeys([*(s for s in selectors if name in chosen[s]), *machine_scopes(name, fleet)]))
+        for name in machines
+    }
 
 
 def host_rules(permissions: Permissions, fleet: Fleet | None = None) -> HostRules:
@@ -92,7 +136,7 @@ def host_rules(permissions: Permissions, fleet: Fleet | None = None) -> HostRule
         checks = [(call.name, call.input, call.tool)]
         if isinstance(command, str):
             checks.append(("execute_command", {"command": command}, None))
-        chose = (selection(call, fleet) or {}).get(machine, [])
+        chose = (selection(call, fleet) or {}).get(machine) or machine_scopes(machine, fleet)
         for name, args, spec in checks:
             decision = permissions.decide(name, args, machine=machine, spec=spec, selected={machine: chose})
             rule = decision.rule
@@ -132,8 +176,7 @@ async def _ask_to_escalate(
     permissions: Permissions, call: ToolCall, ask: Approver | None, fleet: Fleet | None
 ) -> Approval:
     approval = Approval(False, NO_ESCALATION) if ask is None else await ask(call)
-    selected = selection(call, fleet)
-    decision = permissions.decide(call.name, call.input, machine=call.machine, spec=call.tool, selected=selected)
+    decision = _decide(permissions, call, fleet)
     if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
         approval = Approval(False, decision.reason)
     audited = redact_json({**call.input, "outside_sandbox": call.escalation}, configured_secrets())

@@ -133,18 +133,25 @@ async def _ask_machines(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     per_host = args.get("timeout_ms", ASK_TIMEOUT_MS)
     total = args.get("total_timeout_ms", TOTAL_TIMEOUT_MS) / 1000
     slots = asyncio.Semaphore(MAX_PARALLEL)
+    why_cancelled = ["stopped"]  # until the total deadline passes: then that is why
 
     async def one(hostname: str) -> ToolResult:
         host = _HostState(_name_of(ctx.machines, hostname), ctx)
-        async with slots:
-            host.tell("running")
-            result = await ask(ctx.machines, hostname, args["prompt"], per_host, ctx)
+        try:
+            async with slots:
+                host.tell("running")
+                result = await ask(ctx.machines, hostname, args["prompt"], per_host, ctx)
+        except asyncio.CancelledError:
+            # Its last word, or the fleet view would show it running for ever.
+            host.tell("failed", why_cancelled[0])
+            raise
         host.tell("failed" if result.is_error else "done", _last_line(result.content))
         return result
 
     tasks = {hostname: asyncio.create_task(one(hostname)) for hostname in hostnames}
     try:
         _, late = await asyncio.wait(tasks.values(), timeout=total)
+        why_cancelled[0] = "no answer within the total deadline"
     finally:
         for task in tasks.values():
             task.cancel()  # no-op for finished ones; stops the rest (and their remote agents)
