@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 from fake_anthropic import FakeAnthropic, text_reply
+from processes import descendants
 
 CHROMIUM = os.environ.get("CMDOP_TEST_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 HAVE_CHROMIUM = os.path.isfile(CHROMIUM) and os.access(CHROMIUM, os.X_OK)
@@ -98,27 +99,6 @@ PAGE_HOOK = r"""
 
 
 # --- processes ----------------------------------------------------------------------------------
-
-
-def descendants(pid: int) -> set[int]:
-    """Every live process below `pid` (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-            children.setdefault(ppid, []).append(int(entry))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
 
 
 def alive(pid: int) -> bool:

@@ -18,6 +18,7 @@ from subprocess import DEVNULL
 
 import pytest
 from fake_anthropic import error_reply, text_reply, tool_reply
+from processes import descendants
 
 from cmdop_tui.support import warm
 from cmdop_tui.support.warm import AGENT_PROGRAM, HEADER, LOG_NAME
@@ -31,29 +32,6 @@ def wait_until(condition, timeout=20.0, what="a condition"):
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.01)
-
-
-def children() -> dict[int, list[int]]:
-    tree: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            fields = stat.rsplit(")", 1)[1].split()
-            if fields[0] != "Z":
-                tree.setdefault(int(fields[1]), []).append(int(entry))
-    return tree
-
-
-def descendants(pid: int) -> set[int]:
-    tree, found, todo = children(), set(), [pid]
-    while todo:
-        for child in tree.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 class Agent:
