@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import OptionList, TextArea
+from tui_helpers import wait_until
 
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
@@ -118,26 +119,17 @@ async def test_the_view_follows_a_call_whose_hosts_come_later_and_keeps_a_reader
         assert not hosts.display
         lines = "".join(f"line {n}\n" for n in range(200))
         record.add_nested({"type": "host", "hostname": "web1", "state": "running", "text": lines})
-        await wait_for(pilot, lambda: hosts.display and hosts.option_count == 2)
+        await wait_until(pilot, lambda: hosts.display and hosts.option_count == 2)
         hosts.focus()
         hosts.highlighted = 1  # web1
         await pilot.press("enter")
         assert area.text == lines
         area.scroll_to(y=20, animate=False, immediate=True)  # reading back
         record.add_nested({"type": "host", "hostname": "web1", "state": "running", "text": "more\n"})
-        await wait_for(pilot, lambda: area.text.endswith("more\n"))
+        await wait_until(pilot, lambda: area.text.endswith("more\n"))
         assert area.scroll_y == 20
         area.scroll_end(animate=False, immediate=True)  # at the end: it follows
         record.add_nested({"type": "host", "hostname": "web1", "state": "done", "text": "last\n"})
         record.finish("1 host: exit 0", False, 1.0)
-        await wait_for(pilot, lambda: area.text.endswith("last\n"))
+        await wait_until(pilot, lambda: area.text.endswith("last\n"))
         assert area.scroll_y == area.max_scroll_y
-
-
-async def wait_for(pilot, condition, timeout: float = 5.0) -> None:
-    import asyncio
-
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await pilot.pause(0.05)

@@ -18,7 +18,7 @@ from typing import Any
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.spec import MachineError
-from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult
+from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult, host_event
 from cmdop_tui.tools.schema import object_schema, prop
 
 ASK_TIMEOUT_MS = 120_000
@@ -113,7 +113,7 @@ class _HostState:
 
     def tell(self, state: str, line: str = "") -> None:
         elapsed = None if state == "queued" else round(time.monotonic() - self.started, 3)
-        self.ctx.nested({"type": "host", "hostname": self.name, "state": state, "line": line, "elapsed_s": elapsed})
+        self.ctx.nested(host_event(self.name, state, line, elapsed))
         if state == "running":
             self.started = time.monotonic()
 

@@ -131,3 +131,9 @@ class Tool:
     def definition(self) -> dict[str, Any]:
         """The tool as the Messages API expects it in `tools`."""
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+def host_event(host: str, state: str, line: str = "", elapsed_s: float | None = None) -> dict[str, Any]:
+    """The nested event that tells the fleet view how one host of a call over many is doing
+    (queued, running, done, failed...), with its last line."""
+    return {"type": "host", "hostname": host, "state": state, "line": line, "elapsed_s": elapsed_s}

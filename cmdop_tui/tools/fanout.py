@@ -20,7 +20,7 @@ from typing import Any
 from cmdop_tui.machines.machine import MachineResult
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 
-from .base import Subject, Tool, ToolContext, ToolResult
+from .base import Subject, Tool, ToolContext, ToolResult, host_event
 from .schema import object_schema, prop
 from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 
@@ -138,8 +138,7 @@ class _Host:
 
     def tell(self, state: str, line: str = "") -> None:
         elapsed = round(time.monotonic() - self.started, 3) if self.started is not None else None
-        event = {"type": "host", "hostname": self.spec.name, "state": state, "line": line, "elapsed_s": elapsed}
-        self.ctx.nested({**event, "text": self._unsent})
+        self.ctx.nested({**host_event(self.spec.name, state, line, elapsed), "text": self._unsent})
         self._unsent = ""
 
     def live(self, text: str, stream: str) -> None:

@@ -216,6 +216,8 @@ class ScreenMirror:
             return []
         best: tuple[int, int, int, int] | None = None  # rows saved, top, bottom, lines
         for top, bottom in _runs_of(sorted(new_rows)):
+            if bottom - top < MIN_SCROLLED_ROWS:
+                continue  # too few rows to save MIN_SCROLLED_ROWS (a token's frame has one or two)
             new = [hash(tuple(new_rows[y])) for y in range(top, bottom + 1)]  # rows compared as numbers
             old = [hash(tuple(row)) if row is not None else None for row in self.rows[top : bottom + 1]]
             unchanged = sum(a == b for a, b in zip(new, old, strict=True))  # free without a scroll

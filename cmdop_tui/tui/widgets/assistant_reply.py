@@ -194,8 +194,7 @@ class AssistantReply(Widget):
         top = self._offsets[-1]  # where the open block began at the last paint
         self._open_dirty, self._offsets = True, None
         self._prepare(self._width)
-        for y in [y for y in self._strips if y >= top]:
-            del self._strips[y]
+        self._forget_strips_from(top)
         if self._total >= self._reserved:
             self.refresh(layout=True)
         else:
@@ -244,14 +243,17 @@ class AssistantReply(Widget):
         if first == len(after) == len(before):
             return
         top = self._offsets[-1] + first
-        for y in [y for y in self._strips if y >= top]:
-            del self._strips[y]  # the lines above are painted as they were: blocks before never change
+        self._forget_strips_from(top)  # the lines above are painted as they were: blocks before never change
         if grown and (grown < 0 or self._total + grown > self._reserved):
             self._offsets = None
             self.refresh(layout=True)
             return
         self._total += grown
         self.refresh(Region(0, top, self.size.width, len(after) - first))
+
+    def _forget_strips_from(self, top: int) -> None:
+        for y in [y for y in self._strips if y >= top]:
+            del self._strips[y]
 
     def _changed(self, *, open_block: bool = False) -> None:
         self._open_dirty = self._open_dirty or open_block
