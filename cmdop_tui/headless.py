@@ -62,7 +62,13 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     answer: asyncio.Future[str] = loop.create_future()
     # Made inert and cut: a long command must not hide its tail, nor text take over the terminal;
     # a write or an edit shows its diff (ToolCall.preview, read before asking).
-    question = approval_question(call.name, call.machine, call.input, escalation=call.escalation, preview=call.preview)
+    question = approval_question(
+        call.name,
+        call.machine,
+        call.input,
+        escalation=call.escalation.needs if call.escalation else None,
+        preview=call.preview,
+    )
     sys.stderr.write(question)
     sys.stderr.flush()
 

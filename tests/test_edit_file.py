@@ -22,6 +22,7 @@ from cmdop_tui.machines import local_files
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.sandbox import Sandbox, bubblewrap
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, floor_violation
@@ -236,7 +237,7 @@ async def test_the_sandbox_holds_edits_as_it_holds_writes(place: tuple[Path, Pat
     outside = tmp_path / "outside.txt"
     outside.write_text("draft\n")
     refused = await target.edit_file(str(outside), "draft", "final")
-    assert refused.is_error and refused.sandbox_denied == f"write {outside}"
+    assert refused.is_error and refused.sandbox_denied.needs == f"write {outside}"
     assert outside.read_text() == "draft\n"
     assert not (await target.edit_file(str(outside), "draft", "final", sandboxed=False)).is_error
     assert outside.read_text() == "final\n"
@@ -252,8 +253,8 @@ async def test_leaving_the_sandbox_takes_the_users_word(
     outside.write_text("draft\n")
     asked: list[str] = []
 
-    async def escalate(needs: str) -> tuple[bool, str]:
-        asked.append(needs)
+    async def escalate(needs: SandboxRefusal) -> tuple[bool, str]:
+        asked.append(needs.needs)
         return allowed, "" if allowed else "not today"
 
     fleet = Fleet(Inventory.load((), None), sandbox=Sandbox(SandboxPolicy(mode="strict"), bubblewrap(), home=home))

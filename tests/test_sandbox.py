@@ -122,7 +122,7 @@ async def test_commands_write_only_in_the_workspace_and_tmp(place, tmp_path):
     assert (work / "made-here").exists()
     outside = Path("/usr/local/cmdop-sandbox-probe")
     refused = await run(target, f"touch {outside}")
-    assert refused.is_error and refused.sandbox_denied == f"write {outside}" and not outside.exists()
+    assert refused.is_error and refused.sandbox_denied.needs == f"write {outside}" and not outside.exists()
     assert "needs the user's approval" in refused.text
 
 
@@ -204,7 +204,7 @@ async def test_a_refused_command_runs_outside_only_after_the_user_allows_it(fake
     events = Recorder()
     await runner.run("make the file", events)
     (call,) = asked
-    assert call.escalation == f"write {outside}"
+    assert call.escalation is not None and call.escalation.needs == f"write {outside}"
     assert outside.exists() is answer
     (end,) = events.of(ToolEnd)
     assert end.is_error is not answer
@@ -293,7 +293,7 @@ async def test_where_bubblewrap_cannot_run_landlock_holds_the_writes(place, tmp_
     outside = Path(tempfile.mkdtemp(dir="/var/tmp")) / "made"
     try:
         refused = await run(target, f"touch {outside}")
-        assert refused.sandbox_denied == f"write {outside}" and not outside.exists()
+        assert refused.sandbox_denied.needs == f"write {outside}" and not outside.exists()
         assert not (await run(target, f"touch {outside}", sandboxed=False)).is_error and outside.exists()
     finally:
         shutil.rmtree(outside.parent)

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool
 
 
@@ -19,7 +20,7 @@ class ToolCall:
     input: dict[str, Any]
     tool: Tool | None
     machine: str = "local"  # where it runs: its `machine` argument, else the session's target
-    escalation: str | None = None  # asked again to run outside the sandbox, which refused: what it needs
+    escalation: SandboxRefusal | None = None  # asked again to run outside the sandbox: what it refused
     preview: str | None = None  # what it would change (a write's or an edit's diff), read before asking
 
 

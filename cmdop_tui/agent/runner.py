@@ -79,6 +79,7 @@ from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, ToolPolicy, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
@@ -712,7 +713,7 @@ class Runner:
         )
         return await run_tool(call.tool, call.input, context)
 
-    async def _escalate(self, call: ToolCall, needs: str) -> tuple[bool, str]:
+    async def _escalate(self, call: ToolCall, needs: SandboxRefusal) -> tuple[bool, str]:
         """Whether the user lets this call do, outside the sandbox, what it refused (`needs`),
         and why not."""
         if self.approve is None:

@@ -11,7 +11,7 @@ import platform
 import time
 
 from cmdop_tui.machines.agent import agent_probe, parse_agent
-from cmdop_tui.machines.sandbox import REMOTE_PROBE
+from cmdop_tui.machines.remote_sandbox import REMOTE_PROBE
 from cmdop_tui.machines.spec import Health, MachineError
 from cmdop_tui.machines.ssh import SshTransport
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from cmdop_tui.machines import local_files
-from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink
+from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.sandbox import Sandbox, denied_path
 from cmdop_tui.machines.spec import LOCAL
@@ -76,12 +76,12 @@ class LocalMachine:
         )
         if path is None:
             return result
-        needs = f"write {path}"
+        refusal = SandboxRefusal("write", (path,), f"only {self._writable_text()} are writable here")
         note = (
-            f"\n[sandbox: the command could not {needs}: only {self._writable_text()} are writable here. "
+            f"\n[sandbox: the command could not {refusal.needs}: {refusal.held}. "
             "Running it outside the sandbox needs the user's approval.]"
         )
-        return MachineResult.denied(result.text + note, needs)
+        return MachineResult.denied(result.text + note, refusal)
 
     def _writable_text(self) -> str:
         return ", ".join(str(root) for root in self.sandbox.writable_roots(self.cwd))
@@ -153,7 +153,7 @@ class LocalMachine:
         return MachineResult.denied(
             f"{shown}: outside the sandbox's writable places ({self._writable_text()}); writing it needs "
             "the user's approval",
-            f"write {shown}",
+            SandboxRefusal("write", (shown,), f"only {self._writable_text()} are writable here"),
         )
 
     def _path(self, raw: str) -> Path:

@@ -26,19 +26,42 @@ ProgressSink = Callable[[str, OutputStream], None]
 
 
 @dataclass(frozen=True)
+class SandboxRefusal:
+    """What the sandbox itself refused an operation, for the person asked to let it run outside.
+
+    Built by the machine from its own rules, never from what the operation printed: `paths` are
+    places the operation met that the sandbox keeps from it (each checked against the sandbox's
+    rules), `held` says what the sandbox allows there. The command that would run outside is the
+    call's own, shown whole by whoever asks.
+    """
+
+    action: str  # "write", "read", "connect"...: what was refused
+    paths: tuple[str, ...] = ()  # where (inert text), checked against the sandbox's rules
+    held: str = ""  # what the sandbox allows: "only /work and /tmp are writable here"
+    machine: str = "local"
+
+    @property
+    def needs(self) -> str:
+        """One line: "write /etc/nginx/nginx.conf" (on a remote machine: "... on web1")."""
+        where = ", ".join(self.paths) or "a path outside the writable places"
+        on = "" if self.machine == "local" else f" on {self.machine}"
+        return f"{self.action} {where}{on}"
+
+
+@dataclass(frozen=True)
 class MachineResult:
     """The outcome of one operation: inert text for the model, and whether it is an error."""
 
     text: str
     is_error: bool = False
-    sandbox_denied: str | None = None  # what the sandbox refused ("write /etc/nginx"): may be escalated
+    sandbox_denied: SandboxRefusal | None = None  # what the sandbox refused: may be escalated
 
     @classmethod
     def error(cls, message: str) -> MachineResult:
         return cls(text=message, is_error=True)
 
     @classmethod
-    def denied(cls, message: str, needs: str) -> MachineResult:
+    def denied(cls, message: str, needs: SandboxRefusal) -> MachineResult:
         """An operation the sandbox refused: the user may allow it outside (see tools/escalation.py)."""
         return cls(text=message, is_error=True, sandbox_denied=needs)
 

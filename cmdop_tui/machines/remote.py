@@ -23,9 +23,11 @@ from cmdop_tui.machines.machine import (
     FileBytes,
     MachineResult,
     ProgressSink,
+    SandboxRefusal,
 )
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_process
-from cmdop_tui.machines.sandbox import denied_path, remote_script
+from cmdop_tui.machines.remote_sandbox import remote_script
+from cmdop_tui.machines.sandbox import denied_path
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
 from cmdop_tui.support.diffs import apply_edit
@@ -163,8 +165,11 @@ class RemoteMachine:
             roots = [Path("/tmp"), *(Path(w) for w in self.spec.writable if not w.startswith("~"))]
             path = denied_path(result.text, roots)
             if path is not None:
+                refusal = SandboxRefusal(
+                    "write", (path,), "only its working directory and /tmp are writable", self.name
+                )
                 note = f"\n[sandbox on {self.name}: the command could not write {path}; outside it needs the user's approval]"
-                return MachineResult.denied(result.text + note, f"write {path} on {self.name}")
+                return MachineResult.denied(result.text + note, refusal)
         return result
 
     async def run_agent(self, prompt: str, *, timeout_ms: int, progress: ProgressSink) -> MachineResult:

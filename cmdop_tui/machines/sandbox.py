@@ -25,7 +25,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 import shutil
 import subprocess
 import sys
@@ -237,36 +236,6 @@ def _env_files(directory: Path, depth: int) -> Iterator[Path]:
             yield Path(entry.path)
         elif depth > 0 and entry.name not in SKIPPED_DIRS and entry.is_dir(follow_symlinks=False):
             yield from _env_files(Path(entry.path), depth - 1)
-
-
-# --- on another machine -------------------------------------------------------------------------
-
-REMOTE_PROBE = (
-    "if command -v bwrap >/dev/null 2>&1 && bwrap --ro-bind / / --unshare-pid --die-with-parent -- true "
-    ">/dev/null 2>&1; then echo sandbox:bubblewrap; else echo sandbox:none; fi"
-)
-
-
-def remote_script(command: str, writable: Iterable[str] = ()) -> str:
-    """`command` for a remote shell, inside bubblewrap there (the health probe found it): the
-    workspace policy, with the remote's own home, working directory and secrets."""
-    hidden = " ".join(f'"$HOME"/{shlex.quote(relative)}' for relative in SECRET_PATHS)
-    extra = " ".join(_remote_path(path) for path in writable)
-    return (
-        "set --; "
-        f'for p in {hidden} ./.env; do if [ -d "$p" ] && [ ! -L "$p" ]; then set -- "$@" --tmpfs "$p"; '
-        'elif [ -e "$p" ]; then set -- "$@" --ro-bind /dev/null "$p"; fi; done; '
-        + (f'for w in {extra}; do [ -e "$w" ] && set -- --bind "$w" "$w" "$@"; done; ' if extra else "")
-        + "exec bwrap --die-with-parent --unshare-pid --new-session --ro-bind / / --dev /dev --proc /proc "
-        '--tmpfs /dev/shm --bind /tmp /tmp --bind "$PWD" "$PWD" "$@" --chdir "$PWD" '
-        f"-- /bin/bash -c {shlex.quote(command)}"
-    )
-
-
-def _remote_path(path: str) -> str:
-    if path == "~" or path.startswith("~/"):
-        return '"$HOME"' + shlex.quote(path[1:]) if path[1:] else '"$HOME"'
-    return shlex.quote(path)
 
 
 # --- when the sandbox said no -------------------------------------------------------------

@@ -43,6 +43,10 @@ class Decision:
     reason: str
     rule: Rule | None = None
     floor: bool = False
+    # An "ask" only a person may answer: neither rules nor auto mode (--yes) nor a library's
+    # approve-everything function (the floor could not tell what the command does, and it
+    # could reach a protected target).
+    person_only: bool = False
 
 
 def is_mode(value: object) -> TypeGuard[Mode]:

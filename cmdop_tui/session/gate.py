@@ -179,7 +179,9 @@ async def _ask_to_escalate(
     decision = _decide(permissions, call, fleet)
     if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
         approval = Approval(False, decision.reason)
-    audited = redact_json({**call.input, "outside_sandbox": call.escalation}, configured_secrets())
+    audited = redact_json(
+        {**call.input, "outside_sandbox": call.escalation.needs if call.escalation else None}, configured_secrets()
+    )
     outcome = "allowed" if approval.allowed else "denied"
     permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
     return approval

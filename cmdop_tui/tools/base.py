@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cmdop_tui.machines.local import LocalMachine
-from cmdop_tui.machines.machine import Machine, MachineResult, ProgressSink
+from cmdop_tui.machines.machine import Machine, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.spec import LOCAL, MachineError
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class ToolContext:
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
     recall: Callable[[str], str | None] = lambda call_id: None
-    escalate: Callable[[str], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
+    escalate: Callable[[SandboxRefusal], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
     denied_on: Callable[[str], str | None] = lambda machine: None
 
     def machine(self, args: Mapping[str, Any]) -> Machine:

@@ -585,7 +585,7 @@ class CmdopApp(App[None]):
             call.machine,
             call.input,
             timeout_s=self.settings.approval_timeout_s,
-            escalation=call.escalation,
+            escalation=call.escalation.needs if call.escalation else None,
             preview=call.preview,
         )
 
