@@ -10,29 +10,18 @@ The app's own credentials are never in a command's environment.
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from cmdop_tui.machines import local_files
+from cmdop_tui.machines.local_fs import LocalFiles, resolve_path
 from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.sandbox import Sandbox, denied_path
 from cmdop_tui.machines.spec import LOCAL
-from cmdop_tui.support.text import inert_line
 
 __all__ = ["APP_CREDENTIALS", "LocalMachine", "resolve_path"]
 
 APP_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")  # never handed to a command
-
-
-def resolve_path(raw: str, base: Path) -> Path:
-    """`raw` with `~` expanded, made absolute against `base` (the session's working directory)."""
-    path = Path(raw).expanduser()
-    return path if path.is_absolute() else base / path
 
 
 @dataclass(frozen=True)
@@ -86,79 +75,33 @@ class LocalMachine:
     def _writable_text(self) -> str:
         return ", ".join(str(root) for root in self.sandbox.writable_roots(self.cwd))
 
+    @property
+    def files(self) -> LocalFiles:
+        """The file tools here, held to the sandbox's rules for this working directory."""
+        return LocalFiles(self.cwd, self.sandbox.view(self.cwd))
+
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
-        target = self._path(path)
-        return self._hidden(target) or await self._in_thread(local_files.read_file, target, start, end)
+        return await self.files.read_file(path, start=start, end=end)
 
     async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
-        target = self._path(path)
-        if sandboxed:
-            refusal = self._hidden(target) or self._not_writable(target)
-            if refusal is not None:
-                return refusal
-        return await self._in_thread(local_files.write_file, target, content)
+        return await self.files.write_file(path, content, sandboxed=sandboxed)
 
     async def edit_file(
         self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
     ) -> MachineResult:
-        target = self._path(path)
-        if sandboxed:
-            refusal = self._hidden(target) or self._not_writable(target)
-            if refusal is not None:
-                return refusal
-        return await self._in_thread(local_files.edit_file, target, old_string, new_string, replace_all)
+        return await self.files.edit_file(path, old_string, new_string, replace_all=replace_all, sandboxed=sandboxed)
 
     async def read_bytes(self, path: str, *, max_bytes: int) -> FileBytes:
-        target = self._path(path)
-        hidden = self._hidden(target)
-        if hidden is not None:
-            return FileBytes.failed(hidden.text)
-        return await asyncio.to_thread(local_files.read_bytes, target, max_bytes)
+        return await self.files.read_bytes(path, max_bytes=max_bytes)
 
     async def list_dir(self, path: str) -> MachineResult:
-        target = self._path(path)
-        return self._hidden(target) or await self._in_thread(local_files.list_dir, target)
+        return await self.files.list_dir(path)
 
     async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
-        target = self._path(path)
-        hidden = [Path(os.path.realpath(p)) for p in self.sandbox.hidden_paths(self.cwd)]
-
-        def hides(file: Path) -> bool:  # a secret inside the searched tree is not read either
-            real = Path(os.path.realpath(file))
-            return any(_within(real, secret) for secret in hidden)
-
-        return self._hidden(target) or await self._in_thread(local_files.grep, pattern, target, glob, hides)
+        return await self.files.grep(pattern, path=path, glob=glob)
 
     async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
-        target = self._path(cwd)
-        return self._hidden(target) or await self._in_thread(local_files.glob, pattern, target)
-
-    async def _in_thread(self, operation: Callable[..., MachineResult], *args: Any) -> MachineResult:
-        return await asyncio.to_thread(local_files.guarded, operation, *args)
-
-    def _hidden(self, target: Path) -> MachineResult | None:
-        """Refuse a path the sandbox hides (the resolved path, so a symlink cannot reach one)."""
-        real = Path(os.path.realpath(target))
-        for hidden in self.sandbox.hidden_paths(self.cwd):
-            if _within(real, Path(os.path.realpath(hidden))) or _within(target, hidden):
-                return MachineResult.error(f"{inert_line(str(target))}: hidden by the sandbox (it holds secrets)")
-        return None
-
-    def _not_writable(self, target: Path) -> MachineResult | None:
-        real = Path(os.path.realpath(target))
-        roots = [Path(os.path.realpath(root)) for root in self.sandbox.writable_roots(self.cwd)]
-        if any(_within(real, root) for root in roots):
-            return None
-        shown = inert_line(str(target))
-        return MachineResult.denied(
-            f"{shown}: outside the sandbox's writable places ({self._writable_text()}); writing it needs "
-            "the user's approval",
-            SandboxRefusal("write", (shown,), f"only {self._writable_text()} are writable here"),
-        )
+        return await self.files.glob(pattern, cwd=cwd)
 
     def _path(self, raw: str) -> Path:
         return resolve_path(raw, self.cwd)
-
-
-def _within(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents

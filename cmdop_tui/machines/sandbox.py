@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from cmdop_tui.machines.sandbox_view import SandboxView
+
 __all__ = [
     "SECRET_PATHS",
     "Sandbox",
@@ -187,6 +189,12 @@ class Sandbox:
         paths += env_files(cwd)
         return [path for path in paths if path.exists() or path.is_symlink()]
 
+    def view(self, cwd: Path) -> SandboxView:
+        """The rules for a session working in `cwd`, for the file tools."""
+        if not self.confines:
+            return SandboxView()
+        return SandboxView(True, writable=_real(self.writable_roots(cwd)), hidden=_real(self.hidden_paths(cwd)))
+
     def _arguments(self, cwd: Path) -> list[str]:
         arguments = [
             "--die-with-parent",
@@ -211,6 +219,10 @@ class Sandbox:
         for path in self.hidden_paths(cwd):
             arguments += _hiding(path)
         return arguments
+
+
+def _real(paths: Iterable[Path]) -> tuple[Path, ...]:
+    return tuple(Path(os.path.realpath(path)) for path in paths)
 
 
 def _hiding(path: Path) -> list[str]:
