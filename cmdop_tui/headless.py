@@ -60,13 +60,15 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     """Ask on the controlling terminal without blocking the loop (so a signal still stops us)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str] = loop.create_future()
-    # Made inert and cut: a long command must not hide its tail, nor text take over the terminal;
-    # a write or an edit shows its diff (ToolCall.preview, read before asking).
+    # Made inert, the command whole (a long one must not hide its tail; the terminal wraps it),
+    # with what the sandbox refused or why only a person may decide; a write or an edit shows
+    # its diff (ToolCall.preview, read before asking).
     question = approval_question(
         call.name,
         call.machine,
         call.input,
-        escalation=call.escalation.needs if call.escalation else None,
+        escalation=call.escalation,
+        person_only=call.person_only,
         preview=call.preview,
     )
     sys.stderr.write(question)
@@ -82,7 +84,7 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     finally:
         loop.remove_reader(sys.stdin.fileno())
     allowed = reply.strip().lower() in {"y", "yes"}
-    return Approval(allowed, "" if allowed else "the user said no")
+    return Approval(allowed, "" if allowed else "the user said no", by_person=True)
 
 
 def _terminal_can_ask() -> bool:

@@ -22,6 +22,7 @@ from textual.widgets import Button, Static
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, ToolStart
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.support.diffs import DIFF_MAX_LINES, diff_counts, unified_diff
 from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.describe import approval_question, describe_arguments, plain_preview
@@ -322,8 +323,9 @@ def test_the_terminal_question_without_a_diff_is_unchanged() -> None:
     assert approval_question("execute_command", "local", {"command": "ls -la"}) == (
         "Allow execute_command on local:\nls -la\n[y/N] "
     )
-    outside = approval_question("write_file", "local", {"path": "/etc/x", "content": "y"}, escalation="write /etc/x")
-    assert "OUTSIDE the sandbox (it refused: needs to write /etc/x)" in outside and '"content": "y"' in outside
+    refusal = SandboxRefusal("write", ("/etc/x",))
+    outside = approval_question("write_file", "local", {"path": "/etc/x", "content": "y"}, escalation=refusal)
+    assert "OUTSIDE the sandbox" in outside and "refused to write: /etc/x" in outside and '"content": "y"' in outside
     assert describe_arguments({"path": "p", "content": "c"}, "[no diff: gone]") == (
         '{\n  "path": "p",\n  "content": "c"\n}'
     )

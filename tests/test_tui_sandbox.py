@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.app import App
 from textual.widgets import Button
 
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.widgets.status_line import StatusLine
 
@@ -20,13 +21,12 @@ class DialogApp(App[None]):
 
 
 async def test_leaving_the_sandbox_is_asked_once_with_the_reason():
-    screen = ApprovalScreen(
-        "execute_command", "local", {"command": "nginx -s reload"}, escalation="write /etc/nginx/nginx.conf"
-    )
+    refusal = SandboxRefusal("write", ("/etc/nginx/nginx.conf",))
+    screen = ApprovalScreen("execute_command", "local", {"command": "nginx -s reload"}, escalation=refusal)
     app = DialogApp(screen)
     async with app.run_test(size=(80, 24)) as pilot:
         text = " ".join(str(widget.render()) for widget in screen.query("Label, Static"))
-        assert "outside the sandbox" in text and "needs to write /etc/nginx/nginx.conf" in text
+        assert "outside the sandbox" in text and "refused to write: /etc/nginx/nginx.conf" in text
         assert {button.id for button in screen.query(Button)} == {"once", "deny"}
         await pilot.press("a")  # "for this session" does not exist for leaving the sandbox
         await pilot.press("p")

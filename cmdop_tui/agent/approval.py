@@ -22,12 +22,26 @@ class ToolCall:
     machine: str = "local"  # where it runs: its `machine` argument, else the session's target
     escalation: SandboxRefusal | None = None  # asked again to run outside the sandbox: what it refused
     preview: str | None = None  # what it would change (a write's or an edit's diff), read before asking
+    # Why only a person may decide this call (the floor could not tell what it does, and it could
+    # reach a protected place); set by the gate before it asks. None: rules and modes may answer.
+    person_only: str | None = None
+
+    @property
+    def needs_person(self) -> bool:
+        """Whether only a person may allow this call: it asks to leave the sandbox, or the floor
+        left it to a person. An approval function allows such a call only with
+        `Approval(True, by_person=True)`."""
+        return self.escalation is not None or self.person_only is not None
 
 
 @dataclass(frozen=True)
 class Approval:
+    """The answer for one call. `by_person`: a person made this decision (a program that asked
+    one says so); only such an approval allows a call that `needs_person`."""
+
     allowed: bool
     reason: str = ""
+    by_person: bool = False
 
 
 Approver = Callable[[ToolCall], Awaitable[Approval]]

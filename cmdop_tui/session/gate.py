@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import weakref
+from dataclasses import replace
 
 from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.config.settings import Settings
@@ -16,6 +17,10 @@ from cmdop_tui.support.secrets import configured_secrets, redact_json
 NO_ESCALATION = (
     "the sandbox refused it and only a person can allow it outside the sandbox; no one can be asked "
     "here (--yes does not allow it: run with --sandbox off, or add the path to [sandbox] writable)"
+)
+PERSON_MUST_DECIDE = (
+    "a person must decide this call and no one can be asked here (neither a rule nor --yes nor "
+    'approval="auto" allows it: run it where a person approves it, in the app or on a terminal)'
 )
 NOBODY_TO_ASK = (
     "it needs approval and no one can approve it here (add a permission rule that allows it, or run "
@@ -31,16 +36,20 @@ def load_permissions(settings: Settings) -> Permissions:
 def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet | None = None) -> Approver:
     """Floor, rules, mode, then the user, in that order.
 
-    `ask` is the surface's question (TUI modal, terminal prompt); with no way to ask, a call that
-    needs asking is denied with a reason the model can relay. Every decision is audited. A call
+    `ask` is the surface's question (TUI modal, terminal prompt: a person; the library's
+    `Operator` wraps a program's function so that it must say `by_person`); with no way to ask,
+    a call that needs asking is denied with a reason the model can relay. Two kinds of call only
+    a person answers, whatever the rules and the mode (`--yes` included): leaving the sandbox
+    (`ToolCall.escalation`) and what the floor leaves to a person (`Decision.person_only`; the
+    call is asked with `ToolCall.person_only` set to why). Every decision is audited. A call
     over several machines is judged on the machines its selectors choose in `fleet` (see
     :func:`selection`), so a rule that asks on db1 is not passed by naming db1's tag.
     """
 
     async def gate(call: ToolCall) -> Approval:
-        if call.escalation is not None:  # neither rules nor --yes answer for leaving the sandbox
-            return await _ask_to_escalate(permissions, call, ask, fleet)
         decision = _decide(permissions, call, fleet)
+        if call.escalation is not None or (decision.person_only and decision.verdict != "deny"):
+            return await _ask_a_person(permissions, call, decision, ask)  # no rule, no mode answers
         if decision.verdict == "allow":
             approval = Approval(True)
         elif decision.verdict == "deny":
@@ -50,9 +59,7 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
         else:
             approval = await ask(call)
             _note_asked(permissions, call, approval)
-        audited = redact_json(call.input, configured_secrets())  # the audit log is a file: no secrets
-        outcome = "allowed" if approval.allowed else "denied"
-        permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
+        _audit(permissions, decision, call, approval)
         return approval
 
     return gate
@@ -172,16 +179,28 @@ def _was_asked(permissions: Permissions, call: ToolCall) -> bool:
     return call.id in _ASKED.get(permissions, {})
 
 
-async def _ask_to_escalate(
-    permissions: Permissions, call: ToolCall, ask: Approver | None, fleet: Fleet | None
-) -> Approval:
-    approval = Approval(False, NO_ESCALATION) if ask is None else await ask(call)
-    decision = _decide(permissions, call, fleet)
+async def _ask_a_person(permissions: Permissions, call: ToolCall, decision: Decision, ask: Approver | None) -> Approval:
+    """A call only a person may allow (see :func:`permission_gate`): the floor still refuses what
+    it refuses, inside the sandbox or out; else the person is asked, and without one it is denied."""
+    if decision.person_only:
+        call = replace(call, person_only=decision.reason)
     if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
         approval = Approval(False, decision.reason)
-    audited = redact_json(
-        {**call.input, "outside_sandbox": call.escalation.needs if call.escalation else None}, configured_secrets()
-    )
+    elif ask is None:
+        nobody = NO_ESCALATION if call.escalation is not None else PERSON_MUST_DECIDE
+        approval = Approval(False, f"{decision.reason}; {nobody}" if decision.person_only else nobody)
+    else:
+        approval = await ask(call)
+        _note_asked(permissions, call, approval)
+    _audit(permissions, decision, call, approval)
+    return approval
+
+
+def _audit(permissions: Permissions, decision: Decision, call: ToolCall, approval: Approval) -> None:
+    """One line of the audit log for the gate's answer (a file: no secrets in it)."""
+    arguments = call.input
+    if call.escalation is not None:
+        arguments = {**arguments, "outside_sandbox": call.escalation.needs}
+    audited = redact_json(arguments, configured_secrets())
     outcome = "allowed" if approval.allowed else "denied"
     permissions.record(decision, call.name, audited, call.machine, outcome=outcome, spec=call.tool)
-    return approval

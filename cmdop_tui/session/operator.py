@@ -36,8 +36,14 @@ from cmdop_tui.session.assembly import runner_config
 from cmdop_tui.session.session import Session
 
 Mode = Literal["default", "strict", "auto"]
-#: Decides a tool call the rules leave to the user: True / False, or an Approval with a reason.
+#: Decides a tool call the rules leave to the user: True / False, or an Approval with a reason
+#: (a call that `needs_person` is allowed only by `Approval(True, by_person=True)`).
 Decide = Callable[[ToolCall], "bool | Approval | Awaitable[bool | Approval]"]
+
+NOT_BY_PERSON = (
+    "only a person may allow this call ({what}), and the operator's approval function allowed it "
+    "without saying a person decided (it must return Approval(True, by_person=True) for such a call)"
+)
 
 
 class OperatorError(Exception):
@@ -56,6 +62,19 @@ class Operator:
     permission rule allows them, "strict" refuses them, "auto" runs them; or pass a function that
     decides each one (it gets the `ToolCall`, and returns True, False or an `Approval`
     with a reason; it may be async). The safety floor refuses catastrophic commands whatever this says.
+
+    Some calls only a person may allow (`call.needs_person`): running outside the sandbox after
+    the sandbox refused it (`call.escalation` says what it refused), and a command the floor
+    leaves to a person (`call.person_only` says why). No mode allows those ("auto" included: with
+    no function they are refused, and the model is told why), and neither does a function that
+    returns True or `Approval(True)`: it must say that a person decided, with
+    `Approval(True, by_person=True)`::
+
+        def approve(call: ToolCall) -> Approval:
+            if call.needs_person:
+                return Approval(input(f"{call.name} {call.input}? [y/N] ") == "y", by_person=True)
+            return Approval(True)
+
     `auto_run=True` is Open Interpreter's name for `approval="auto"`. `machine` scopes the work
     to one machine of the inventory; `machines` adds machines to it (a `MachineSpec`, or an
     address: an ssh alias, `user@host` or `user@host:port`).
@@ -250,14 +269,18 @@ def _in_event_loop() -> bool:
 
 
 def _approver(decide: Decide) -> Callable[[ToolCall], Awaitable[Approval]]:
-    """A user's decide function (sync or async, bool or Approval) as the loop's approver."""
+    """A user's decide function (sync or async, bool or Approval) as the loop's approver. A call
+    only a person may allow is allowed only when the function says a person decided."""
 
     async def approve(call: ToolCall) -> Approval:
         answer = decide(call)
         if inspect.isawaitable(answer):
             answer = await answer
-        if isinstance(answer, Approval):
-            return answer
-        return Approval(bool(answer), "" if answer else "the operator's approval function said no")
+        if not isinstance(answer, Approval):
+            answer = Approval(bool(answer), "" if answer else "the operator's approval function said no")
+        if call.needs_person and answer.allowed and not answer.by_person:
+            what = f"outside the sandbox: {call.escalation.needs}" if call.escalation else call.person_only
+            return Approval(False, NOT_BY_PERSON.format(what=what))
+        return answer
 
     return approve

@@ -585,8 +585,9 @@ class CmdopApp(App[None]):
             call.machine,
             call.input,
             timeout_s=self.settings.approval_timeout_s,
-            escalation=call.escalation.needs if call.escalation else None,
+            escalation=call.escalation,
             preview=call.preview,
+            person_only=call.person_only,
         )
 
         def answered(choice: ApprovalChoice | None) -> None:

@@ -1,6 +1,10 @@
 """Asks whether a tool call may run: allow once, allow for this session, or deny.
 
-A call over several machines (run_on_machines, ask_machines) names them, and says that "This session" and
+A call only a person may allow has "Allow once" and "Deny" only (no rule would answer it next
+time): one that asks to run outside the sandbox says what the sandbox itself refused (from its
+`SandboxRefusal`, never from the command's output) and what running outside means; one the
+safety floor left to a person says why. The arguments (a command whole, wrapped) scroll when
+long. A call over several machines (run_on_machines, ask_machines) names them, and says that "This session" and
 "Always" allow it there only (the rule is scoped to them: permissions/allow_always.py). A write
 or an edit shows the diff of what it would change (`preview`, read from the machine
 before asking), coloured and scrollable, as inert text. No answer within the timeout means deny.
@@ -17,9 +21,10 @@ from textual.containers import Horizontal, ScrollableContainer, Vertical, Vertic
 from textual.content import Content
 from textual.widgets import Button, Label, Static
 
+from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.permissions import fanout_hosts, fanout_label
 from cmdop_tui.support.text import strip_terminal_sequences
-from cmdop_tui.tools.describe import describe_arguments
+from cmdop_tui.tools.describe import PERSON_ONLY_MEANS, describe_arguments, refusal_lines
 from cmdop_tui.tui.screens.question import QuestionScreen
 from cmdop_tui.tui.vocabulary.tool_records import diff_content
 
@@ -47,6 +52,15 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
 
         #approval-countdown {
             color: $text-muted;
+        }
+
+        /* Only a person may allow it: what the sandbox refused, or why the floor asks. */
+        #approval-why {
+            margin-top: 1;
+        }
+
+        #approval-dialog.-person-only #approval-arguments {
+            max-height: 16;
         }
 
         /* Room for the diff: no padding above or below, the arguments in at most 3 lines. */
@@ -91,49 +105,41 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         machine: str,
         arguments: dict[str, object],
         timeout_s: float = APPROVAL_TIMEOUT_S,
-        escalation: str | None = None,
+        escalation: SandboxRefusal | None = None,
         preview: str | None = None,
+        person_only: str | None = None,
     ):
         super().__init__()
         self.tool = tool
         self.machine = machine
         self.arguments = arguments
         self.escalation = escalation  # the sandbox refused it: this asks to run it outside, once
+        self.person_only = person_only  # why the floor left it to a person: asked each time
         self.preview = preview  # what it would change: a unified diff, or a note why there is none
         self.remaining = max(1, round(timeout_s))
         self.timeout_s = timeout_s
 
+    @property
+    def once_only(self) -> bool:
+        """Only a person may allow this call, one call at a time: no "This session", no "Always"."""
+        return self.escalation is not None or self.person_only is not None
+
     def compose(self) -> ComposeResult:
-        with Vertical(id="approval-dialog", classes="question -with-diff" if self.preview else "question"):
-            if self.escalation is None:
-                yield Label(Content.assemble("Run ", (self.tool, "bold"), " on ", (self.machine, "bold"), "?"))
-            else:
-                yield Label(
-                    Content.assemble(
-                        "Run ",
-                        (self.tool, "bold"),
-                        " on ",
-                        (self.machine, "bold"),
-                        " ",
-                        ("outside the sandbox", "$warning bold"),
-                        "?",
-                    )
-                )
-                yield Static(
-                    Content(f"The sandbox refused it: it needs to {strip_terminal_sequences(self.escalation)}."),
-                    id="approval-why",
-                    markup=False,
-                )
+        classes = ["question"] + (["-with-diff"] if self.preview else []) + (["-person-only"] if self.once_only else [])
+        with Vertical(id="approval-dialog", classes=" ".join(classes)):
+            yield self._title()
+            if self.once_only:
+                yield Static(Content(self._why()), id="approval-why", markup=False)
             named = self.arguments.get("hostnames")  # ask_machines names its hosts so
             hosts = fanout_hosts(self.arguments) or ([str(h) for h in named] if isinstance(named, list) else [])
-            if hosts and self.escalation is None:  # what "This session" and "Always" would cover
+            if hosts and not self.once_only:  # what "This session" and "Always" would cover
                 scope = strip_terminal_sequences(fanout_label(hosts))
                 yield Static(
                     Content(f"On {scope}. This session and Always allow it on these only."),
                     id="approval-scope",
                     markup=False,
                 )
-            with VerticalScroll(id="approval-arguments"):
+            with VerticalScroll(id="approval-arguments"):  # wrapped whole, scrolled when long
                 arguments = describe_arguments(self.arguments, self.preview)
                 yield Static(Content(strip_terminal_sequences(arguments)), markup=False)
             if self.preview:
@@ -142,10 +148,31 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
             yield Static(id="approval-countdown", markup=False)
             with Horizontal(id="approval-buttons", classes="question-buttons"):
                 yield Button("Allow once (y)", id="once", variant="primary")
-                if self.escalation is None:  # leaving the sandbox is allowed one call at a time
+                if not self.once_only:
                     yield Button("This session (a)", id="session")
                     yield Button("Always (p)", id="always")
                 yield Button("Deny (n)", id="deny", variant="error")
+
+    def _title(self) -> Label:
+        outside = ("outside the sandbox", "$warning bold") if self.escalation is not None else ""
+        return Label(
+            Content.assemble(
+                "Run ",
+                (strip_terminal_sequences(self.tool), "bold"),
+                " on ",
+                (strip_terminal_sequences(self.machine), "bold"),
+                " " if outside else "",
+                outside,
+                "?",
+            )
+        )
+
+    def _why(self) -> str:
+        """Why only a person may allow it: the sandbox's own refusal, the floor's reason."""
+        lines = refusal_lines(self.escalation) if self.escalation is not None else []
+        if self.person_only is not None:
+            lines += [f"The safety floor: {strip_terminal_sequences(self.person_only)}.", PERSON_ONLY_MEANS]
+        return "\n".join(lines)
 
     def on_mount(self) -> None:
         self.set_interval(self.timeout_s / self.remaining, self._tick)  # one tick a second shown
@@ -166,6 +193,6 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         self.action_choose(event.button.id or "deny")
 
     def action_choose(self, choice: str) -> None:
-        if self.escalation is not None and choice in ("session", "always"):
+        if self.once_only and choice in ("session", "always"):
             return
         self.dismiss(ApprovalChoice(choice))
