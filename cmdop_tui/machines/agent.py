@@ -25,6 +25,10 @@ DATA_DIR_SH = (
     '*) d="${XDG_DATA_HOME:-$HOME/.local/share}/cmdop-tui";; esac'
 )
 VENV = "agent"  # the venv's folder in the data dir
+# The machine's workspace, beside the data dir (not in it: the agent there hides its own data dir
+# from its commands): where commands, file tools and the agent work there, what they may write.
+WORKSPACE_NAME = "cmdop-tui-workspace"
+IN_WORKSPACE_SH = f'{DATA_DIR_SH}; w="${{d%/*}}/{WORKSPACE_NAME}"; mkdir -p -m 700 -- "$w" && cd -- "$w" || exit 1'
 
 # pip (distlib) writes this header when the interpreter's path cannot be a shebang (it has a
 # space, or is too long): `#!/bin/sh`, then `'''exec' PYTHON "$0" "$@"`, PYTHON in double quotes
@@ -38,13 +42,16 @@ NO_AGENT = "none"
 UNKNOWN_VERSION = "?"
 
 
-def agent_command(cmdop: str, arguments: str) -> str:
-    """The shell command that runs the agent there with `arguments` (already quoted).
+def agent_command(cmdop: str, arguments: str, *, in_workspace: bool = False) -> str:
+    """The shell command that runs the agent there with `arguments` (already quoted); in the
+    machine's workspace when `in_workspace` (never the home: its sandbox would make that
+    writable whole).
 
     Exit status 127 when there is none."""
+    enter = f"{IN_WORKSPACE_SH}; " if in_workspace else ""
     if cmdop != DEFAULT_CMDOP:
-        return f"{cmdop} {arguments}"
-    return f'{DATA_DIR_SH}; a="$d/{VENV}/bin/{PROJECT}"; [ -x "$a" ] || a={PROJECT}; exec "$a" {arguments}'
+        return f"{enter}{cmdop} {arguments}"
+    return f'{enter}{DATA_DIR_SH}; a="$d/{VENV}/bin/{PROJECT}"; [ -x "$a" ] || a={PROJECT}; exec "$a" {arguments}'
 
 
 def agent_probe(cmdop: str) -> str:

@@ -2,27 +2,35 @@
 
 A session may be scoped to one machine (`--machine NAME`, or picked in the machines panel): tools
 then work there by default and the local machine is hidden from them.
+
+Nothing runs on another machine before the app knows what sandbox it has there: the first tool
+call waits for the machine's probe (one probe, shared by the calls that wait), and a machine whose
+probe failed or said nothing of a sandbox gets no command. Each session has its own folder on
+each machine it used (its private /tmp and /var/tmp): closing the fleet removes them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from cmdop_tui.machines.health import local_health, probe
+from cmdop_tui.machines.health import local_health, probe_facts
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
+from cmdop_tui.machines.remote_sandbox import RemoteFacts, RemoteSandbox
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, State
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
 
 HealthListener = Callable[[MachineSpec, Health], None]
+CLEANUP_TIMEOUT_S = 5.0  # removing a session's folder on a machine at the end gets this long
 
 
 class Fleet:
@@ -39,6 +47,10 @@ class Fleet:
         self.health: dict[str, Health] = {}
         self.listeners: list[HealthListener] = []
         self._transports: dict[str, SshTransport] = {}
+        self._facts: dict[str, RemoteFacts] = {}  # what each machine's last probe said its sandbox needs
+        self._probes: dict[str, asyncio.Future[Health]] = {}  # probes under way, shared by their callers
+        self._used: dict[str, RemoteSandbox] = {}  # machines where this session's folder may exist
+        self.session = secrets.token_hex(8)  # this session's folder on each machine
         self.target: MachineSpec | None = None
         self.set_target(target)
 
@@ -96,10 +108,33 @@ class Fleet:
 
     def _remote(self, spec: MachineSpec) -> RemoteMachine:
         self.check_reachable(spec)
-        sandboxed = self.health.get(spec.name, Health()).sandbox == "bubblewrap" and self.sandbox.policy.mode != "off"
         return RemoteMachine(
-            spec, self.transport(spec), on_unreachable=partial(self.mark, spec, "offline"), sandbox=sandboxed
+            spec,
+            self.transport(spec),
+            on_unreachable=partial(self.mark, spec, "offline"),
+            sandbox_of=partial(self.remote_sandbox, spec),
         )
+
+    async def remote_sandbox(self, spec: MachineSpec) -> RemoteSandbox:
+        """This session's sandbox on `spec`, once a probe has said what the machine has (the
+        first call waits for one). Raises MachineError when that cannot be known."""
+        if spec.name not in self._facts:
+            health = await self.probe(spec)
+            if spec.name not in self._facts:
+                why = health.error or "its probe did not say what sandbox it has"
+                raise MachineError(f"nothing runs on {spec.name} until the app knows what sandbox it has there: {why}")
+        policy = self.sandbox.policy
+        sandbox = RemoteSandbox(
+            self._facts[spec.name],
+            spec.name,
+            self.session,
+            writable=spec.writable,
+            mode=policy.mode,
+            network=policy.network,
+        )
+        if sandbox.confines:
+            self._used[spec.name] = sandbox
+        return sandbox
 
     def check_reachable(self, spec: MachineSpec) -> None:
         """Fail fast for a machine the last probe found offline."""
@@ -111,8 +146,24 @@ class Fleet:
     # --- health --------------------------------------------------------------------------------
 
     async def probe(self, spec: MachineSpec) -> Health:
-        health = local_health() if spec.is_local else await probe(self.transport(spec))
+        """Probe `spec` now; a probe already under way is shared, not started again."""
+        if spec.is_local:
+            return self._heard(spec, local_health(), None)
+        running = self._probes.get(spec.name)
+        if running is None or running.done():
+            running = self._probes[spec.name] = asyncio.ensure_future(self._probe_remote(spec))
+        return await asyncio.shield(running)  # a caller that gives up does not stop it for the others
+
+    async def _probe_remote(self, spec: MachineSpec) -> Health:
+        health, facts = await probe_facts(self.transport(spec))
+        return self._heard(spec, health, facts)
+
+    def _heard(self, spec: MachineSpec, health: Health, facts: RemoteFacts | None) -> Health:
         self.health[spec.name] = health
+        if facts is not None:
+            self._facts[spec.name] = facts
+        elif health.state != "offline":  # it answered, but not what sandbox it has: unknown
+            self._facts.pop(spec.name, None)
         for listener in self.listeners:
             listener(spec, health)
         return health
@@ -128,5 +179,12 @@ class Fleet:
         self.health[spec.name] = replace(previous, state=state, error=error, checked_at=time.monotonic())
 
     async def close(self) -> None:
-        """Stop the control masters this session started."""
+        """Remove this session's folders on the machines it used, then stop the control masters
+        this session started."""
+        used, self._used = self._used, {}
+
+        async def clean(name: str, sandbox: RemoteSandbox) -> None:
+            await self._transports[name].run(sandbox.cleanup(), timeout_s=CLEANUP_TIMEOUT_S)
+
+        await asyncio.gather(*(clean(n, s) for n, s in used.items() if n in self._transports), return_exceptions=True)
         await asyncio.gather(*(t.close() for t in self._transports.values()), return_exceptions=True)

@@ -1,16 +1,18 @@
 """A machine reached over ssh: the same operations as the local one, done with POSIX tools there.
 
 Nothing needs installing there beyond bash and the usual utilities (awk, grep, ls, mktemp).
-Output is made inert and cut like local output, so a remote file can no more take over the
-terminal than a local one.
+Nothing runs there before the app knows what sandbox the machine has (`sandbox_of` waits for its
+probe); then every command and file tool runs inside it (machines/remote_sandbox.py), from the
+machine's workspace, where relative paths start too. A machine without bubblewrap is held by the
+floor and approval alone, and its results say so. Output is made inert and cut like local
+output, so a remote file can no more take over the terminal than a local one.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 
 from cmdop_tui.machines.agent import DEFAULT_CMDOP, agent_command
 from cmdop_tui.machines.machine import (
@@ -23,13 +25,22 @@ from cmdop_tui.machines.machine import (
     FileBytes,
     MachineResult,
     ProgressSink,
-    SandboxRefusal,
 )
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_process
-from cmdop_tui.machines.remote_sandbox import remote_script
-from cmdop_tui.machines.sandbox import denied_path
+from cmdop_tui.machines.remote_sandbox import RemoteSandbox, Tags
+from cmdop_tui.machines.remote_scripts import (
+    EDIT_SCRIPT,
+    FETCH_SCRIPT,
+    GLOB_SCRIPT,
+    GREP_SCRIPT,
+    LIST_SCRIPT,
+    NO_SUCH_FILE,
+    READ_SCRIPT,
+    REFUSED,
+    WRITE_SCRIPT,
+)
 from cmdop_tui.machines.spec import MachineError, MachineSpec
-from cmdop_tui.machines.ssh import SSH_FAILED, SshTransport, ssh_failure
+from cmdop_tui.machines.ssh import SSH_FAILED, RemoteResult, SshTransport, ssh_failure
 from cmdop_tui.support.diffs import apply_edit
 from cmdop_tui.support.text import decode_output, inert_line, strip_terminal_sequences, truncate_middle
 
@@ -37,90 +48,14 @@ __all__ = ["RemoteMachine"]
 
 AGENT_STOP_GRACE_S = 0.3  # a stopped remote agent gets this long after TERM
 COMMAND_NOT_FOUND = 127
+UNSCANNED = (
+    "the sandbox there has not finished looking for the secrets it must hide (a very large home?); "
+    "nothing runs there until it has. Try again in a moment."
+)
 
-READ_SCRIPT = r"""
-f={path}
-[ -e "$f" ] || {{ echo "no such file: $f" >&2; exit 3; }}
-[ -d "$f" ] && {{ echo "$f is a directory (use list_dir)" >&2; exit 3; }}
-size=$(wc -c < "$f") || exit 3
-if [ "$(head -c 8192 "$f" | tr -d '\000' | wc -c)" -ne "$(head -c 8192 "$f" | wc -c)" ]; then
-  echo "$f is a binary file ($size bytes)" >&2; exit 3
-fi
-total=$(wc -l < "$f")
-awk -v s={start} -v e={end} 'NR>=s && (e==0 || NR<=e) {{printf "%6d\t%s\n", NR, substr($0, 1, 2000)}} e>0 && NR>e {{exit}}' "$f" | head -n {limit}
-echo "lines in file: $total"
-"""
 
-LIST_SCRIPT = r"""
-d={path}
-[ -d "$d" ] || {{ echo "not a directory: $d" >&2; exit 3; }}
-ls -la -- "$d" | head -n {limit}
-"""
-
-WRITE_SCRIPT = r"""
-f={path}
-[ -L "$f" ] && f=$(readlink -f -- "$f")  # write through a symlink, as the local tool does
-dir=$(dirname -- "$f")
-mkdir -p -- "$dir" || exit 3
-if [ -e "$f" ]; then
-  mode=$(stat -c %a -- "$f" 2>/dev/null || stat -f %Lp -- "$f" 2>/dev/null)  # GNU, then BSD
-else
-  mode=$(printf '%o' $((0666 & ~0$(umask))))  # what a plain new file would get
-fi
-tmp=$(mktemp "$dir/.cmdop-write.XXXXXX") || exit 3
-cat > "$tmp" || {{ rm -f "$tmp"; exit 3; }}
-[ -n "$mode" ] && chmod "$mode" "$tmp"
-mv -f -- "$tmp" "$f" || {{ rm -f "$tmp"; exit 3; }}
-echo "wrote $(wc -c < "$f") bytes to $f"
-"""
-
-NO_SUCH_FILE = 4  # FETCH_SCRIPT's exit status for a missing file
-
-# The file's bytes after a line with its `cksum`, which EDIT_SCRIPT checks before replacing it.
-FETCH_SCRIPT = r"""
-f={path}
-[ -L "$f" ] && f=$(readlink -f -- "$f")
-[ -e "$f" ] || exit 4
-[ -d "$f" ] && {{ echo "$f is a directory" >&2; exit 3; }}
-[ -f "$f" ] || {{ echo "$f is not a regular file" >&2; exit 3; }}
-size=$(($(wc -c < "$f"))) || exit 3
-[ "$size" -le {limit} ] || {{ echo "$f is too large {purpose} ($size bytes)" >&2; exit 3; }}
-cksum < "$f" || exit 3
-exec cat -- "$f"
-"""
-
-# New content on stdin, written atomically with the old file's mode and (where allowed) owner,
-# unless the file changed since FETCH_SCRIPT read it.
-EDIT_SCRIPT = r"""
-f={path}
-[ -L "$f" ] && f=$(readlink -f -- "$f")
-[ -f "$f" ] || {{ echo "no such file: $f" >&2; exit 3; }}
-[ "$(cksum < "$f")" = {checksum} ] || {{ echo "$f changed while it was being edited; it was left as it is now" >&2; exit 3; }}
-dir=$(dirname -- "$f")
-mode=$(stat -c %a -- "$f" 2>/dev/null || stat -f %Lp -- "$f" 2>/dev/null)  # GNU, then BSD
-owner=$(stat -c %u:%g -- "$f" 2>/dev/null || stat -f %u:%g -- "$f" 2>/dev/null)
-tmp=$(mktemp "$dir/.cmdop-edit.XXXXXX") || exit 3
-trap 'rm -f -- "$tmp"' EXIT
-cat > "$tmp" || exit 3
-[ -n "$owner" ] && chown "$owner" "$tmp" 2>/dev/null
-[ -n "$mode" ] && chmod "$mode" "$tmp"
-mv -f -- "$tmp" "$f" || exit 3
-"""
-
-GREP_SCRIPT = r"""
-grep -rnIE --exclude-dir=.git {include} -e {pattern} -- {path} | head -n {limit} | cut -c1-500
-status=${{PIPESTATUS[0]}}
-[ "$status" -le 1 ] || exit "$status"
-"""
-
-GLOB_SCRIPT = r"""
-cd -- {cwd} || exit 3
-shopt -s globstar nullglob
-IFS=$'\n'
-pattern={pattern}
-# An unquoted variable is only split and globbed, never run: no command substitution happens.
-for match in $pattern; do printf '%s\n' "$match"; done | head -n {limit}
-"""
+async def _not_known() -> RemoteSandbox:
+    raise MachineError("what sandbox this machine has is not known: nothing runs there")
 
 
 @dataclass(frozen=True)
@@ -128,12 +63,14 @@ class RemoteMachine:
     """A machine of the inventory, reached through its ssh transport.
 
     `on_unreachable` hears why a connection failed, so the fleet can mark the machine offline.
+    `sandbox_of` is the session's sandbox there, once its probe has said what the machine has
+    (raises MachineError when that cannot be known: then nothing runs).
     """
 
     spec: MachineSpec
     transport: SshTransport
     on_unreachable: Callable[[str], None] = field(default=lambda reason: None, compare=False)
-    sandbox: bool = False  # bubblewrap there (the health probe found it): commands run inside
+    sandbox_of: Callable[[], Awaitable[RemoteSandbox]] = field(default=_not_known, compare=False)
 
     @property
     def name(self) -> str:
@@ -150,31 +87,51 @@ class RemoteMachine:
         sandboxed: bool = True,
     ) -> MachineResult:
         """Run it there in its own process group, which Stop kills there too (killing the local
-        ssh client alone would leave it running); inside bubblewrap where the machine has it,
-        else held by the floor and approval alone."""
+        ssh client alone would leave it running); inside the sandbox there, from the workspace
+        (or `cwd`)."""
 
         def ssh_error(status: int | None, stderr: str) -> str | None:
             return str(ssh_failure(self.spec, stderr)) if status == SSH_FAILED else None
 
-        confined = sandboxed and self.sandbox
-        script = remote_script(command, self.spec.writable) if confined else command
+        try:
+            sandbox = await self.sandbox_of()
+        except MachineError as exc:
+            return MachineResult.error(str(exc))
+        script = sandbox.script(command, cwd=cwd, confined=sandboxed)
         result = await self._run_stoppable(
-            script, cwd=cwd, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
+            script, cwd=None, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
         )
-        if confined and not result.text.startswith("exit code: 0"):
-            roots = [Path("/tmp"), *(Path(w) for w in self.spec.writable if not w.startswith("~"))]
-            path = denied_path(result.text, roots)
-            if path is not None:
-                refusal = SandboxRefusal(
-                    "write", (path,), "only its working directory and /tmp are writable", self.name
+        text, tags = sandbox.take_tags(result.text)
+        return self._judge(replace(result, text=text), tags, sandbox, sandboxed)
+
+    def _judge(self, result: MachineResult, tags: Tags, sandbox: RemoteSandbox, sandboxed: bool) -> MachineResult:
+        """A command's result with what the sandbox there refused it (checked against its rules)."""
+        if tags.failed:
+            return MachineResult.error(f"{self.name}: {UNSCANNED if tags.failed == 'unscanned' else tags.failed}")
+        if tags.created:
+            paths = [path for path, _ in tags.created]
+            held = "only a person may create these at the top of a writable root: they run code or instruct the next session"
+            moved = ", ".join(inert_line(where) for _, where in tags.created)
+            note = (
+                f"\n[sandbox on {self.name}: the command created {', '.join(map(inert_line, paths))}; {held}. "
+                f"It was moved to {moved}. Running the command outside the sandbox needs the user's approval.]"
+            )
+            return MachineResult.denied(result.text + note, sandbox.refusal("create", paths, held))
+        confined = sandboxed and sandbox.confines
+        if confined and (result.is_error or not result.text.startswith("exit code: 0")):
+            refusal = sandbox.refused_write(result.text)
+            if refusal is not None:
+                note = (
+                    f"\n[sandbox on {self.name}: the command could not {refusal.needs.removesuffix(f' on {self.name}')}: "
+                    f"{refusal.held}. Running it outside the sandbox needs the user's approval.]"
                 )
-                note = f"\n[sandbox on {self.name}: the command could not write {path}; outside it needs the user's approval]"
                 return MachineResult.denied(result.text + note, refusal)
-        return result
+        return _noted(result, sandbox, sandboxed)
 
     async def run_agent(self, prompt: str, *, timeout_ms: int, progress: ProgressSink) -> MachineResult:
-        """Give `prompt` to this project's headless agent there; its stream-json lines go to
-        `progress` as stdout. Stop ends it, TERM first so that it can end its turn cleanly."""
+        """Give `prompt` to this project's headless agent there, working in the machine's
+        workspace; its stream-json lines go to `progress` as stdout. Stop ends it, TERM first so
+        that it can end its turn cleanly."""
 
         def failure(status: int | None, stderr: str) -> str | None:
             if status == SSH_FAILED:
@@ -184,9 +141,14 @@ class RemoteMachine:
                 return not_installed(self.spec)
             return None
 
-        command = agent_command(self.spec.cmdop, f"-p {shlex.quote(prompt)} --output-format stream-json --yes")
+        arguments = f"-p {shlex.quote(prompt)} --output-format stream-json --yes"
         return await self._run_stoppable(
-            command, cwd=None, timeout_ms=timeout_ms, progress=progress, exit_line=failure, grace_s=AGENT_STOP_GRACE_S
+            agent_command(self.spec.cmdop, arguments, in_workspace=True),
+            cwd=None,
+            timeout_ms=timeout_ms,
+            progress=progress,
+            exit_line=failure,
+            grace_s=AGENT_STOP_GRACE_S,
         )
 
     async def _run_stoppable(
@@ -217,9 +179,11 @@ class RemoteMachine:
             exit_line=exit_line,
         )
 
+    # --- the file tools ----------------------------------------------------------------------
+
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
         script = READ_SCRIPT.format(path=_path(path), start=int(start), end=int(end or 0), limit=READ_MAX_LINES)
-        result = await self._script(script)
+        result = await self._script(script, reads=path)
         if result.is_error:
             return result
         body, _, total = result.text.rpartition("lines in file: ")
@@ -227,17 +191,18 @@ class RemoteMachine:
         return MachineResult((body.rstrip("\n") or "(no lines in that range)") + note)
 
     async def list_dir(self, path: str) -> MachineResult:
-        return await self._script(LIST_SCRIPT.format(path=_path(path), limit=LIST_MAX_ENTRIES + 1))
+        return await self._script(LIST_SCRIPT.format(path=_path(path), limit=LIST_MAX_ENTRIES + 1), reads=path)
 
     async def write_file(self, path: str, content: str, *, sandboxed: bool = True) -> MachineResult:
-        return await self._script(WRITE_SCRIPT.format(path=_path(path)), input=content.encode("utf-8"))
+        script = WRITE_SCRIPT.format(path=_path(path))
+        return await self._write(path, script, content.encode("utf-8"), sandboxed)
 
     async def edit_file(
         self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
     ) -> MachineResult:
         """Read the file's bytes, replace here, write them back there (support/diffs.py)."""
         shown = inert_line(path)
-        fetched = await self._fetch(path, EDIT_MAX_BYTES, "to edit")
+        fetched = await self._fetch(path, EDIT_MAX_BYTES, "to edit", sandboxed)
         if isinstance(fetched, FileBytes):
             if not fetched.exists:
                 return MachineResult.error(
@@ -248,19 +213,22 @@ class RemoteMachine:
         edit = apply_edit(data, old_string, new_string, replace_all=replace_all, name=shown)
         if edit.error is not None:
             return MachineResult.error(edit.error)
-        written = await self._script(EDIT_SCRIPT.format(path=_path(path), checksum=_q(checksum)), input=edit.data)
+        script = EDIT_SCRIPT.format(path=_path(path), checksum=_q(checksum))
+        written = await self._write(path, script, edit.data, sandboxed)
         return written if written.is_error else MachineResult(f"{edit.summary(shown)} on {self.name}")
 
     async def read_bytes(self, path: str, *, max_bytes: int) -> FileBytes:
         fetched = await self._fetch(path, max_bytes, "to compare")
         return fetched if isinstance(fetched, FileBytes) else FileBytes(fetched[1])
 
-    async def _fetch(self, path: str, limit: int, purpose: str) -> tuple[str, bytes] | FileBytes:
+    async def _fetch(
+        self, path: str, limit: int, purpose: str, sandboxed: bool = True
+    ) -> tuple[str, bytes] | FileBytes:
         """(its `cksum` line, its bytes), or a FileBytes saying it is missing or why it cannot be read."""
-        try:
-            result = await self.transport.run(FETCH_SCRIPT.format(path=_path(path), limit=int(limit), purpose=purpose))
-        except MachineError as exc:
-            return FileBytes.failed(str(exc))
+        ran = await self._run(FETCH_SCRIPT.format(path=_path(path), limit=int(limit), purpose=purpose), path, sandboxed)
+        if isinstance(ran, MachineResult):
+            return FileBytes.failed(ran.text)
+        result = ran[1]
         if result.status == NO_SUCH_FILE:
             return FileBytes.missing()
         if result.status != 0:
@@ -272,23 +240,63 @@ class RemoteMachine:
     async def grep(self, pattern: str, *, path: str, glob: str | None = None) -> MachineResult:
         include = f"--include={_q(glob)}" if glob else ""
         script = GREP_SCRIPT.format(include=include, pattern=_q(pattern), path=_path(path), limit=GREP_MAX_MATCHES)
-        return _or_no_matches(await self._script(script))
+        return _or_no_matches(await self._script(script, reads=path))
 
     async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
         script = GLOB_SCRIPT.format(cwd=_path(cwd), pattern=_q(pattern), limit=GLOB_MAX_RESULTS)
-        return _or_no_matches(await self._script(script))
+        return _or_no_matches(await self._script(script, reads=cwd))
 
-    async def _script(self, script: str, *, input: bytes | None = None) -> MachineResult:
+    async def _write(self, path: str, script: str, data: bytes, sandboxed: bool) -> MachineResult:
+        """A write or an edit there; one the sandbox refuses (by its rules: before it runs for
+        the path given, after it for the path that resolved to there) may be let out by the user."""
+        ran = await self._run(script, None, sandboxed, input=data, writes=path)
+        if isinstance(ran, MachineResult):
+            return ran
+        sandbox, result = ran
+        if result.status != REFUSED:
+            return _noted(_as_result(self.name, result), sandbox, sandboxed)
+        target = result.stderr_text.rpartition("refused:")[2].strip() or sandbox.absolute(path)
+        if sandboxed and sandbox.confines and not sandbox.may_write(target):
+            return self._refused(sandbox, target)
+        return MachineResult.error(f"{self.name}: cannot write {inert_line(target)}")
+
+    def _refused(self, sandbox: RemoteSandbox, target: str) -> MachineResult:
+        refusal = sandbox.refusal("write", [target])
+        return MachineResult.denied(
+            f"{self.name}: the sandbox there refused to {refusal.needs}; {refusal.held}", refusal
+        )
+
+    async def _script(self, script: str, *, reads: str) -> MachineResult:
         """Run a short script there; its stdout (inert, cut) or its stderr as an error."""
+        ran = await self._run(script, reads, True)
+        return ran if isinstance(ran, MachineResult) else _as_result(self.name, ran[1])
+
+    async def _run(
+        self, body: str, reads: str | None, sandboxed: bool, *, input: bytes | None = None, writes: str | None = None
+    ) -> tuple[RemoteSandbox, RemoteResult] | MachineResult:
+        """`body` there, inside the sandbox unless `sandboxed` is False; an error result for a
+        path it hides (`reads`), a refusal for one it hides or protects (`writes`), for an
+        unknown sandbox, a failed connection or set-up."""
         try:
-            result = await self.transport.run(script, input=input)
+            sandbox = await self.sandbox_of()
         except MachineError as exc:
             return MachineResult.error(str(exc))
-        text = truncate_middle(strip_terminal_sequences(decode_output(result.stdout)), READ_MAX_CHARS)
-        if result.status != 0:
-            reason = strip_terminal_sequences(result.stderr_text) or f"exit status {result.status}"
-            return MachineResult.error(f"{self.name}: {reason}")
-        return MachineResult(text)
+        confined = sandboxed and sandbox.confines
+        if confined and reads is not None and sandbox.hides(sandbox.absolute(reads)):
+            return MachineResult.error(f"{inert_line(reads)} on {self.name} is hidden by the sandbox (a secret)")
+        if confined and writes is not None:
+            target = sandbox.absolute(writes)
+            if sandbox.hides(target) or sandbox.protects(target):
+                return self._refused(sandbox, target)
+        listing = sandbox.hidden_list() if confined else ""
+        try:
+            result = await self.transport.run(sandbox.script(f"{listing}\n{body}", confined=sandboxed), input=input)
+        except MachineError as exc:
+            return MachineResult.error(str(exc))
+        stderr, tags = sandbox.take_tags(result.stderr.decode("utf-8", "replace"))
+        if tags.failed:
+            return MachineResult.error(f"{self.name}: {UNSCANNED if tags.failed == 'unscanned' else tags.failed}")
+        return sandbox, replace(result, stderr=stderr.encode())
 
 
 def not_installed(spec: MachineSpec) -> str:
@@ -303,6 +311,22 @@ def not_installed(spec: MachineSpec) -> str:
         f"non-interactive ssh session there). Run `cmdop-tui machines install {spec.name}` to put a "
         "matching one there."
     )
+
+
+def _as_result(name: str, result: RemoteResult) -> MachineResult:
+    """A script's stdout (inert, cut), or its stderr as an error."""
+    if result.status != 0:
+        reason = strip_terminal_sequences(result.stderr_text) or f"exit status {result.status}"
+        return MachineResult.error(f"{name}: {reason}")
+    return MachineResult(truncate_middle(strip_terminal_sequences(decode_output(result.stdout)), READ_MAX_CHARS))
+
+
+def _noted(result: MachineResult, sandbox: RemoteSandbox, sandboxed: bool) -> MachineResult:
+    """The result, saying that no sandbox held it where the machine has none."""
+    if not sandboxed or sandbox.facts.bubblewrap or sandbox.mode == "off":
+        return result
+    note = f"\n[no sandbox on {sandbox.machine}: it has no usable bubblewrap; only the floor and approval held this]"
+    return replace(result, text=result.text + note)
 
 
 def _or_no_matches(result: MachineResult) -> MachineResult:
