@@ -18,7 +18,7 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.agent.events import ToolEnd
 from cmdop_tui.config.settings import SandboxPolicy
-from cmdop_tui.machines import local_files
+from cmdop_tui.machines import local_writes
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
@@ -160,10 +160,10 @@ async def test_a_failed_write_leaves_the_file_intact(tmp_path: Path, monkeypatch
     target = tmp_path / "a.txt"
     target.write_text("keep me\n")
 
-    def broken_rename(src: str, dst: str) -> None:
+    def broken_rename(src: str, dst: str, **dir_fds: int) -> None:
         raise OSError(28, "No space left on device", dst)
 
-    monkeypatch.setattr(local_files.os, "replace", broken_rename)
+    monkeypatch.setattr(local_writes.os, "replace", broken_rename)
     result = await edit(tmp_path, path="a.txt", old_string="keep", new_string="lose")
     assert result.is_error and "No space left on device" in result.content
     assert target.read_text() == "keep me\n"
@@ -173,13 +173,13 @@ async def test_a_failed_write_leaves_the_file_intact(tmp_path: Path, monkeypatch
 async def test_a_file_changed_meanwhile_is_not_overwritten(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "a.txt"
     target.write_text("one\n")
-    real_apply = local_files.apply_edit
+    real_apply = local_writes.apply_edit
 
     def racing(*args: Any, **kwargs: Any) -> Any:
         target.write_text("someone else's words\n")  # another writer, between the read and the rename
         return real_apply(*args, **kwargs)
 
-    monkeypatch.setattr(local_files, "apply_edit", racing)
+    monkeypatch.setattr(local_writes, "apply_edit", racing)
     result = await edit(tmp_path, path="a.txt", old_string="one", new_string="two")
     assert result.is_error and "changed while it was being edited" in result.content
     assert target.read_text() == "someone else's words\n"

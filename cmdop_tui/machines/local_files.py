@@ -1,27 +1,30 @@
-"""The file operations of the local machine, as blocking functions (LocalMachine runs them in a
-worker thread, so the event loop and the UI's Stop button stay responsive).
+"""The reads of the local machine's file tools, as blocking functions (LocalFiles runs them in
+a worker thread, so the event loop and the UI's Stop button stay responsive); the writes are in
+local_writes.py, glob in local_glob.py.
 
 They give the model cheap, bounded, structured access to the file system without a shell round
-trip. Paths come in absolute (LocalMachine resolves them). Everything returned passes through the
-text-safety helpers, so file contents and file names can never put escape sequences on the
+trip. Paths come in absolute (LocalFiles resolves them), and each is opened once: the sandbox's
+rules judge the object opened (machines/local_rules.py), and it is read through that descriptor,
+never opened by name again, so a symlink flipped meanwhile changes nothing. What the sandbox
+hides is never read, and its names are left out of listings. Everything returned passes through
+the text-safety helpers, so file contents and file names can never put escape sequences on the
 user's terminal.
 """
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import fnmatch
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, ParamSpec
 
+from cmdop_tui.machines.beneath import O_PATH, open_path, real_path, reopen
+from cmdop_tui.machines.local_rules import FileRules, Opened, Refused
 from cmdop_tui.machines.machine import (
-    EDIT_MAX_BYTES,
-    GLOB_MAX_RESULTS,
     GREP_MAX_FILE_BYTES,
     GREP_MAX_MATCHES,
     LIST_MAX_ENTRIES,
@@ -30,32 +33,44 @@ from cmdop_tui.machines.machine import (
     FileBytes,
     MachineResult,
 )
-from cmdop_tui.support.diffs import apply_edit
 from cmdop_tui.support.text import decode_output, inert_line
 
-__all__ = ["edit_file", "glob", "grep", "guarded", "list_dir", "read_bytes", "read_file", "write_file"]
+__all__ = [
+    "grep",
+    "guarded",
+    "hidden_note",
+    "list_dir",
+    "open_folder",
+    "read_bytes",
+    "read_file",
+    "read_opened",
+    "show",
+]
 
 GREP_LINE_CHARS = 500
-GLOB_MAX_SCANNED = 100_000
 BINARY_SNIFF_BYTES = 8 * 1024
 MAX_LINE_BYTES = 1024 * 1024  # longer lines are cut so one line cannot exhaust memory
 COUNT_LINES_MAX_BYTES = 256 * 1024 * 1024  # beyond this, "more lines follow" without a total
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _Params = ParamSpec("_Params")
 
 
-def _show(path: Path | str) -> str:
+def show(path: Path | str) -> str:
     """A path as it may appear in tool output: on one line, with no control characters."""
     return inert_line(str(path))
 
 
 def guarded(work: Callable[_Params, MachineResult], *args: _Params.args, **kwargs: _Params.kwargs) -> MachineResult:
-    """Run `work`; an OSError it does not handle itself becomes an error result naming the path."""
+    """Run `work`; an OSError it does not handle itself becomes an error result naming the path,
+    a write the sandbox refused a result that may be escalated."""
     try:
         return work(*args, **kwargs)
+    except Refused as refused:
+        return MachineResult.denied(refused.message, refused.refusal)
     except FileNotFoundError as exc:
-        return MachineResult.error(f"no such file or directory: {_show(exc.filename or '')}")
+        return MachineResult.error(f"no such file or directory: {show(exc.filename or '')}")
     except OSError as exc:
-        return MachineResult.error(f"{_show(exc.filename or '')}: {exc.strerror or exc}")
+        return MachineResult.error(f"{show(exc.filename or '')}: {exc.strerror or exc}")
 
 
 def _is_binary(head: bytes) -> bool:
@@ -96,28 +111,35 @@ def _count_rest(stream: IO[bytes]) -> int:
     return count + (last != b"\n")
 
 
-def _open_regular(path: Path) -> tuple[IO[bytes], int]:
-    """Open a regular file for reading, with its size; FIFOs and devices could block forever."""
-    if path.is_dir():
-        raise IsADirectoryError(21, "is a directory; use list_dir", str(path))
-    mode = path.stat().st_mode
+def read_opened(opened: Opened, shown: Path | str) -> tuple[IO[bytes], int]:
+    """The regular file `opened` names, for reading, with its size; FIFOs and devices could block
+    forever (or do something when opened: the O_PATH descriptor opened nothing yet)."""
+    mode = opened.info.st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "is a directory; use list_dir", str(shown))
     if not stat.S_ISREG(mode):
-        raise OSError(0, "not a regular file", str(path))
-    stream = open(path, "rb")
-    return stream, os.fstat(stream.fileno()).st_size
+        raise OSError(0, "not a regular file", str(shown))
+    return os.fdopen(reopen(opened.fd, os.O_RDONLY), "rb"), opened.info.st_size
+
+
+def _open_readable(rules: FileRules, path: Path) -> tuple[IO[bytes], int]:
+    """The regular file `path` names, if the sandbox does not hide it, for reading."""
+    with rules.open(path) as opened:
+        rules.readable(opened, path)
+        return read_opened(opened, path)
 
 
 # --- read_file ---------------------------------------------------------------------------------
 
 
-def read_file(path: Path, start: int, end: int | None) -> MachineResult:
+def read_file(rules: FileRules, path: Path, start: int, end: int | None) -> MachineResult:
     """Numbered lines `start`..`end` of a text file, capped, with a note on how to read on."""
     if end is not None and end < start:
         return MachineResult.error(f"end ({end}) is before start ({start})")
-    stream, size = _open_regular(path)
+    stream, size = _open_readable(rules, path)
     with stream:
         if _is_binary(stream.read(BINARY_SNIFF_BYTES)):
-            return MachineResult.error(f"{_show(path)} is a binary file ({size:,} bytes); read_file shows text only")
+            return MachineResult.error(f"{show(path)} is a binary file ({size:,} bytes); read_file shows text only")
         stream.seek(0)
         return _numbered(stream, start, end, size)
 
@@ -169,31 +191,55 @@ def _read_on_note(first: int, last: int, consumed: int, stream: IO[bytes], size:
 # --- list_dir ----------------------------------------------------------------------------------
 
 
-def list_dir(path: Path) -> MachineResult:
-    """One line per entry, sorted by name, capped at LIST_MAX_ENTRIES."""
-    if path.exists() and not path.is_dir():
-        return MachineResult.error(f"{_show(path)} is not a directory; use read_file")
-    with os.scandir(path) as scan:
-        entries = sorted(scan, key=lambda entry: entry.name)
-    if not entries:
-        return MachineResult(f"{_show(path)}: (empty directory)")
-    lines = [f"{_show(path)}: {len(entries):,} entries"]
-    lines.extend(_describe_entry(entry) for entry in entries[:LIST_MAX_ENTRIES])
-    if len(entries) > LIST_MAX_ENTRIES:
-        hidden = len(entries) - LIST_MAX_ENTRIES
-        lines.append(f"[... {hidden:,} more entries not shown; use glob to filter]")
+def open_folder(rules: FileRules, path: Path) -> tuple[int, Path]:
+    """The folder `path` names, if the sandbox does not hide it, opened for listing (the caller
+    closes it), with its real path."""
+    with rules.open(path) as opened:
+        rules.readable(opened, path)
+        if not stat.S_ISDIR(opened.info.st_mode):
+            raise NotADirectoryError(20, "is not a directory; use read_file", str(path))
+        return reopen(opened.fd, os.O_RDONLY | os.O_DIRECTORY), opened.real
+
+
+def hidden_note(count: int) -> str:
+    """`[2 entries hidden by the sandbox are left out]`."""
+    return f"[{_plural(count, 'entry', 'entries')} hidden by the sandbox {'is' if count == 1 else 'are'} left out]"
+
+
+def list_dir(rules: FileRules, path: Path) -> MachineResult:
+    """One line per entry, sorted by name, capped at LIST_MAX_ENTRIES; what the sandbox hides
+    is left out, and a note says how many."""
+    folder, real = open_folder(rules, path)
+    try:
+        with os.scandir(folder) as scan:
+            entries = sorted(scan, key=lambda entry: entry.name)
+        described = [_describe_entry(rules, folder, real, entry) for entry in entries]
+    finally:
+        os.close(folder)
+    shown = [line for line in described if line is not None]
+    hidden = len(described) - len(shown)
+    if not shown and not hidden:
+        return MachineResult(f"{show(path)}: (empty directory)")
+    lines = [f"{show(path)}: {len(shown):,} entries", *shown[:LIST_MAX_ENTRIES]]
+    if len(shown) > LIST_MAX_ENTRIES:
+        lines.append(f"[... {len(shown) - LIST_MAX_ENTRIES:,} more entries not shown; use glob to filter]")
+    if hidden:
+        lines.append(hidden_note(hidden))
     return MachineResult("\n".join(lines))
 
 
-def _describe_entry(entry: os.DirEntry[str]) -> str:
-    """`name/` for a directory, `name  (N bytes)` for a file, `name -> target` for a symlink."""
-    name = _show(entry.name)
+def _describe_entry(rules: FileRules, folder: int, real: Path, entry: os.DirEntry[str]) -> str | None:
+    """`name/` for a directory, `name  (N bytes)` for a file, `name -> target` for a symlink;
+    None for what the sandbox hides (a symlink too, when what it leads to is hidden)."""
+    name = show(entry.name)
     try:
         if entry.is_symlink():
-            return f"{name} -> {_show(os.readlink(entry.path))}  ({_symlink_kind(entry)})"
-        if entry.is_dir():
+            return _describe_link(rules, folder, entry.name)
+        if rules.hides_entry(real / entry.name, entry.is_dir(follow_symlinks=False)):
+            return None
+        if entry.is_dir(follow_symlinks=False):
             return f"{name}/"
-        info = entry.stat()
+        info = entry.stat(follow_symlinks=False)
     except OSError as exc:
         return f"{name}  ({exc.strerror or 'unreadable'})"
     if stat.S_ISREG(info.st_mode):
@@ -201,11 +247,22 @@ def _describe_entry(entry: os.DirEntry[str]) -> str:
     return f"{name}  ({_special_kind(info.st_mode)})"
 
 
-def _symlink_kind(entry: os.DirEntry[str]) -> str:
-    """Where a symlink leads: a directory, something else, or nowhere."""
-    if not os.path.exists(entry.path):
-        return "broken symlink"
-    return "symlink to a directory" if entry.is_dir() else "symlink"
+def _describe_link(rules: FileRules, folder: int, name: str) -> str | None:
+    """`name -> target  (kind)`, judged on what the link leads to, opened (no magic links)."""
+    text = f"{show(name)} -> {show(os.readlink(name, dir_fd=folder))}"
+    try:
+        fd = open_path(name, dir_fd=folder)
+    except FileNotFoundError:
+        return f"{text}  (broken symlink)"
+    except OSError as exc:
+        return f"{text}  ({exc.strerror})"
+    try:
+        info = os.fstat(fd)
+        if rules.hides(real_path(fd), info):
+            return None
+    finally:
+        os.close(fd)
+    return f"{text}  ({'symlink to a directory' if stat.S_ISDIR(info.st_mode) else 'symlink'})"
 
 
 _SPECIAL_KINDS = (
@@ -221,96 +278,18 @@ def _special_kind(mode: int) -> str:
     return next((label for test, label in _SPECIAL_KINDS if test(mode)), "special file")
 
 
-# --- write_file --------------------------------------------------------------------------------
-
-
-def write_file(path: Path, content: str) -> MachineResult:
-    """Replace the file's content atomically: readers see the old file or the new, never half."""
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if target.is_dir():
-        return MachineResult.error(f"{_show(path)} is a directory")
-    data = content.encode("utf-8")
-    existed = target.exists()
-    mode = stat.S_IMODE(target.stat().st_mode) if existed else 0o666 & ~_umask()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target, data, mode)
-    verb = "replaced" if existed else "created"
-    return MachineResult(f"wrote {len(data):,} bytes to {_show(path)} ({verb})")
-
-
-def _atomic_write(target: Path, data: bytes, mode: int, owner: tuple[int, int] | None = None) -> None:
-    """Write to a temp file beside `target`, then rename it over `target`, with `mode` and, where
-    this process may give it, `owner` (uid, gid)."""
-    fd, temp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as temp:
-            temp.write(data)
-            temp.flush()
-            os.fsync(temp.fileno())
-            made = os.fstat(temp.fileno())
-            if owner is not None and owner != (made.st_uid, made.st_gid):
-                with contextlib.suppress(PermissionError):  # only root may give a file away
-                    os.fchown(temp.fileno(), *owner)
-        os.chmod(temp_name, mode)  # after the owner: chown clears set-id bits
-        os.replace(temp_name, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp_name)
-        raise
-
-
-def _umask() -> int:
-    """The process umask, read without changing it (os.umask would race with other threads)."""
-    try:
-        with open("/proc/self/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
-
-
-# --- edit_file ---------------------------------------------------------------------------------
-
-
-def edit_file(path: Path, old: str, new: str, replace_all: bool) -> MachineResult:
-    """Replace `old` with `new` (support/diffs.py says how), then write the file atomically with
-    its mode and owner; a failed edit, or a file that changed meanwhile, leaves it as it was."""
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    if not target.exists():
-        return MachineResult.error(
-            f"no such file: {_show(path)}; edit_file changes an existing file (write_file creates one)"
-        )
-    stream, size = _open_regular(target)
-    with stream:
-        before = os.fstat(stream.fileno())
-        if size > EDIT_MAX_BYTES:
-            return MachineResult.error(f"{_show(path)} is too large to edit ({size:,} bytes); use a command")
-        data = stream.read()
-    edit = apply_edit(data, old, new, replace_all=replace_all, name=_show(path))
-    if edit.error is not None:
-        return MachineResult.error(edit.error)
-    now = target.stat()
-    if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
-        return MachineResult.error(f"{_show(path)} changed while it was being edited; it was left as it is now")
-    _atomic_write(target, edit.data, stat.S_IMODE(before.st_mode), (before.st_uid, before.st_gid))
-    return MachineResult(edit.summary(_show(path)))
-
-
-def read_bytes(path: Path, max_bytes: int) -> FileBytes:
+def read_bytes(rules: FileRules, path: Path, max_bytes: int) -> FileBytes:
     """The file's bytes (through a symlink) for a diff, or why not; never raises an OSError."""
     try:
-        target = Path(os.path.realpath(path)) if path.is_symlink() else path
-        if not target.exists():
-            return FileBytes.missing()
-        stream, size = _open_regular(target)
+        stream, size = _open_readable(rules, path)
         with stream:
             if size > max_bytes:
-                return FileBytes.failed(f"{_show(path)} is too large to compare ({size:,} bytes)")
+                return FileBytes.failed(f"{show(path)} is too large to compare ({size:,} bytes)")
             return FileBytes(stream.read(max_bytes + 1))
+    except FileNotFoundError:
+        return FileBytes.missing()
     except OSError as exc:
-        return FileBytes.failed(f"{_show(path)}: {exc.strerror or exc}")
+        return FileBytes.failed(f"{show(path)}: {exc.strerror or exc}")
 
 
 # --- grep --------------------------------------------------------------------------------------
@@ -321,7 +300,7 @@ class _GrepStats:
 
     def __init__(self) -> None:
         self.hits: list[str] = []
-        self.binary = self.large = self.unreadable = 0
+        self.binary = self.large = self.unreadable = self.hidden = self.outside = 0
 
     def skipped_note(self) -> str | None:
         """`[skipped 2 binary files, 1 file over 10 MB]`, or None when nothing was skipped."""
@@ -330,6 +309,8 @@ class _GrepStats:
             _plural(self.binary, "binary file", "binary files"),
             _plural(self.large, f"file {over}", f"files {over}"),
             _plural(self.unreadable, "unreadable file", "unreadable files"),
+            _plural(self.hidden, "file hidden by the sandbox", "files hidden by the sandbox"),
+            _plural(self.outside, "symlink leading out of the folder", "symlinks leading out of the folder"),
         ]
         parts = [part for part in parts if part]
         return f"[skipped {', '.join(parts)}]" if parts else None
@@ -342,22 +323,20 @@ def _plural(count: int, singular: str, plural: str) -> str:
     return f"{count:,} {singular if count == 1 else plural}"
 
 
-def grep(pattern: str, root: Path, file_glob: str | None, skip: Callable[[Path], bool] | None = None) -> MachineResult:
+def grep(rules: FileRules, pattern: str, root: Path, file_glob: str | None) -> MachineResult:
     """`path:line:text` for every line matching the pattern, capped at GREP_MAX_MATCHES; files
-    `skip` names (what the sandbox hides) are not read."""
+    the sandbox hides are not read, nor is what a symlink leads to outside the searched folder."""
     try:
         regex = re.compile(pattern)
     except re.error as exc:
         return MachineResult.error(f"invalid regex {pattern!r}: {exc}")
-    if not root.exists():
-        raise FileNotFoundError(2, "no such file or directory", str(root))
     stats = _GrepStats()
-    for file, shown_as in _grep_targets(root, file_glob):
-        if skip is not None and skip(file):
-            continue
-        _grep_file(regex, file, shown_as, stats)
-        if len(stats.hits) >= GREP_MAX_MATCHES:
-            break
+    with rules.open(root) as opened:
+        rules.readable(opened, root)
+        if stat.S_ISDIR(opened.info.st_mode):
+            _grep_tree(rules, regex, opened, file_glob, stats)
+        else:
+            _grep_opened(regex, opened, root.name, stats)
     return MachineResult("\n".join(_grep_report(stats, pattern, root)))
 
 
@@ -365,24 +344,55 @@ def _grep_report(stats: _GrepStats, pattern: str, root: Path) -> list[str]:
     """The hits followed by the notes about caps and skipped files."""
     lines = stats.hits[:GREP_MAX_MATCHES]
     if not lines:
-        lines = [f"no matches for {_show(repr(pattern))} in {_show(root)}"]
+        lines = [f"no matches for {show(repr(pattern))} in {show(root)}"]
     elif len(lines) == GREP_MAX_MATCHES:
         lines.append(f"[stopped after {GREP_MAX_MATCHES} matches; narrow the pattern or path]")
     note = stats.skipped_note()
     return lines + [note] if note else lines
 
 
-def _grep_targets(root: Path, name_pattern: str | None) -> Iterator[tuple[Path, str]]:
-    """Files to search with their displayed names: `root` itself, or its tree minus `.git`."""
-    if not root.is_dir():
-        yield root, root.name
-        return
-    for directory, subdirs, files in os.walk(root):
-        subdirs[:] = sorted(name for name in subdirs if name != ".git")
-        for name in sorted(files):
-            relative = os.path.relpath(os.path.join(directory, name), root)
-            if name_pattern is None or _glob_matches(name_pattern, name, relative):
-                yield Path(directory, name), relative
+def _grep_tree(
+    rules: FileRules, regex: re.Pattern[str], opened: Opened, name_pattern: str | None, stats: _GrepStats
+) -> None:
+    """Search the folder's tree minus `.git` and what the sandbox hides."""
+    top = reopen(opened.fd, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for folder, below, real, names in walk_folders(top, opened.real, lambda path: _searched(rules, path)):
+            for name in names:
+                relative = os.path.join(below, name) if below else name
+                if name_pattern is None or _glob_matches(name_pattern, name, relative):
+                    _grep_entry(rules, regex, (top, folder, name), relative, real / name, stats)
+                if len(stats.hits) >= GREP_MAX_MATCHES:
+                    return
+    finally:
+        os.close(top)
+
+
+def walk_folders(
+    folder: int, real: Path, enter: Callable[[Path], bool], below: str = ""
+) -> Iterator[tuple[int, str, Path, list[str]]]:
+    """(descriptor, path below the top, real path, sorted names that are not folders) for the
+    folder `folder` and every folder under it that `enter` allows, by descriptors: each opened
+    with O_DIRECTORY | O_NOFOLLOW relative to its parent, so a symlink swapped in is not
+    followed and no device is ever opened."""
+    with os.scandir(folder) as scan:
+        entries = sorted(scan, key=lambda entry: entry.name)
+    yield folder, below, real, [entry.name for entry in entries if not entry.is_dir(follow_symlinks=False)]
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False) and enter(real / entry.name):
+            try:
+                inner = os.open(entry.name, _FOLDER_FLAGS, dir_fd=folder)
+            except OSError:
+                continue
+            try:
+                yield from walk_folders(inner, real / entry.name, enter, os.path.join(below, entry.name))
+            finally:
+                os.close(inner)
+
+
+def _searched(rules: FileRules, real: Path) -> bool:
+    """Whether grep goes into the folder `real`: not `.git`, not hidden."""
+    return real.name != ".git" and not rules.hides_entry(real, True)
 
 
 def _glob_matches(pattern: str, name: str, relative: str) -> bool:
@@ -390,10 +400,48 @@ def _glob_matches(pattern: str, name: str, relative: str) -> bool:
     return fnmatch.fnmatchcase(relative if "/" in pattern else name, pattern)
 
 
-def _grep_file(regex: re.Pattern[str], file: Path, shown_as: str, stats: _GrepStats) -> None:
+def _grep_entry(
+    rules: FileRules,
+    regex: re.Pattern[str],
+    where: tuple[int, int, str],
+    relative: str,
+    real: Path,
+    stats: _GrepStats,
+) -> None:
+    """Search one file of the tree: `where` is (the searched folder, the folder walked, the
+    name). A symlink is opened beneath the searched folder, so it cannot lead out of it."""
+    top, folder, name = where
+    try:
+        linked = stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode)
+        if linked:
+            fd = open_path(relative, dir_fd=top, beneath=True)
+        else:
+            fd = os.open(name, (O_PATH or os.O_RDONLY) | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=folder)
+    except OSError as exc:
+        stats.outside += exc.errno == errno.EXDEV
+        stats.unreadable += exc.errno != errno.EXDEV
+        return
+    try:
+        opened = Opened(fd, real_path(fd) if linked else real, os.fstat(fd))
+        _grep_checked(rules, regex, opened, relative, stats)
+    except OSError:
+        stats.unreadable += 1
+    finally:
+        os.close(fd)
+
+
+def _grep_checked(rules: FileRules, regex: re.Pattern[str], opened: Opened, shown_as: str, stats: _GrepStats) -> None:
+    """Search `opened` unless the sandbox hides it (a symlink to a folder is passed over)."""
+    if rules.hides(opened.real, opened.info):
+        stats.hidden += 1
+    elif not stat.S_ISDIR(opened.info.st_mode):
+        _grep_opened(regex, opened, shown_as, stats)
+
+
+def _grep_opened(regex: re.Pattern[str], opened: Opened, shown_as: str, stats: _GrepStats) -> None:
     """Add the file's matching lines to `stats`, or count why it was skipped."""
     try:
-        stream, size = _open_regular(file)
+        stream, size = read_opened(opened, shown_as)
     except OSError:
         stats.unreadable += 1
         return
@@ -404,7 +452,7 @@ def _grep_file(regex: re.Pattern[str], file: Path, shown_as: str, stats: _GrepSt
             stats.binary += 1
         else:
             stream.seek(0)
-            _collect_hits(regex, stream, _show(shown_as), stats)
+            _collect_hits(regex, stream, show(shown_as), stats)
 
 
 def _collect_hits(regex: re.Pattern[str], stream: IO[bytes], name: str, stats: _GrepStats) -> None:
@@ -415,37 +463,3 @@ def _collect_hits(regex: re.Pattern[str], stream: IO[bytes], name: str, stats: _
             stats.hits.append(f"{name}:{lineno}:{text}")
             if len(stats.hits) >= GREP_MAX_MATCHES:
                 return
-
-
-# --- glob --------------------------------------------------------------------------------------
-
-
-def glob(pattern: str, base: Path) -> MachineResult:
-    """Paths matching the pattern (with `**`), sorted, relative to the base directory."""
-    if Path(pattern).is_absolute():
-        return MachineResult.error("pattern must be relative; pass the directory to search as cwd")
-    if not base.is_dir():
-        return MachineResult.error(f"{_show(base)} is not a directory")
-    try:
-        found = _scan_glob(base, pattern)
-    except (ValueError, NotImplementedError) as exc:
-        return MachineResult.error(f"invalid pattern {_show(repr(pattern))}: {exc}")
-    if not found:
-        return MachineResult(f"no paths match {_show(repr(pattern))} in {_show(base)}")
-    lines = [_show(path) for path in found[:GLOB_MAX_RESULTS]]
-    if len(found) > GLOB_MAX_RESULTS:
-        more = f"{len(found) - GLOB_MAX_RESULTS:,}"
-        more = f"at least {more}" if len(found) >= GLOB_MAX_SCANNED else more
-        lines.append(f"[... {more} more matches not shown; narrow the pattern]")
-    return MachineResult("\n".join(lines))
-
-
-def _scan_glob(base: Path, pattern: str) -> list[str]:
-    """Sorted relative matches (directories end with `/`), scanning at most GLOB_MAX_SCANNED."""
-    found: list[str] = []
-    for path in base.glob(pattern):
-        relative = os.path.relpath(path, base)
-        found.append(relative + "/" if path.is_dir() and relative != "." else relative)
-        if len(found) >= GLOB_MAX_SCANNED:
-            break
-    return sorted(found)
