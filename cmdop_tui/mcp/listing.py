@@ -1,16 +1,20 @@
 """`cmdop-tui mcp list`: every configured MCP server, where it comes from, how it is reached,
-its state after trying to connect (with a timeout), and its tools as the model sees them."""
+what it runs from the project (its trust covers those files), its state after trying to connect
+(with a timeout), and its tools as the model sees them."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.support.text import inert_line
 from cmdop_tui.tools.registry import ToolRegistry
 
+from .files import server_files
 from .servers import McpServers, ServerState
-from .specs import PROJECT_FILE, configured_servers
+from .specs import PROJECT_FILE, PROJECT_SOURCE, configured_servers
 
 LIST_TIMEOUT_S = 10.0
 
@@ -31,18 +35,34 @@ async def list_servers_text(settings: Settings, cwd: Path, timeout: float = LIST
     servers.start()
     try:
         await servers.wait(timeout + 1.0)
-        lines = [*notes, *(line for state in servers.states() for line in describe(state, registry))]
+        runs = {spec.name: server_files(spec, cwd) for spec in specs if spec.source == PROJECT_SOURCE}
+        lines = [*notes]
+        for state in servers.states():
+            lines += describe(state, registry, runs.get(state.name, []), cwd)
     finally:
         await servers.close()
     return "\n".join(lines)
 
 
-def describe(state: ServerState, registry: ToolRegistry) -> list[str]:
-    """One server: a heading line, its state, then its tools (read-only ones marked)."""
+def describe(
+    state: ServerState, registry: ToolRegistry, runs: Sequence[Path] = (), cwd: Path | None = None
+) -> list[str]:
+    """One server: a heading line, what it runs from the project (`runs`, shown relative to
+    `cwd`), its state, then its tools (read-only ones marked)."""
     how = f", {state.transport}: {state.target}" if state.target else ""
-    lines = [f"{state.name}  ({state.source}{how})", f"  {state.summary()}"]
+    lines = [f"{state.name}  ({state.source}{how})"]
+    if runs:
+        shown = ", ".join(inert_line(_relative(path, cwd)) for path in runs)
+        lines.append(f"  runs from the project (trusted with {PROJECT_FILE}): {shown}")
+    lines.append(f"  {state.summary()}")
     for name in state.tools:
         tool = registry.get(name)
         marker = "  (read-only)" if tool is not None and not tool.mutating else ""
         lines.append(f"    {name}{marker}")
     return lines
+
+
+def _relative(path: Path, cwd: Path | None) -> str:
+    if cwd is not None and path.is_relative_to(cwd):
+        return str(path.relative_to(cwd)) + ("/" if path.is_dir() and not path.is_symlink() else "")
+    return str(path)

@@ -30,8 +30,9 @@ from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
 from .names import unique_keys
-from .specs import describe_target, expand
+from .specs import PROJECT_FILE, PROJECT_SOURCE, describe_target, expand
 from .tools import RemoteTool, mcp_tool
+from .trust import UNTRUSTED_AGAIN, still_trusted
 
 if TYPE_CHECKING:
     from .client import Connection
@@ -248,6 +249,10 @@ class McpServers:
             server.connection = None
             if current is not None:
                 await current.close()
+            project = server.spec.source == PROJECT_SOURCE  # its trust is checked again: what it runs may have changed
+            if project and not await asyncio.to_thread(still_trusted, self.cwd / PROJECT_FILE):
+                self._set(server, status="failed", reason=f"not started again: {UNTRUSTED_AGAIN}")
+                return f"the MCP server '{server.spec.name}' is not started again: {UNTRUSTED_AGAIN}"
             self._set(server, status="connecting", reason="")
             try:
                 fresh = await self._connect(server)
