@@ -16,7 +16,8 @@ from cmdop_tui.support.secrets import configured_secrets, redact_json
 
 NO_ESCALATION = (
     "the sandbox refused it and only a person can allow it outside the sandbox; no one can be asked "
-    "here (--yes does not allow it: run with --sandbox off, or add the path to [sandbox] writable)"
+    'here (neither a rule nor --yes nor approval="auto" allows it: run with --sandbox off, or add '
+    "the path to [sandbox] writable)"
 )
 PERSON_MUST_DECIDE = (
     "a person must decide this call and no one can be asked here (neither a rule nor --yes nor "
