@@ -27,6 +27,8 @@ LAYOUT = {
     "pkg/__init__.py": "",
     "pkg/sub.py": "",
     "mod.py": "",
+    "runner/__main__.py": "import mod\nfrom . import inner\nfrom runner import inner\n",
+    "runner/inner.py": "",
     "scripts/run.sh": "#!/bin/sh\n",
     "tools/srv/main.py": "",
     "local/package.json": "{}",
@@ -72,6 +74,7 @@ def relative(paths: list[Path], root: Path) -> list[str]:
         (stdio("python3", "-m", "pkg.sub"), ["pkg"]),
         (stdio("python3", "-mpkg"), ["pkg"]),
         (stdio("python", "-m", "mod"), ["mod.py"]),
+        (stdio("python", "-m", "runner"), ["runner", "mod.py"]),  # what the package imports beside it
         (stdio("uv", "run", "--directory", "tools/srv", "main.py"), ["tools/srv"]),
         (stdio("uv", "run", "--project=tools/srv", "x"), ["tools/srv"]),
         (stdio("npx", "./local"), ["local"]),

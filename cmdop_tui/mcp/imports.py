@@ -15,6 +15,7 @@ import ast
 import os
 import re
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 
 MAX_SCRIPTS = 500  # scripts read while following imports, at most
@@ -26,24 +27,28 @@ _RESOLVED = ("", *sorted(SCRIPT), ".json")  # as written (a folder: all of it), 
 
 
 def is_script(path: Path) -> bool:
-    """Whether `path` is a file whose imports :func:`imported` follows."""
+    """Whether :func:`imported` follows what `path` imports: a script, or a Python package folder."""
+    if path.is_dir():
+        return (path / "__init__.py").is_file() or (path / "__main__.py").is_file()
     return path.suffix in PYTHON | SCRIPT
 
 
-def imported(script: Path) -> list[Path]:
-    """The files and package folders `script` imports from beside it, and what those import,
-    transitively (at most MAX_SCRIPTS scripts read). Paths as found, not checked to be inside."""
+def imported(path: Path) -> list[Path]:
+    """The files and package folders the script `path` imports from beside it, and what those
+    import, transitively; for a package folder (`python -m pkg`), what its modules import from
+    beside the folder. At most MAX_SCRIPTS scripts read; paths as found, not checked to be inside."""
+    beside = path.parent  # sys.path[0]: the script's folder, or where `-m` found the package
+    queue = list(islice(path.rglob("*.py"), MAX_SCRIPTS)) if path.is_dir() else [path]
     found: list[Path] = []
-    queue = [script]
     read = 0
     while queue and read < MAX_SCRIPTS:
         current = queue.pop(0)
         read += 1
-        for path in _imports_of(current, script.parent):
-            if path not in found and path != script:
-                found.append(path)
-                if path.is_file() and is_script(path):
-                    queue.append(path)
+        for module in _imports_of(current, beside):
+            if module not in found and module != path and path not in module.parents:
+                found.append(module)
+                if module.is_file() and is_script(module):
+                    queue.append(module)
     return found
 
 
