@@ -174,7 +174,9 @@ async def test_the_app_asks_in_auto_mode_what_the_floor_leaves_to_a_person(fake_
     app = make_app(fake_api, settings=Settings(auto_approve=True, sandbox_flag="off"))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval dialog")
+        await wait_until(
+            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(Button), what="the dialog"
+        )
         screen = app.screen
         assert isinstance(screen, ApprovalScreen) and screen.person_only == FLOOR_REASON
         assert {button.id for button in screen.query(Button)} == {"once", "deny"}
@@ -193,7 +195,8 @@ async def test_the_app_asks_to_leave_the_sandbox_with_what_it_refused(fake_api, 
     app = make_app(fake_api, settings=Settings(auto_approve=True, sandbox_flag="strict"))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "make it")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=20, what="the dialog")
+        asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(Button)  # noqa: E731
+        await wait_until(pilot, asked, timeout=20, what="the dialog")
         screen = app.screen
         assert isinstance(screen, ApprovalScreen) and screen.escalation is not None
         assert f"{outside}/made" in screen.escalation.paths and OUTSIDE_MEANS in dialog_text(screen)
