@@ -237,7 +237,7 @@ async def test_a_command_that_starts_nothing_leaves_no_supervisor(tmp_path: Path
 async def test_without_containment_commands_run_as_before(
     tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def unavailable(argv: list[str], cwd: Path | None) -> None:
+    async def unavailable(argv: list[str], cwd: Path | None, env: object = None, opens: object = ()) -> None:
         return None
 
     monkeypatch.setattr(process_module, "spawn_contained", unavailable)

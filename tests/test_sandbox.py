@@ -25,7 +25,7 @@ from cmdop_tui.config.settings import AgentProfile, SandboxPolicy, Settings, Set
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
-from cmdop_tui.machines.sandbox import Sandbox, bubblewrap, denied_path, env_files, landlock_available
+from cmdop_tui.machines.sandbox import Sandbox, bubblewrap, denied_path, landlock_available
 
 needs_bwrap = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
 
@@ -65,9 +65,26 @@ async def run(target: LocalMachine, command: str, *, sandboxed: bool = True):
 # --- the policy, without running anything ---------------------------------------------------
 
 
-def test_env_files_are_found_a_few_levels_down_and_examples_stay_visible(place):
-    _, work = place
-    assert [p.name for p in env_files(work)] == [".env", ".env.production"]
+def test_env_files_are_found_at_any_depth_and_examples_stay_visible(place):
+    home, work = place
+    deep = work / "a" / "b" / "c" / "d" / "e"
+    for folder in (deep, work / "node_modules" / "pkg", work / ".venv" / "lib", work / "dist", home / "sibling"):
+        folder.mkdir(parents=True)
+        (folder / ".env.local").write_text("TOKEN=deep")
+    (home / "sibling" / "id_ed25519").write_text("KEY")
+    found = Sandbox(SandboxPolicy(), "bwrap", home=home).found(work)
+    assert found is not None and not found.unscanned
+    names = sorted(str(path.relative_to(home)) for path in found.secrets)
+    assert names == [
+        "sibling/.env.local",
+        "sibling/id_ed25519",
+        "work/.env",
+        "work/.venv/lib/.env.local",
+        "work/a/b/c/d/e/.env.local",
+        "work/app/.env.production",
+        "work/dist/.env.local",
+        "work/node_modules/pkg/.env.local",
+    ]
 
 
 def test_a_denial_names_the_path_outside_the_writable_roots():
@@ -136,7 +153,8 @@ async def test_secrets_are_hidden_from_commands_and_from_the_file_tools(place):
     for secret in ("PRIVATE KEY", "aws_secret_access_key", "from-dotenv", "TOKEN=prod"):
         assert secret not in shown.text
     assert "TOKEN=changeme" in (await run(target, "cat .env.example")).text
-    assert "hidden by the sandbox" in (await target.read_file(f"{home}/.ssh/id_ed25519")).text
+    key = await target.read_file(f"{home}/.ssh/id_ed25519")  # hidden (or, with the home under /tmp, not there)
+    assert key.is_error and "PRIVATE KEY" not in key.text
     assert "hidden by the sandbox" in (await target.read_file(".env")).text
     (home / "work" / "link").symlink_to(home / ".aws" / "credentials")
     assert "hidden by the sandbox" in (await target.read_file("link")).text  # the resolved path counts
@@ -148,9 +166,9 @@ async def test_the_apps_credentials_and_process_are_out_of_reach(place, monkeypa
     target = machine(place)
     result = await run(target, f"env; cat /proc/{os.getpid()}/environ; echo pids=$(ls /proc | grep -c '^[0-9]')")
     assert "sk-ant-sandbox-probe-key" not in result.text
-    assert int(result.text.rsplit("pids=", 1)[1].split()[0]) > 10  # the machine's processes stay in view
-    strict = await run(machine(place, mode="strict"), "echo pids=$(ls /proc | grep -c '^[0-9]')")
-    assert int(strict.text.rsplit("pids=", 1)[1].split()[0]) < 10  # strict: a PID namespace of its own
+    for mode in ("workspace", "strict"):  # a PID namespace of its own in every mode: its processes only
+        seen = await run(machine(place, mode=mode), "echo pids=$(ls /proc | grep -c '^[0-9]')")
+        assert int(seen.text.rsplit("pids=", 1)[1].split()[0]) < 10
 
 
 @needs_bwrap
@@ -173,10 +191,15 @@ async def test_off_mode_writes_anywhere_and_the_file_tools_follow_the_policy(pla
     elsewhere = tmp_path / "elsewhere.txt"
     assert not (await machine(place, mode="off").write_file(str(elsewhere), "x")).is_error
     strict = machine(place, mode="strict")
-    refused = await strict.write_file(str(tmp_path / "other.txt"), "x")
-    assert refused.is_error and refused.sandbox_denied and not (tmp_path / "other.txt").exists()
-    allowed = await strict.write_file(str(tmp_path / "other.txt"), "x", sandboxed=False)
-    assert not allowed.is_error and (tmp_path / "other.txt").read_text() == "x"
+    _, work = place
+    outside = Path("/usr/local/cmdop-sandbox-probe.txt")
+    refused = await strict.write_file(str(outside), "x")
+    assert refused.is_error and refused.sandbox_denied and not outside.exists()
+    allowed = await strict.write_file(str(work.parent / "other.txt"), "x", sandboxed=False)
+    assert not allowed.is_error and allowed.text.startswith("wrote")
+    in_tmp = await strict.write_file(str(tmp_path / "other.txt"), "x")  # the session's own /tmp
+    assert not in_tmp.is_error and not (tmp_path / "other.txt").exists()
+    assert (await strict.read_file(str(tmp_path / "other.txt"))).text.endswith("x")
 
 
 # --- escalation: out of the sandbox only with a person's word -------------------------------
@@ -204,7 +227,8 @@ async def test_a_refused_command_runs_outside_only_after_the_user_allows_it(fake
     events = Recorder()
     await runner.run("make the file", events)
     (call,) = asked
-    assert call.escalation is not None and call.escalation.needs == f"write {outside}"
+    assert call.escalation is not None and call.escalation.paths == (str(outside),)
+    assert call.escalation.action == "reach"  # the host's /tmp is not the session's /tmp
     assert outside.exists() is answer
     (end,) = events.of(ToolEnd)
     assert end.is_error is not answer
@@ -300,11 +324,20 @@ async def test_where_bubblewrap_cannot_run_landlock_holds_the_writes(place, tmp_
 
 
 @needs_bwrap
-async def test_background_jobs_started_in_the_sandbox_live_on_until_the_session_ends(place):
+async def test_background_jobs_started_in_the_sandbox_end_with_their_command(place):
+    marker = "2917.25"
+    result = await run(
+        machine(place), f"(sleep {marker} > /dev/null 2>&1 &); sleep {marker} > /dev/null 2>&1 & echo started"
+    )
+    assert result.text.endswith("started")
+    await _until(lambda: not running("sleep", marker))  # its PID namespace ended with it
+
+
+async def test_background_jobs_of_an_unsandboxed_command_live_on_until_the_session_ends(place):
     from cmdop_tui.support.containment import end_background_jobs
 
-    marker = "2917.25"
-    result = await run(machine(place), f"sleep {marker} > /dev/null 2>&1 & echo started")
+    marker = "2917.26"
+    result = await run(machine(place, mode="off"), f"sleep {marker} > /dev/null 2>&1 & echo started")
     assert result.text.endswith("started")
     await _until(lambda: bool(running("sleep", marker)))  # the command is over; its server lives on
     await asyncio.to_thread(end_background_jobs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cmdop_tui.support import containment
@@ -96,16 +97,19 @@ def _close_all(fds: list[int]) -> None:
             os.close(fd)
 
 
-async def spawn_contained(argv: list[str], cwd: Path | None) -> ContainedChild | None:
-    """Start `argv` under a supervisor; None when there is none here. OSError when it cannot start
-    (a missing program, a bad directory), ValueError for a NUL byte."""
+async def spawn_contained(
+    argv: list[str], cwd: Path | None, env: Mapping[str, str] | None = None, opens: Sequence[Path] = ()
+) -> ContainedChild | None:
+    """Start `argv` under a supervisor (with `env`, and `opens` open for reading as fds 3, 4...);
+    None when there is none here. OSError when it cannot start (a missing program, a bad
+    directory), ValueError for a NUL byte."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     status_read, status_write = os.pipe()
     control_read, control_write = os.pipe()
     ours = [out_read, err_read, status_read, control_write]
     try:
-        sent = containment.launch(argv, cwd, (out_write, err_write, status_write, control_read))
+        sent = containment.launch(argv, cwd, (out_write, err_write, status_write, control_read), env, opens)
     except BaseException:
         _close_all(ours)
         raise

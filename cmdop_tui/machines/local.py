@@ -1,27 +1,38 @@
 """The machine this program runs on.
 
-Relative paths (and `~`) resolve against the session's working directory, not the process's.
-File operations are blocking and run in a worker thread (machines/local_files.py); commands run
-as `/bin/bash -c` child processes (machines/process.py), inside the sandbox (machines/sandbox.py)
-unless the user allowed one outside it. The file tools keep to the same rules: writes only under
-the writable roots, hidden paths unreadable, checked on the resolved path (symlinks followed).
-The app's own credentials are never in a command's environment.
+Relative paths (and `~`) resolve against the session's workspace: its working directory, or a
+scratch workspace where that would make the home writable (machines/sandbox.py). Commands run
+as `/bin/bash -c` child processes (machines/process.py), inside the sandbox unless the user
+allowed one outside it; the file tools (machines/local_fs.py) keep to the same rules. The app's
+own credentials are never in a command's environment.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cmdop_tui.machines.denials import UNNAMED, denied_path
 from cmdop_tui.machines.local_fs import LocalFiles, resolve_path
 from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.process import run_process
-from cmdop_tui.machines.sandbox import Sandbox, denied_path
+from cmdop_tui.machines.sandbox import Sandbox
+from cmdop_tui.machines.sandbox_view import within
 from cmdop_tui.machines.spec import LOCAL
+from cmdop_tui.support.secrets import CREDENTIAL_ENV
+from cmdop_tui.support.text import inert_line
 
 __all__ = ["APP_CREDENTIALS", "LocalMachine", "resolve_path"]
 
-APP_CREDENTIALS = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")  # never handed to a command
+APP_CREDENTIALS = CREDENTIAL_ENV  # never handed to a command
+NOT_SCANNED = (
+    "error: the sandbox has not finished looking for secrets it must hide (a very large home or "
+    "working directory?); no command runs until it has. Try again in a moment."
+)
 
 
 @dataclass(frozen=True)
@@ -31,6 +42,11 @@ class LocalMachine:
     cwd: Path
     name: str = LOCAL
     sandbox: Sandbox = field(default_factory=Sandbox)  # no program: no sandbox
+
+    @property
+    def workspace(self) -> Path:
+        """Where relative paths start and commands run by default."""
+        return self.sandbox.workspace_for(self.cwd)
 
     async def run_command(
         self,
@@ -43,42 +59,82 @@ class LocalMachine:
         sandboxed: bool = True,
     ) -> MachineResult:
         directory = self._path(cwd or ".")
-        argv = ["/bin/bash", "-c", command]
         confined = sandboxed and self.sandbox.confines
-        if confined:
-            argv = self.sandbox.wrap(argv, self.cwd, chdir=directory)
-        # The credentials leave the environment before the sandbox starts: not even its
-        # process (pid 1 of its namespace) has them.
-        argv = ["/usr/bin/env", *(f"--unset={name}" for name in APP_CREDENTIALS), *argv]
+        found = await asyncio.to_thread(self.sandbox.found, self.cwd) if confined and self.sandbox.program else None
+        if confined and self.sandbox.program and found is None:
+            return MachineResult.error(NOT_SCANNED)
+        absent = self.sandbox.absent_protected(self.cwd) if confined else []
+        sandbox = self.sandbox if confined else self.sandbox.unconfined()
+        launch = sandbox.launch(["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found)
         result = await run_process(
-            argv, cwd=directory, timeout_ms=timeout_ms, progress=progress, output_limit=output_limit
+            launch.argv,
+            cwd=directory,
+            timeout_ms=timeout_ms,
+            progress=progress,
+            output_limit=output_limit,
+            env=launch.env,
+            opens=launch.opens,
         )
-        if confined and (result.is_error or not result.text.startswith("exit code: 0")):
+        if not confined:
+            return result
+        self.sandbox.after_command(self.cwd)
+        created = [path for path in absent if os.path.lexists(path)]
+        if created:
+            return self._refuse_created(result, created)
+        if result.is_error or not result.text.startswith("exit code: 0"):
             return self._explain_denial(result)
         return result
 
     def _explain_denial(self, result: MachineResult) -> MachineResult:
-        """A command that failed because the sandbox would not let it write somewhere."""
+        """A command that failed because the sandbox would not let it write somewhere (a path
+        its errors name, checked against the sandbox's rules)."""
         sandbox = self.sandbox
-        path = denied_path(
-            result.text, sandbox.writable_roots(self.cwd), sandbox.private_roots(), sandbox.denial_errors
-        )
+        view = sandbox.view(self.cwd)
+        path = denied_path(result.text, view.writable, sandbox.private_roots(), sandbox.denial_errors, view.protected)
         if path is None:
             return result
-        refusal = SandboxRefusal("write", (path,), f"only {self._writable_text()} are writable here")
+        hidden_here = any(within(Path(path), seen) for seen in sandbox.private_roots())
+        action = "reach" if hidden_here else "write"
+        held = (
+            f"/tmp and /var/tmp are the session's own; only {view.writable_text()} are writable here"
+            if hidden_here
+            else f"only {view.writable_text()} are writable here (.git, .cmdop and their like read-only)"
+        )
+        refusal = SandboxRefusal(action, (inert_line(path),) if path != UNNAMED else (), held)
         note = (
             f"\n[sandbox: the command could not {refusal.needs}: {refusal.held}. "
             "Running it outside the sandbox needs the user's approval.]"
         )
         return MachineResult.denied(result.text + note, refusal)
 
-    def _writable_text(self) -> str:
-        return ", ".join(str(root) for root in self.sandbox.writable_roots(self.cwd))
+    def _refuse_created(self, result: MachineResult, created: list[Path]) -> MachineResult:
+        """A command created a protected name (`.git`, `.cmdop`, `CMDOP.md`...) that was not
+        there: it is moved aside (to the quarantine folder, nothing is lost) and refused."""
+        kept = self._quarantine(created)
+        shown = tuple(inert_line(str(path)) for path in created)
+        held = "only a person may create these in the working directory: they run code or instruct the next session"
+        note = (
+            f"\n[sandbox: the command created {', '.join(shown)}; {held}. It was moved to {inert_line(str(kept))}. "
+            "Running the command outside the sandbox needs the user's approval.]"
+        )
+        return MachineResult.denied(result.text + note, SandboxRefusal("create", shown, held))
+
+    def _quarantine(self, created: list[Path]) -> Path:
+        base = Path(self.sandbox.policy.data) if self.sandbox.policy.data else self.workspace.parent
+        folder = base / "quarantine" / time.strftime("%Y%m%d-%H%M%S")
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for path in created:
+            target = folder / path.name
+            suffix = 1
+            while os.path.lexists(target):
+                target, suffix = folder / f"{path.name}.{suffix}", suffix + 1
+            shutil.move(str(path), str(target))
+        return folder
 
     @property
     def files(self) -> LocalFiles:
         """The file tools here, held to the sandbox's rules for this working directory."""
-        return LocalFiles(self.cwd, self.sandbox.view(self.cwd))
+        return LocalFiles(self.workspace, self.sandbox.view(self.cwd))
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:
         return await self.files.read_file(path, start=start, end=end)
@@ -104,4 +160,4 @@ class LocalMachine:
         return await self.files.glob(pattern, cwd=cwd)
 
     def _path(self, raw: str) -> Path:
-        return resolve_path(raw, self.cwd)
+        return resolve_path(raw, self.workspace)

@@ -20,7 +20,7 @@ import asyncio
 import logging
 import signal
 import subprocess
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -125,15 +125,27 @@ class _Shell:
         return self.child.returncode
 
 
-async def _spawn(argv: list[str], cwd: Path | None, output_limit: int) -> _Shell:
+def _opening(opens: Sequence[Path], argv: list[str]) -> list[str]:
+    """`argv` run by a shell that first opens `opens` for reading as fds 3, 4, ... (where there
+    is no supervisor to do it)."""
+    if not opens:
+        return argv
+    script = " ".join(f'exec {3 + i}<"${i + 1}";' for i in range(len(opens))) + f' shift {len(opens)}; exec "$@"'
+    return ["/bin/sh", "-c", script, "sh", *map(str, opens), *argv]
+
+
+async def _spawn(
+    argv: list[str], cwd: Path | None, output_limit: int, env: Mapping[str, str] | None, opens: Sequence[Path]
+) -> _Shell:
     """Start `argv` in a new session with stdin from /dev/null (under a supervisor if we can)."""
-    child: _Child | None = await spawn_contained(argv, cwd)
+    child: _Child | None = await spawn_contained(argv, cwd, env, opens)
     if child is None:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
             lambda: _ShellProtocol(limit=READ_CHUNK, loop=loop),
-            *argv,
+            *_opening(opens, argv),
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -295,14 +307,17 @@ async def run_process(
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     on_abort: AbortHook | None = None,
     exit_line: ExitLine | None = None,
+    env: Mapping[str, str] | None = None,
+    opens: Sequence[Path] = (),
 ) -> MachineResult:
     """Run `argv` to completion, timeout or cancellation; report its exit code and output.
+    `env`: its environment (default: ours); `opens`: files it gets open for reading as fds 3, 4...
 
     `exit_line(returncode, stderr_tail)` may replace the `exit code: N` header with an error
     (the ssh client's own failures, for instance); returning None keeps the default.
     """
     try:
-        shell = await _spawn(argv, cwd, output_limit)
+        shell = await _spawn(argv, cwd, output_limit, env, opens)
     except (OSError, ValueError) as exc:  # bad cwd, missing program, NUL byte in the command
         reason = getattr(exc, "strerror", None) or exc
         where = inert_line(str(cwd))

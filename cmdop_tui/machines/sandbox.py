@@ -1,76 +1,65 @@
 """The sandbox under the floor: what a command may touch is held by the operating system.
 
-The floor reads the text of a command, so it is a first line only. Under it, on Linux, every
-command runs inside bubblewrap (Debian's `bubblewrap`):
+The boundary, in one sentence: a sandboxed command can write only its writable roots (the
+working directory and the session's private /tmp), sees none of the user's secrets, processes,
+sockets or capabilities, and nothing it writes runs later outside the sandbox without a person's
+word. The floor reads the text of a command, so it is a first line only; this holds whatever the
+text says.
 
-* the filesystem is read-only except the working directory, /tmp and the configured writable
-  roots (`[sandbox] writable`); in `strict` mode /tmp is private and only the working directory
-  is writable;
-* the user's secrets are hidden: ~/.ssh, ~/.aws, ~/.gnupg and their like, `.env` files of the
-  working directory, and the app's own config and data directories (an empty directory or an
-  empty file stands in for each);
-* the app's own /proc entries are hidden, so its environment (and API key) cannot be read from
-  there; in `strict` mode the command gets a PID namespace of its own and sees no other process;
-* the network is on unless configured off (`strict` turns it off).
+On Linux, every command runs inside bubblewrap (machines/bubblewrap.py says what each option
+does): its own user, PID, IPC and cgroup namespaces with no capability, a fresh /proc, the
+machine read-only, no /run, the session's private /tmp and /var/tmp (machines/sandbox_state.py),
+the writable roots read-write with protected paths inside them read-only (`.git`, `.cmdop`,
+`CMDOP.md`, what an MCP server runs from...: machines/sandbox_view.py), secrets hidden (every
+credential store of secret_kinds, `.env` files anywhere the scan reaches: machines/secret_index.py,
+the app's own config, data and runtime folders), the system-call filter (machines/seccomp.py: no
+Unix socket at all), and an environment without secrets or doors (agents, buses, terminals).
+A working directory that is the home, `/` or an ancestor of the home (or inside a hidden place)
+is never made writable whole: the session works in a scratch workspace instead, and says so.
 
-Keeping every process of a tool call from outliving the app is the supervisor's work
-(support/containment.py), sandbox or not: background jobs a command leaves (`server &`) live on
-while the app does, and no longer. `off` runs commands bare. Where
-bubblewrap is missing or cannot run (no user namespaces), commands run bare and the status line
-says "no sandbox": honestly, never silently.
+`strict` also turns the network off; `off` runs commands bare. Where bubblewrap cannot run,
+Landlock holds the writes ("sandbox: workspace (landlock, writes only)"); where neither can, the
+status line says "no sandbox". Keeping every process of a tool call from outliving the app is
+the supervisor's work (support/containment.py), sandbox or not.
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import re
-import shutil
-import subprocess
+import pwd
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from cmdop_tui.machines.sandbox_view import SandboxView
+from cmdop_tui.machines import bubblewrap as bwrap
+from cmdop_tui.machines.denials import READ_ONLY, denied_path
+from cmdop_tui.machines.sandbox_state import SandboxState
+from cmdop_tui.machines.sandbox_view import PROTECTED_NAMES, SandboxView, within
+from cmdop_tui.machines.secret_index import Found, SecretIndex
+from cmdop_tui.support.secret_kinds import HOME_STORES, SOCKET_ENV, is_secret_env, secret_locations
+from cmdop_tui.support.secrets import CREDENTIAL_ENV
+from cmdop_tui.support.warm import runtime_dir
 
 __all__ = [
+    "MODES",
     "SECRET_PATHS",
+    "Launch",
     "Sandbox",
     "SandboxMode",
     "SandboxPolicy",
     "bubblewrap",
+    "command_environment",
     "denied_path",
-    "env_files",
 ]
 
 SandboxMode = Literal["off", "workspace", "strict"]
 MODES: tuple[SandboxMode, ...] = ("off", "workspace", "strict")
-
-# Under the home directory: credentials a command has no business reading.
-SECRET_PATHS = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".kube",
-    ".docker",
-    ".azure",
-    ".config/gcloud",
-    ".config/gh",
-    ".config/hub",
-    ".netrc",
-    ".pgpass",
-    ".git-credentials",
-    ".npmrc",
-    ".pypirc",
-    ".vault-token",
-    ".terraform.d/credentials.tfrc.json",
-)
-ENV_FILE = re.compile(r"^\.env(\..+)?$")
-HARMLESS_ENV_FILES = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
-ENV_SEARCH_DEPTH = 3
-SKIPPED_DIRS = frozenset({".git", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "dist"})
+SECRET_PATHS = HOME_STORES  # credential stores under a home (support/secret_kinds.py has them all)
+SCAN_WAIT_S = 60.0  # a command waits this long at most for the first scan of secrets; then none runs
+LANDLOCK_SCRIPT = Path(__file__).with_name("landlock.py")
 
 
 @dataclass(frozen=True)
@@ -81,9 +70,23 @@ class SandboxPolicy:
     writable: tuple[str, ...] = ()  # more writable roots (`~` allowed)
     network: bool = True
     hidden: tuple[str, ...] = ()  # more paths to hide (the app adds its config and data dirs)
+    protected: tuple[str, ...] = ()  # more read-only paths inside writable roots (what MCP servers run)
+    data: str = ""  # the app's data folder: the scratch workspace is there (default: the session's own)
 
 
-LANDLOCK_SCRIPT = Path(__file__).with_name("landlock.py")
+@dataclass(frozen=True)
+class Launch:
+    """A command as the spawner starts it: its argv, the files it gets open as fds 3, 4..., and
+    its environment."""
+
+    argv: list[str]
+    opens: tuple[Path, ...] = ()
+    env: dict[str, str] | None = None
+
+
+def bubblewrap() -> str | None:
+    """The bwrap program, if it can make every namespace the sandbox uses here (checked once)."""
+    return bwrap.program()
 
 
 @functools.cache
@@ -99,18 +102,25 @@ def landlock_available() -> bool:
         return False
 
 
-@functools.cache
-def bubblewrap() -> str | None:
-    """The bwrap program, if it is installed and can make namespaces here (checked once)."""
-    program = shutil.which("bwrap")
-    if program is None:
-        return None
-    probe = [program, "--ro-bind", "/", "/", "--unshare-pid", "--die-with-parent", "--", "/bin/true"]
+def command_environment(environ: Mapping[str, str], *, confined: bool) -> dict[str, str]:
+    """A command's environment: never the app's credentials; confined, no secret the user's
+    environment holds (`*_TOKEN`, `*_PASSWORD`, a URL with a password...) and no variable that
+    points at a door out (the ssh agent, D-Bus, tmux, the display...)."""
+    env = {name: value for name, value in environ.items() if name not in CREDENTIAL_ENV}
+    if confined:
+        env = {k: v for k, v in env.items() if k not in SOCKET_ENV and not is_secret_env(k, v)}
+        env["TMPDIR"] = "/tmp"
+    return env
+
+
+def _homes(home: Path) -> tuple[Path, ...]:
+    """The user's home as the environment says and as the password database says."""
+    homes = [home]
     try:
-        done = subprocess.run(probe, capture_output=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return program if done.returncode == 0 else None
+        homes.append(Path(pwd.getpwuid(os.getuid()).pw_dir))
+    except KeyError:
+        pass
+    return tuple(dict.fromkeys(Path(os.path.realpath(h)) for h in homes))
 
 
 @dataclass(frozen=True)
@@ -121,6 +131,7 @@ class Sandbox:
     program: str | None = None  # bubblewrap
     home: Path = field(default_factory=Path.home)
     landlock: bool = False  # where bubblewrap cannot run: Landlock holds the writes
+    state: SandboxState = field(default_factory=SandboxState, compare=False, repr=False)
 
     @classmethod
     def detect(cls, policy: SandboxPolicy) -> Sandbox:
@@ -145,149 +156,177 @@ class Sandbox:
             return "sandbox off"
         return f"sandbox: {self.policy.mode}" + (" (landlock, writes only)" if self.program is None else "")
 
-    def wrap(self, argv: list[str], workspace: Path, *, chdir: Path | None = None) -> list[str]:
-        """`argv` run inside the sandbox of a session working in `workspace`, from `chdir`
-        (as it is, where there is no sandbox or it is off)."""
-        if not self.confines:
-            return argv
-        if self.program is None:
-            return self._landlocked(argv, workspace)
-        return [self.program, *self._arguments(workspace), "--chdir", str(chdir or workspace), "--", *argv]
-
-    def _landlocked(self, argv: list[str], workspace: Path) -> list[str]:
-        roots = [option for root in self.writable_roots(workspace) for option in ("--write", str(root))]
-        return [sys.executable, "-S", "-I", str(LANDLOCK_SCRIPT), *roots, "--", *argv]
+    def unconfined(self) -> Sandbox:
+        """No sandbox (a command the user let out); the supervisor still contains it."""
+        return replace(self, policy=replace(self.policy, mode="off"))
 
     @property
     def denial_errors(self) -> tuple[str, ...]:
         """What a command says when this sandbox refused it a write."""
         return (READ_ONLY,) if self.program is not None else ("Permission denied",)
 
-    def unconfined(self) -> Sandbox:
-        """No sandbox (a command the user let out); the supervisor still contains it."""
-        return replace(self, policy=replace(self.policy, mode="off"))
+    # --- where a session works ---------------------------------------------------------------
+
+    def workspace_for(self, cwd: Path) -> Path:
+        """Where a session started in `cwd` writes: `cwd`, unless making it writable would make
+        the home (or all of `/`, or a hidden place) writable: then a scratch workspace."""
+        if not self.confines or not self.state.cached(("unsafe", cwd), lambda: self.unsafe_workspace(cwd)):
+            return cwd
+        base = Path(self.policy.data) if self.policy.data else self.state.private()[0][1].parent
+        scratch = base / "scratch"
+        scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return scratch
+
+    def unsafe_workspace(self, cwd: Path) -> bool:
+        """Whether `cwd` may not be a writable root: a home, `/`, an ancestor of a home, or a
+        place the sandbox hides (a credential store, the app's own folders)."""
+        real = Path(os.path.realpath(cwd))
+        if any(within(home, real) for home in _homes(self.home)):
+            return True
+        return any(within(real, hidden) for hidden in self._fixed_hidden())
 
     def writable_roots(self, cwd: Path) -> list[Path]:
-        """Where commands may write (everything under `off`)."""
+        """Where commands may write besides the private /tmp (everything under `off`)."""
         if not self.confines:
             return [Path("/")]
-        roots = [cwd] if self.policy.mode == "strict" else [cwd, Path("/tmp")]
-        roots += [Path(os.path.expanduser(raw)) for raw in self.policy.writable]
-        return [root for root in roots if root.exists()]
+        roots = [self.workspace_for(cwd), *(Path(os.path.expanduser(raw)) for raw in self.policy.writable)]
+        return [Path(os.path.realpath(root)) for root in roots if root.exists()]
 
-    def private_roots(self) -> list[Path]:
-        """Directories the sandbox replaces with empty ones of its own (strict mode's /tmp)."""
-        strict = self.program is not None and self.policy.mode == "strict"
-        return [Path("/tmp")] if strict else []
+    # --- what is hidden and what is protected --------------------------------------------------
 
-    def hidden_paths(self, cwd: Path) -> list[Path]:
-        """What commands cannot see (nothing under `off`)."""
+    def _fixed_hidden(self) -> list[Path]:
+        """The places hidden whatever a scan finds: credential stores (by kind, where the
+        environment moves them too), the app's own folders, what the settings add."""
+        return self.state.cached(("hidden", self.home, self.policy.hidden), self._find_fixed_hidden)
+
+    def _find_fixed_hidden(self) -> list[Path]:
+        paths = [path for home in _homes(self.home) for path in secret_locations(home)]
+        paths += [Path(os.path.expanduser(raw)) for raw in self.policy.hidden]
+        paths.append(runtime_dir(os.environ))
+        return [Path(os.path.realpath(path)) for path in paths if os.path.lexists(path)]
+
+    def prepare(self, cwd: Path) -> None:
+        """Start the scan of secrets for a session in `cwd` (so the first command need not wait)."""
+        if self.confines and self.program is not None:
+            self._index(cwd).start()
+
+    def _index_roots(self, cwd: Path) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+        writable = tuple(self.writable_roots(cwd))
+        around = [root.parent for root in writable if root.parent != Path("/")]
+        roots = [*writable, *around, *_homes(self.home)]
+        kept: list[Path] = []
+        for root in roots:  # a root inside another is scanned with it
+            if not any(within(root, other) for other in kept):
+                kept = [other for other in kept if not within(other, root)] + [root]
+        order = {root: i for i, root in enumerate(roots)}
+        return tuple(sorted(kept, key=order.__getitem__)), writable
+
+    def _index(self, cwd: Path) -> SecretIndex:
+        roots, writable = self._index_roots(cwd)
+        return self.state.index(roots, writable, tuple(self._fixed_hidden()))
+
+    def found(self, cwd: Path, timeout_s: float | None = SCAN_WAIT_S) -> Found | None:
+        """The latest scan of secrets for `cwd` (waiting for the first); None: not in time."""
+        return self._index(cwd).found(timeout_s)
+
+    def hidden_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
+        """What commands cannot see (nothing under `off`): existing real paths."""
         if not self.confines:
             return []
-        paths = [self.home / relative for relative in SECRET_PATHS]
-        paths += [Path(os.path.expanduser(raw)) for raw in self.policy.hidden]
-        paths += env_files(cwd)
-        return [path for path in paths if path.exists() or path.is_symlink()]
+        found = found or Found()
+        paths = [*self._fixed_hidden(), *found.secrets, *found.unscanned]
+        return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths if os.path.exists(p)))
+
+    def protected_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
+        """What commands may read but not write inside the writable roots: existing real paths."""
+        if not self.confines:
+            return []
+        roots = self.writable_roots(cwd)
+        paths = [root / name for root in roots for name in PROTECTED_NAMES]
+        paths += [*(found.repositories if found else ()), *(Path(os.path.expanduser(p)) for p in self.policy.protected)]
+        paths += [hooks for root in roots if (hooks := _hooks_path(root)) is not None]
+        real = [Path(os.path.realpath(path)) for path in paths if os.path.exists(path)]
+        return list(dict.fromkeys(path for path in real if any(within(path, root) for root in roots)))
+
+    def absent_protected(self, cwd: Path) -> list[Path]:
+        """The protected names missing at the top of the writable roots: a command must not
+        create them (checked after it ran: see LocalMachine)."""
+        if not self.confines or self.program is None:
+            return []
+        return [
+            root / name for root in self.writable_roots(cwd) for name in PROTECTED_NAMES if not (root / name).exists()
+        ]
+
+    def after_command(self, cwd: Path) -> None:
+        """A command ran: it (or the user meanwhile) may have made new secrets; scan again soon."""
+        if self.program is not None:
+            self._index(cwd).refresh()
 
     def view(self, cwd: Path) -> SandboxView:
         """The rules for a session working in `cwd`, for the file tools."""
         if not self.confines:
             return SandboxView()
-        return SandboxView(True, writable=_real(self.writable_roots(cwd)), hidden=_real(self.hidden_paths(cwd)))
+        found = self.found(cwd, 0) if self.program is not None else None
+        private = self.state.private() if self.program is not None else ()
+        return SandboxView(
+            True,
+            writable=(*self.writable_roots(cwd), *(real for _, real in private)),
+            private=private,
+            hidden=tuple(self.hidden_paths(cwd, found)),
+            exempt=tuple(real for _, real in private),
+            protected=tuple(self.protected_paths(cwd, found)),
+        )
 
-    def _arguments(self, cwd: Path) -> list[str]:
-        arguments = [
-            "--die-with-parent",
-            "--new-session",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--tmpfs",
-            "/dev/shm",
-        ]
-        if not self.policy.network or self.policy.mode == "strict":
-            arguments.append("--unshare-net")
-        if self.policy.mode == "strict":
-            arguments += ["--unshare-pid", "--proc", "/proc", "--tmpfs", "/tmp"]
-        else:  # the machine's processes stay in view (ps, kill); the app's own do not
-            for pid in {os.getpid(), os.getppid()}:
-                arguments += ["--tmpfs", f"/proc/{pid}"]
-        for root in self.writable_roots(cwd):
-            arguments += ["--bind", str(root), str(root)]
-        for path in self.hidden_paths(cwd):
-            arguments += _hiding(path)
-        return arguments
+    # --- the command line ----------------------------------------------------------------------
 
+    def launch(self, argv: list[str], cwd: Path, *, chdir: Path, found: Found | None) -> Launch:
+        """`argv` run inside the sandbox of a session working in `cwd`, from `chdir`."""
+        env = command_environment(os.environ, confined=self.confines)
+        if not self.confines:
+            return Launch(argv, env=env)
+        if self.program is None:
+            roots = [option for root in self.writable_roots(cwd) for option in ("--write", str(root))]
+            return Launch([sys.executable, "-S", "-I", str(LANDLOCK_SCRIPT), *roots, "--", *argv], env=env)
+        seccomp = self.state.filter_file()
+        layout = bwrap.Layout(
+            writable=tuple(self.writable_roots(cwd)),
+            private=self.state.private(),
+            hidden=tuple(self.hidden_paths(cwd, found)),
+            protected=tuple(self.protected_paths(cwd, found)),
+            network=self.policy.network and self.policy.mode != "strict",
+            filtered=seccomp is not None,
+            run_kept=_resolver_files(),
+        )
+        opens = (seccomp,) if seccomp is not None else ()
+        return Launch([self.program, *bwrap.arguments(layout, chdir), "--", *argv], opens, env)
 
-def _real(paths: Iterable[Path]) -> tuple[Path, ...]:
-    return tuple(Path(os.path.realpath(path)) for path in paths)
-
-
-def _hiding(path: Path) -> list[str]:
-    """What stands in for a hidden path: an empty directory, or an empty file."""
-    target = str(path)
-    if path.is_dir() and not path.is_symlink():
-        return ["--tmpfs", target]
-    return ["--ro-bind", "/dev/null", target]
-
-
-def env_files(root: Path, depth: int = ENV_SEARCH_DEPTH) -> list[Path]:
-    """`.env` files (and `.env.local`, `.env.production`...) in `root`, a few levels down."""
-    return sorted(_env_files(root, depth))
+    def private_roots(self) -> list[Path]:
+        """Where commands see a private folder of the session's (/tmp, /var/tmp)."""
+        return [seen for seen, _ in self.state.private()] if self.program is not None else []
 
 
-def _env_files(directory: Path, depth: int) -> Iterator[Path]:
+def _hooks_path(root: Path) -> Path | None:
+    """The folder a repository's `core.hooksPath` names (husky's `.husky`...), read from its
+    `.git/config` as git reads it: the last value in a `[core]` section wins."""
     try:
-        entries = list(os.scandir(directory))
+        text = (root / ".git" / "config").read_text(errors="replace")
     except OSError:
-        return
-    for entry in entries:
-        if ENV_FILE.match(entry.name) and entry.name not in HARMLESS_ENV_FILES:
-            yield Path(entry.path)
-        elif depth > 0 and entry.name not in SKIPPED_DIRS and entry.is_dir(follow_symlinks=False):
-            yield from _env_files(Path(entry.path), depth - 1)
+        return None
+    section, value = "", ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            section = line.strip("[] ").split()[0].lower() if line.strip("[] ") else ""
+        elif section == "core" and "=" in line and line.split("=", 1)[0].strip().lower() == "hookspath":
+            value = line.split("=", 1)[1].strip().strip('"')
+    return root / os.path.expanduser(value) if value else None
 
 
-# --- when the sandbox said no -------------------------------------------------------------
-
-READ_ONLY = "Read-only file system"  # what the sandbox says where a command may not write
-_QUOTED_PATH = re.compile(r"['\"`\u2018\u2019](/[^'\"`\u2018\u2019]*)['\"`\u2018\u2019]")
-
-
-def _object_of(line: str, error: str) -> str | None:
-    """The path an error line is about: the part just before `: <error>`, quoted or bare
-    (`touch: cannot touch '/etc/x': Read-only file system`, `tee: /etc/x: Read-only file system`)."""
-    before = line.split(f": {error}", 1)[0].rsplit(": ", 1)[-1].strip()
-    quoted = _QUOTED_PATH.search(before)
-    path = quoted.group(1) if quoted else before
-    return path if path.startswith("/") else None
-
-
-def denied_path(
-    output: str, writable: Iterable[Path], private: Iterable[Path] = (), errors: tuple[str, ...] = (READ_ONLY,)
-) -> str | None:
-    """The path a failed command could not write because the sandbox keeps it read-only (read
-    from its errors), or one it could not find in a directory the sandbox keeps private (strict
-    mode's /tmp) though it exists outside; None when it failed for another reason. Permission
-    errors are not the sandbox's: running outside it would not change them."""
-    roots = [str(root).rstrip("/") + "/" for root in writable]
-    hidden = [str(root).rstrip("/") + "/" for root in private]
-    unnamed = False  # a read-only error whose path cannot be read
-    for line in output.splitlines():
-        error = next((e for e in errors if f": {e}" in line), None)
-        if error is not None:
-            path = _object_of(line, error)
-            unnamed = unnamed or path is None
-            if path is not None and not _under(path, roots):
-                return path
-        elif hidden and ": No such file or directory" in line:
-            path = _object_of(line, "No such file or directory")
-            if path is not None and _under(path, hidden) and Path(path).parent.exists():
-                return path
-    return "a path outside the writable places" if unnamed else None
-
-
-def _under(path: str, roots: list[str]) -> bool:
-    return any((path.rstrip("/") + "/").startswith(root) for root in roots)
+def _resolver_files() -> tuple[Path, ...]:
+    """Where /etc/resolv.conf (and its like) point under /run, kept visible so names resolve."""
+    kept: list[Path] = []
+    for name in ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf"):
+        real = Path(os.path.realpath(name))
+        if within(real, Path("/run")):
+            kept.append(real)
+    return tuple(kept)

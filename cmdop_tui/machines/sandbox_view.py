@@ -46,6 +46,9 @@ class SandboxView:
 
     def place(self, path: Path) -> Path:
         """Where `path` (absolute, as a command would write it) is for this process."""
+        private = {real for _, real in self.private}
+        if any(within(path, root) for root in self.writable if root not in private):
+            return path  # a workspace under /tmp is bound there as itself
         for seen, real in self.private:
             if within(path, seen):
                 return real / path.relative_to(seen)

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from cmdop_tui.support import supervisor
@@ -114,14 +114,24 @@ def start() -> bool:
         return _ZYGOTE.connection() is not None
 
 
-def launch(argv: Sequence[str], cwd: Path | None, fds: tuple[int, int, int, int]) -> bool:
-    """Hand `argv` to a new supervisor with (stdout, stderr, status, control) `fds`.
+def launch(
+    argv: Sequence[str],
+    cwd: Path | None,
+    fds: tuple[int, int, int, int],
+    env: Mapping[str, str] | None = None,
+    opens: Sequence[Path] = (),
+) -> bool:
+    """Hand `argv` to a new supervisor with (stdout, stderr, status, control) `fds`, the
+    environment `env` (default: ours) and `opens` open for reading as its fds 3, 4, ...
 
     False when containment is not available here (the caller then runs the command itself).
     ValueError for a NUL byte in the command, its directory or the environment.
     """
     where = os.fsencode(cwd) if cwd is not None else _current_directory()
-    data = supervisor.encode_request([os.fsencode(arg) for arg in argv], where, dict(os.environb))
+    environment = dict(os.environb) if env is None else {os.fsencode(k): os.fsencode(v) for k, v in env.items()}
+    data = supervisor.encode_request(
+        [os.fsencode(arg) for arg in argv], where, environment, [os.fsencode(path) for path in opens]
+    )
     if len(data) > supervisor.MAX_REQUEST:
         _log.warning("a command this large runs without containment (%d bytes)", len(data))
         return False

@@ -48,20 +48,25 @@ _DEFAULT_SIGNALS = frozenset(signal.valid_signals()) - {signal.SIGKILL, signal.S
 Prctl = Callable[[int, int, int, int, int], int]
 
 
-def encode_request(argv: Sequence[bytes], cwd: bytes, env: Mapping[bytes, bytes]) -> bytes:
-    """One spawn request: NUL-separated, as none of its parts may hold a NUL byte."""
-    parts = [cwd, str(len(argv)).encode(), *argv, *(key + b"=" + value for key, value in env.items())]
+def encode_request(argv: Sequence[bytes], cwd: bytes, env: Mapping[bytes, bytes], opens: Sequence[bytes] = ()) -> bytes:
+    """One spawn request: NUL-separated, as none of its parts may hold a NUL byte. `opens`: files
+    the command gets open for reading as fds 3, 4, ... (the sandbox's system-call filter)."""
+    parts = [cwd, str(len(argv)).encode(), *argv, str(len(opens)).encode(), *opens]
+    parts += [key + b"=" + value for key, value in env.items()]
     if any(b"\0" in part for part in parts):
         raise ValueError("embedded null byte")
     return b"\0".join(parts)
 
 
-def decode_request(data: bytes) -> tuple[list[bytes], bytes, dict[bytes, bytes]]:
-    """(argv, cwd, env) of a request made by `encode_request`."""
+def decode_request(data: bytes) -> tuple[list[bytes], bytes, dict[bytes, bytes], list[bytes]]:
+    """(argv, cwd, env, opens) of a request made by `encode_request`."""
     parts = data.split(b"\0")
     count = int(parts[1])
-    env = dict(item.split(b"=", 1) for item in parts[2 + count :] if b"=" in item)
-    return parts[2 : 2 + count], parts[0], env
+    argv = parts[2 : 2 + count]
+    opened = int(parts[2 + count])
+    opens = parts[3 + count : 3 + count + opened]
+    env = dict(item.split(b"=", 1) for item in parts[3 + count + opened :] if b"=" in item)
+    return argv, parts[0], env, opens
 
 
 def _prctl() -> Prctl | None:
@@ -142,7 +147,7 @@ class Supervisor:
     def spawn(self, data: bytes, out: int, err: int) -> bool:
         """Start the command; False (and the reason on the status pipe) when it cannot start."""
         try:
-            argv, cwd, env = decode_request(data)
+            argv, cwd, env, opens = decode_request(data)
             if cwd:
                 os.chdir(cwd)
             if b"PATH" in env:  # posix_spawnp looks the program up in our own PATH
@@ -151,7 +156,11 @@ class Supervisor:
                 argv[0],
                 argv,
                 env,
-                file_actions=[(os.POSIX_SPAWN_DUP2, out, 1), (os.POSIX_SPAWN_DUP2, err, 2)],
+                file_actions=[
+                    (os.POSIX_SPAWN_DUP2, out, 1),
+                    (os.POSIX_SPAWN_DUP2, err, 2),
+                    *((os.POSIX_SPAWN_OPEN, 3 + i, path, os.O_RDONLY, 0) for i, path in enumerate(opens)),
+                ],
                 setsid=True,
                 setsigdef=_DEFAULT_SIGNALS,
                 setsigmask=(),

@@ -1,0 +1,111 @@
+"""bubblewrap's command line for one sandboxed command: namespaces, mounts, the filter.
+
+Every command gets, in every mode:
+
+* its own user, PID, IPC and cgroup namespaces, with no capability at all (as root too:
+  `--cap-drop ALL`, so it cannot unmount what hides a secret or remount the home), a fresh /proc
+  that shows its own processes only (not the app's environment, not another process's root),
+  `--die-with-parent` and `--new-session`; its background jobs end with it;
+* the machine read-only (`--ro-bind / /`), a minimal /dev (no disks), an empty /dev/shm and
+  /run (no runtime sockets: the user's bus, agents, the app's own), the session's private /tmp
+  and /var/tmp (folders of the app's, kept across the session's commands), the writable roots
+  bound read-write, protected paths inside them read-only, secrets hidden (an empty folder or
+  /dev/null in their place);
+* the system-call filter of machines/seccomp.py on fd 3 (no Unix socket, path or abstract);
+* the host's network (outbound connections, the host's localhost ports) unless the policy turns
+  it off (`--unshare-net`: loopback only).
+
+`arguments(layout, chdir)` is the line; `program()` finds a bubblewrap that can do all of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmdop_tui.machines.sandbox_view import within
+
+__all__ = ["FILTER_FD", "Layout", "arguments", "program"]
+
+FILTER_FD = 3  # where the command's spawner opens the system-call filter
+# Places the sandbox makes anew: what the host has there is never seen, so nothing is bound there.
+FRESH = (Path("/proc"), Path("/dev"), Path("/run"))
+_NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What one command may see and touch (absolute real paths; hidden and protected ones exist)."""
+
+    writable: tuple[Path, ...] = ()  # bound read-write where they are
+    private: tuple[tuple[Path, Path], ...] = ()  # (where the command sees it, the folder bound there)
+    hidden: tuple[Path, ...] = ()  # a folder becomes an empty one, a file /dev/null
+    protected: tuple[Path, ...] = ()  # inside the writable roots, bound read-only
+    network: bool = True
+    filtered: bool = True  # the system-call filter is open as FILTER_FD
+    run_kept: tuple[Path, ...] = ()  # under /run, bound back read-only (where /etc/resolv.conf points)
+
+
+def arguments(layout: Layout, chdir: Path) -> list[str]:
+    """bubblewrap's options for `layout`, starting in `chdir` (the command follows them)."""
+    args = [*_NAMESPACES, "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+    if not layout.network:
+        args.append("--unshare-net")
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/dev/shm", "--tmpfs", "/run"]
+    for kept in layout.run_kept:
+        args += ["--ro-bind-try", str(kept), str(kept)]
+    for seen, real in layout.private:  # first: a writable root under /tmp is bound into it after
+        args += ["--bind", str(real), str(seen)]
+    inside, outside = _split(layout, layout.hidden)
+    args += _hiding(outside)
+    for root in layout.writable:
+        args += ["--bind", str(root), str(root)]
+    for path in _split(layout, layout.protected)[0]:
+        args += ["--ro-bind", str(path), str(path)]
+    args += _hiding(inside)
+    if layout.filtered:
+        args += ["--seccomp", str(FILTER_FD)]
+    return [*args, "--chdir", str(chdir)]
+
+
+def _split(layout: Layout, paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
+    """(inside a writable root, elsewhere) of `paths`, leaving out what a command never sees
+    anyway: the host's own /proc, /dev, /run, /tmp and /var/tmp are replaced."""
+    replaced = [*FRESH, *(seen for seen, _ in layout.private)]
+    inside: list[Path] = []
+    outside: list[Path] = []
+    for path in paths:
+        if any(within(path, root) for root in layout.writable):
+            inside.append(path)
+        elif not any(within(path, root) for root in replaced):
+            outside.append(path)
+    return inside, outside
+
+
+def _hiding(paths: Iterable[Path]) -> list[str]:
+    """An empty folder over each folder, /dev/null over each file."""
+    args: list[str] = []
+    for path in paths:
+        args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+@functools.cache
+def program() -> str | None:
+    """The bwrap program, if it is installed and can make every namespace the sandbox uses here
+    (checked once)."""
+    found = shutil.which("bwrap")
+    if found is None:
+        return None
+    probe = [found, *_NAMESPACES, "--cap-drop", "ALL", "--die-with-parent", "--ro-bind", "/", "/"]
+    probe += ["--proc", "/proc", "--dev", "/dev", "--", "/bin/true"]
+    try:
+        done = subprocess.run(probe, capture_output=True, timeout=10, check=False, env=dict(os.environ))
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if done.returncode == 0 else None
