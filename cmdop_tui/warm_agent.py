@@ -53,10 +53,12 @@ from cmdop_tui.support.warm import (
     interpreter_key,
     mtime,
     package_dir,
+    peer_pid,
     peer_uid,
     private_dir,
     runtime_dir,
     send_line,
+    shares_namespaces,
     site_dirs,
 )
 
@@ -244,6 +246,8 @@ def _take(conn: socket.socket, code: CodeWatch, interpreter: str, own: list[int]
 
     if peer_uid(conn) != os.getuid():
         return outcome("refused: another user")
+    if not shares_namespaces(peer_pid(conn)):  # the same uid inside a sandbox is not the user
+        return outcome("refused: another namespace")
     conn.settimeout(REQUEST_TIMEOUT_S)
     fds: list[int] = []
     try:

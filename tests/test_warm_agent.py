@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -114,11 +115,7 @@ def agent(anthropic_env, tmp_path):
         yield made
     finally:
         made.stop()
-        for name in os.listdir(directory) if directory.exists() else []:
-            (directory / name).unlink()
-        if directory.exists():
-            directory.rmdir()
-        directory.parent.rmdir()
+        shutil.rmtree(directory.parent)  # the agent's socket and log, the sandbox's session folders
 
 
 def run_cli(args, env, *, input=None, timeout=30):
@@ -457,3 +454,35 @@ def test_a_run_starts_only_once_its_client_says_go(fake_api, agent):
         assert not fake_api.wait_for_requests(1, timeout=3.0)
     wait_until(lambda: not descendants(agent.pid), what="the supervisor and its run to end")
     assert agent.served() == 1 and fake_api.requests == []
+
+
+RAW_CLIENT = """
+import json, socket, sys
+from cmdop_tui.support import warm
+body = json.dumps(warm.request(["-p", "hi"], "unused")).encode()
+with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+    sock.connect(sys.argv[1])
+    socket.send_fds(sock, [warm.HEADER.pack(len(body))], [0, 1, 2])
+    sock.sendall(body)
+    print(repr(sock.makefile("rb").readline()))
+"""
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="needs bubblewrap")
+def test_a_caller_in_other_namespaces_is_refused_though_its_uid_is_the_users(agent):
+    """A sandboxed command has the user's uid; were a socket reachable from it (the sandbox's
+    filter refuses Unix sockets), the agent still refuses a caller outside its own mount and
+    PID namespaces."""
+    agent.start()
+    agent.wait_ready()
+    folder = str(agent.socket.parent)
+    caller = [
+        "bwrap", "--unshare-user", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
+        "--proc", "/proc", "--bind", folder, folder, "--die-with-parent", "--",
+        sys.executable, "-c", RAW_CLIENT, str(agent.socket),
+    ]  # fmt: skip
+    done = subprocess.run(caller, capture_output=True, text=True, timeout=30, stdin=DEVNULL)
+    closed = done.stdout.strip() == "b''" or any(e in done.stderr for e in ("BrokenPipeError", "ConnectionResetError"))
+    assert closed, done.stderr  # hung up on without a word, nothing run
+    wait_until(lambda: "refused: another namespace" in agent.log(), what="the refusal in the log")
+    assert "serving a run" not in agent.log()

@@ -105,6 +105,30 @@ def peer_uid(sock: socket.socket) -> int:
     return int(_UCRED.unpack(creds)[1])
 
 
+def peer_pid(sock: socket.socket) -> int:
+    """The pid of the process at the other end, as this PID namespace sees it (0: it cannot)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size)
+    return int(_UCRED.unpack(creds)[0])
+
+
+NAMESPACES = ("mnt", "pid", "user")
+
+
+def shares_namespaces(pid: int) -> bool:
+    """Whether process `pid` is in this process's mount, PID and user namespaces: a sandboxed
+    command (its own namespaces) is not, whatever its uid."""
+    if pid <= 0:
+        return False
+    try:
+        for name in NAMESPACES:
+            theirs, ours = os.stat(f"/proc/{pid}/ns/{name}"), os.stat(f"/proc/self/ns/{name}")
+            if (theirs.st_dev, theirs.st_ino) != (ours.st_dev, ours.st_ino):
+                return False
+    except OSError:
+        return False
+    return True
+
+
 def package_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # cmdop_tui/support/..
 
