@@ -67,6 +67,7 @@ class SessionFacts:
     platform: Platform = "tui"
     target_machine: str | None = None
     machines: tuple[str, ...] = ()  # other machines the session can reach
+    sandbox: str = ""  # what holds commands here, in a sentence for the model
 
     @classmethod
     def gather(
@@ -117,6 +118,8 @@ def session_reminders(facts: SessionFacts, *, tools_available: bool) -> str:
             f"Environment: {facts.os_name}; timezone {facts.timezone}; user {facts.user}; "
             f"working directory {facts.cwd}."
         )
+    if facts.sandbox:
+        lines.append(facts.sandbox)
     if facts.machines:
         others = ", ".join(facts.machines)
         lines.append(

@@ -49,6 +49,7 @@ class Layout:
     network: bool = True
     filtered: bool = True  # the system-call filter is open as FILTER_FD
     run_kept: tuple[Path, ...] = ()  # under /run, bound back read-only (where /etc/resolv.conf points)
+    shared: tuple[Path, ...] = ()  # under a private folder's place, the host's own, read-only (a home in /tmp)
 
 
 def arguments(layout: Layout, chdir: Path) -> list[str]:
@@ -61,6 +62,8 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
         args += ["--ro-bind-try", str(kept), str(kept)]
     for seen, real in layout.private:  # first: a writable root under /tmp is bound into it after
         args += ["--bind", str(real), str(seen)]
+    for path in layout.shared:
+        args += ["--ro-bind", str(path), str(path)]
     inside, outside = _split(layout, layout.hidden)
     args += _hiding(outside)
     for root in layout.writable:
@@ -82,7 +85,7 @@ def _split(layout: Layout, paths: Iterable[Path]) -> tuple[list[Path], list[Path
     for path in paths:
         if any(within(path, root) for root in layout.writable):
             inside.append(path)
-        elif not any(within(path, root) for root in replaced):
+        elif any(within(path, root) for root in layout.shared) or not any(within(path, root) for root in replaced):
             outside.append(path)
     return inside, outside
 

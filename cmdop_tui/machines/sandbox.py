@@ -165,6 +165,26 @@ class Sandbox:
         """What a command says when this sandbox refused it a write."""
         return (READ_ONLY,) if self.program is not None else ("Permission denied",)
 
+    def describe(self, cwd: Path) -> str:
+        """What holds commands here, for the model: where they may write, what they cannot do."""
+        if not self.confines:
+            return "" if self.active else "Commands run without a sandbox."
+        if self.program is None:
+            roots = ", ".join(map(str, self.writable_roots(cwd)))
+            return f"Commands run in a sandbox that lets them write only in {roots} (reads are open)."
+        roots = ", ".join(map(str, self.writable_roots(cwd)))
+        network = "no network" if self.policy.mode == "strict" or not self.policy.network else "the network"
+        moved = (
+            "" if self.workspace_for(cwd) == cwd else f" (the working directory {cwd} is read-only: work in {roots})"
+        )
+        return (
+            f"Commands and file tools run in a sandbox: they may write only in {roots}, /tmp and /var/tmp "
+            f"(the session's own){moved}; .git, .cmdop, CMDOP.md, AGENTS.md, .mcp.json, .envrc and .vscode "
+            f"are read-only; credentials and .env files are hidden; no Unix sockets; {network}. "
+            "A command's background processes end with it. A refused write can be run outside the "
+            "sandbox only if the user allows it."
+        )
+
     # --- where a session works ---------------------------------------------------------------
 
     def workspace_for(self, cwd: Path) -> Path:
@@ -273,9 +293,18 @@ class Sandbox:
             writable=(*self.writable_roots(cwd), *(real for _, real in private)),
             private=private,
             hidden=tuple(self.hidden_paths(cwd, found)),
-            exempt=tuple(real for _, real in private),
+            exempt=(
+                *(real for _, real in private),
+                *self.writable_roots(cwd),
+            ),  # a scratch workspace in the data folder
             protected=tuple(self.protected_paths(cwd, found)),
+            shared=self._shared(),
         )
+
+    def _shared(self) -> tuple[Path, ...]:
+        """Homes where a private folder is seen (a home under /tmp): shown as they are, read-only."""
+        private = self.private_roots()
+        return tuple(home for home in _homes(self.home) if any(within(home, seen) for seen in private))
 
     # --- the command line ----------------------------------------------------------------------
 
@@ -296,6 +325,7 @@ class Sandbox:
             network=self.policy.network and self.policy.mode != "strict",
             filtered=seccomp is not None,
             run_kept=_resolver_files(),
+            shared=self._shared(),
         )
         opens = (seccomp,) if seccomp is not None else ()
         return Launch([self.program, *bwrap.arguments(layout, chdir), "--", *argv], opens, env)

@@ -43,12 +43,13 @@ class SandboxView:
     hidden: tuple[Path, ...] = ()  # hidden whole: files and folders
     exempt: tuple[Path, ...] = ()  # inside a hidden folder yet visible: the private folders, a scratch workspace
     protected: tuple[Path, ...] = ()  # read-only inside the writable roots, besides PROTECTED_NAMES
+    shared: tuple[Path, ...] = ()  # where a private folder is seen, the host's own (a home under /tmp)
 
     def place(self, path: Path) -> Path:
         """Where `path` (absolute, as a command would write it) is for this process."""
         private = {real for _, real in self.private}
-        if any(within(path, root) for root in self.writable if root not in private):
-            return path  # a workspace under /tmp is bound there as itself
+        if any(within(path, root) for root in (*self.writable, *self.shared) if root not in private):
+            return path  # a workspace (or a home) under /tmp is bound there as itself
         for seen, real in self.private:
             if within(path, seen):
                 return real / path.relative_to(seen)

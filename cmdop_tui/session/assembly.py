@@ -92,7 +92,7 @@ def build_sandbox(settings: Settings) -> Sandbox:
     directories are hidden from commands too (they hold the rules, the sessions, the logs)."""
     policy = settings.sandbox_policy()
     hidden = (*policy.hidden, str(config_dir()), str(data_dir()))
-    return Sandbox.detect(replace(policy, hidden=hidden))
+    return Sandbox.detect(replace(policy, hidden=hidden, data=str(data_dir())))
 
 
 def build_runner(
@@ -116,6 +116,8 @@ def build_runner(
     described = tuple(_described(spec) for spec in fleet.inventory if not spec.is_local)
     groups = tuple(f"group {name}" for name in fleet.inventory.groups)
     facts = replace(facts, target_machine=fleet.target_name, machines=(*described, *groups))
+    if not facts.sandbox:
+        facts = replace(facts, sandbox=fleet.sandbox.describe(cwd or Path.cwd()))
     tools = [*builtin_tools(), TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
     skills = find_skills(cwd or Path.cwd()).skills
     if skills:

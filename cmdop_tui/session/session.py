@@ -27,10 +27,11 @@ from cmdop_tui.agent.context import Platform, SessionFacts
 from cmdop_tui.agent.events import Cancelled
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import McpServerSpec, Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.mcp import McpServers, configured_servers
+from cmdop_tui.mcp.files import server_files
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
@@ -131,6 +132,8 @@ class Session:
                 "the safety floor and approvals still apply"
             )
         self._cleanup.push_async_callback(self.fleet.close)
+        specs, mcp_notes = configured_servers(self.settings, self.cwd or Path.cwd())
+        self.notes += self._hold_the_sandbox(specs)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
         self._runner = build_runner(
@@ -146,15 +149,38 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
-        self._start_mcp(self._runner)
+        self._start_mcp(self._runner, specs, mcp_notes)
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
 
-    def _start_mcp(self, runner: Runner) -> None:
+    def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
+        """Make what the MCP servers run read-only to commands, start the scan of secrets, and
+        say where commands write when the working directory may not be written whole."""
+        fleet = self.fleet
+        assert fleet is not None
+        sandbox = fleet.sandbox
+        if not sandbox.confines:
+            return []
+        cwd = self.cwd or Path.cwd()
+        roots = sandbox.writable_roots(cwd)
+        served = [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
+        fleet.sandbox = sandbox = replace(
+            sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *served))
+        )
+        self._cleanup.callback(sandbox.state.close)
+        sandbox.prepare(cwd)
+        workspace = sandbox.workspace_for(cwd)
+        if workspace == cwd:
+            return []
+        return [
+            f"{cwd} is not made writable to commands whole (it holds your home); they write in the "
+            f"scratch workspace {workspace}, and read everything else as it is"
+        ]
+
+    def _start_mcp(self, runner: Runner, specs: list[McpServerSpec], notes: list[str]) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
         background (this returns at once); each one's tools join the runner's registry when it
         has connected, and leave it when the session closes."""
-        specs, notes = configured_servers(self.settings, runner.cwd)
         self.notes += notes
         self.mcp = McpServers(specs, runner.tools, cwd=runner.cwd)
         self._cleanup.push_async_callback(self.mcp.close)
