@@ -2,7 +2,7 @@
 
 Every command gets, in every mode:
 
-* its own user, PID, IPC and cgroup namespaces, with no capability at all (as root too:
+* its own user, PID and IPC namespaces, with no capability at all (as root too:
   `--cap-drop ALL`, so it cannot unmount what hides a secret or remount the home), a fresh /proc
   that shows its own processes only (not the app's environment, not another process's root),
   `--die-with-parent` and `--new-session`; its background jobs end with it;
@@ -35,7 +35,7 @@ __all__ = ["FILTER_FD", "Layout", "arguments", "program"]
 FILTER_FD = 3  # where the command's spawner opens the system-call filter
 # Places the sandbox makes anew: what the host has there is never seen, so nothing is bound there.
 FRESH = (Path("/proc"), Path("/dev"), Path("/run"))
-_NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-cgroup-try")
+_NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc")
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink, S
 from cmdop_tui.machines.process import run_process
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.sandbox_view import within
+from cmdop_tui.machines.secret_index import Found
 from cmdop_tui.machines.spec import LOCAL
 from cmdop_tui.support.secrets import CREDENTIAL_ENV
 from cmdop_tui.support.text import inert_line
@@ -60,7 +61,7 @@ class LocalMachine:
     ) -> MachineResult:
         directory = self._path(cwd or ".")
         confined = sandboxed and self.sandbox.confines
-        found = await asyncio.to_thread(self.sandbox.found, self.cwd) if confined and self.sandbox.program else None
+        found = await self._secrets_found() if confined and self.sandbox.program else None
         if confined and self.sandbox.program and found is None:
             return MachineResult.error(NOT_SCANNED)
         absent = self.sandbox.absent_protected(self.cwd) if confined else []
@@ -84,6 +85,10 @@ class LocalMachine:
         if result.is_error or not result.text.startswith("exit code: 0"):
             return self._explain_denial(result)
         return result
+
+    async def _secrets_found(self) -> Found | None:
+        """The latest scan of secrets; the first one is waited for off the event loop."""
+        return self.sandbox.found(self.cwd, 0) or await asyncio.to_thread(self.sandbox.found, self.cwd)
 
     def _explain_denial(self, result: MachineResult) -> MachineResult:
         """A command that failed because the sandbox would not let it write somewhere (a path

@@ -7,7 +7,7 @@ word. The floor reads the text of a command, so it is a first line only; this ho
 text says.
 
 On Linux, every command runs inside bubblewrap (machines/bubblewrap.py says what each option
-does): its own user, PID, IPC and cgroup namespaces with no capability, a fresh /proc, the
+does): its own user, PID and IPC namespaces with no capability, a fresh /proc, the
 machine read-only, no /run, the session's private /tmp and /var/tmp (machines/sandbox_state.py),
 the writable roots read-write with protected paths inside them read-only (`.git`, `.cmdop`,
 `CMDOP.md`, what an MCP server runs from...: machines/sandbox_view.py), secrets hidden (every
