@@ -399,7 +399,6 @@ ALLOWED = [
     "cp admin.conf ~/.kube/config",
     "kubectl --kubeconfig ~/.kube/config get pods",
     "aws s3 ls",
-    "cat ~/.aws/config",
     "ls -la ~/.aws",
     "chmod 600 ~/.aws/credentials",
     # processes, disks, files
@@ -444,7 +443,6 @@ FILE_TOOL_ALLOWED = [
     ("write_file", {"path": "/tmp/profile", "content": "x"}),
     ("write_file", {"path": "/etc/systemd/system/app.service", "content": "x"}),
     ("write_file", {"path": "~/.kube/config", "content": "x"}),
-    ("read_file", {"path": "~/.aws/config"}),
 ]
 
 _CASES = [(rule, command) for rule, commands in REFUSED.items() for command in commands]

@@ -2,10 +2,12 @@
 declarations for the permission gate, and a `run` that goes to the server.
 
 A tool is `mutating` (approval asked in the default mode) unless the server marks it
-`readOnlyHint: true`. Its `Subject` follows its schema, so the floor and argument rules judge it
-as they judge the built-in tools: a string `command` argument is a shell command (the floor
-parses it), a string `path` argument (or `file_path`, ...) is a path (no reading keys or `.env`
-files, no writing files that run code later).
+`readOnlyHint: true` (which spares it the question, never the floor). Its `Subject` follows its
+schema, so argument rules judge it as they judge the built-in tools: a string `command` argument
+is a shell command, a string `path` argument (or `file_path`, ...) a path. Whatever its
+arguments are called, the safety floor judges every string in them (`Subject.every_string`):
+each that names a path (`paths: ["~/.ssh/id_rsa"]`, `source`, `destination`, a `file://` URI)
+by the path rules, each under a key named like a command as a shell command.
 """
 
 from __future__ import annotations
@@ -66,8 +68,10 @@ def input_schema(schema: Any) -> dict[str, Any]:
     return root
 
 
-def subject_of(schema: dict[str, Any]) -> Subject | None:
-    """What the floor and argument rules judge in a call, from the schema's argument names."""
+def subject_of(schema: dict[str, Any]) -> Subject:
+    """What argument rules match in a call, from the schema's argument names (a command, a
+    path, or none: then the first command, path, pattern or hostname given); the floor judges
+    every string of every call whatever it is called (`every_string`)."""
     properties = schema.get("properties", {})
 
     def is_text(name: str) -> bool:
@@ -76,8 +80,8 @@ def subject_of(schema: dict[str, Any]) -> Subject | None:
 
     for name in _COMMAND_ARGUMENTS:
         if is_text(name):
-            return Subject("command", name)
+            return Subject("command", name, every_string=True)
     for name in _PATH_ARGUMENTS:
         if is_text(name):
-            return Subject("path", name, reads_content=True, reach="parent")
-    return None
+            return Subject("path", name, reads_content=True, reach="parent", every_string=True)
+    return Subject("path", "", every_string=True)

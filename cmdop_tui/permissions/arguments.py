@@ -44,11 +44,11 @@ def main_argument(tool: str, args: Mapping[str, Any], *, spec: Tool | None = Non
     """The argument rules match for this call (a list for ask_machines' hostnames).
 
     `spec` is the tool's declaration (None: the built-in tool called `tool`). A tool that
-    declares no subject is matched on the first of its command, path, pattern or hostname
-    arguments that is a string.
+    declares no subject (or a subject without a main argument) is matched on the first of its
+    command, path, pattern or hostname arguments that is a string.
     """
     declared = declaration(tool, spec)
-    if declared is None or declared.subject is None:
+    if declared is None or declared.subject is None or not declared.subject.argument:
         for key in _GUESSED_ARGUMENTS:
             value = args.get(key)
             if isinstance(value, str):

@@ -1,14 +1,20 @@
 """What the floor carries while it walks one command line: the known state, the expanded words,
-and the way back into the walk for code found inside a command.
+the doubts found so far, and the way back into the walk for code found inside a command.
 
 Checks below the walk (wrappers, ``find -exec``, interpreters, the fallback) find code that runs
 too: a ``bash -c`` string, the command ``xargs`` starts. They hand it to ``ctx.walk`` rather
 than importing the walk, so each layer of the floor imports only the layers beneath it.
+
+Two verdicts come out of a walk. A refusal (:class:`Refuse`, raised) is what the floor can tell
+is catastrophic. A doubt (:func:`doubt`, noted and the walk goes on) is what it cannot resolve
+(code built from values it cannot know, a program it cannot name, a language it does not read)
+where the command could reach a protected target: only a person may allow that.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -20,6 +26,14 @@ MAX_DEPTH = 12
 MAX_CANDIDATES = 32
 #: How many simple commands (each form of each) one command line may make the floor check.
 MAX_STEPS = 20_000
+
+#: How many doubts one command line keeps (the first is the one shown).
+MAX_DOUBTS = 8
+#: What every doubt ends with: who may answer it.
+ASK_NOTE = (
+    "(safety floor: the floor cannot tell what this does; only a person may allow it, "
+    "not a rule, auto mode or an approve-everything function)"
+)
 
 #: A command's stdin when it can be known before the command runs, evaluated only if needed.
 Stdin = Callable[[], str | None]
@@ -33,12 +47,26 @@ class Refuse(Exception):
         self.reason = reason
 
 
+def _quoted(snippet: str) -> str:
+    snippet = " ".join(snippet.replace("\x00", "…").replace("\x01", "…").replace("\x03", "…").split())
+    return snippet[:117] + "..." if len(snippet) > 120 else snippet
+
+
 def refuse(snippet: str, what: str) -> Refuse:
     """A refusal quoting the offending command (shortened) and saying what it would do."""
-    snippet = " ".join(snippet.split())
-    if len(snippet) > 120:
-        snippet = snippet[:117] + "..."
-    return Refuse(f"refused: `{snippet}` {what} {FLOOR_NOTE}")
+    return Refuse(f"refused: `{_quoted(snippet)}` {what} {FLOOR_NOTE}")
+
+
+def doubt(ctx: Ctx, snippet: str, what: str) -> None:
+    """Note that the floor cannot resolve `snippet`, which `what` says could reach a protected
+    target: the command then needs a person (unless something in it is refused outright)."""
+    doubts = ctx.facts.doubts
+    if len(doubts) < MAX_DOUBTS:
+        quoted = _quoted(snippet)
+        shown = f"`{quoted}`" if quoted.strip("… ") else "the command"  # only a hole: say so
+        reason = f"needs a person: {shown} {what} {ASK_NOTE}"
+        if reason not in doubts:
+            doubts.append(reason)
 
 
 @dataclass(frozen=True)
@@ -53,6 +81,17 @@ class Arg:
     @property
     def text(self) -> str:
         return self.values[0] if self.values else ""
+
+
+def texts_of(args: Sequence[Arg], limit: int = 8) -> list[str]:
+    """The texts `args` may make joined by spaces (a word that may be empty or unknown gives
+    each of its forms): the code `eval` or `bash -c` runs is every one of them."""
+    texts: list[str] = []
+    for combination in itertools.product(*(arg.values or ("",) for arg in args)):
+        texts.append(" ".join(combination))
+        if len(texts) >= limit:
+            break
+    return texts or [""]
 
 
 def literal(text: str) -> Arg:
@@ -82,22 +121,28 @@ class Facts:
     `files`: the files written so far, by resolved path, with their possible contents (None:
     written by something whose output cannot be known). `env_loaded`: a .env file was sourced,
     so its secrets are in the environment. `ifs_changed`: IFS was assigned. `input_vars`:
-    variables `read` set from input that cannot be known. `steps`: simple commands checked.
+    variables `read` set from input that cannot be known. `arithmetic_vars`: variables an
+    arithmetic command assigns (`((x=0-1))`, `let`), whose values are not followed. `steps`:
+    simple commands checked. `doubts`: what could not be resolved (see :func:`doubt`).
     """
 
     files: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     env_loaded: bool = False
     ifs_changed: bool = False
     input_vars: set[str] = field(default_factory=set)
+    arithmetic_vars: set[str] = field(default_factory=set)
     steps: int = 0
+    doubts: list[str] = field(default_factory=list)
 
 
 @dataclass
 class Ctx:
-    """What is known while walking one command line (`facts` is shared with nested scripts)."""
+    """What is known while walking one command line (`facts` is shared with nested scripts).
+    `refs`: the namerefs (`declare -n ref=NAME`), each with the names it may point at."""
 
     walk: Walk
     vars: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    refs: dict[str, tuple[str, ...]] = field(default_factory=dict)
     funcs: dict[str, Any] = field(default_factory=dict)
     cwd: str | None = None
     positional: tuple[str, ...] | None = None

@@ -1,6 +1,8 @@
 """Deciding one tool call: the floor, then the rules (session, then global), then the mode.
 
-1. **The floor** (:mod:`.floor`) refuses what nothing may allow.
+1. **The floor** (:mod:`.floor`) refuses what nothing may allow, and marks what only a person
+   may allow (``person_only``): then a ``deny`` rule or ``strict`` mode still denies, but no
+   rule, no "Allow always" and no mode (``auto`` included) allows it; it is asked.
 2. **Rules**: session rules are consulted first: a session rule that matches decides; otherwise
    the global rules (the TOML file) decide. Within a layer, ``deny`` beats ``ask`` beats
    ``allow``. For a command, every simple command of the line is a part (:mod:`.arguments`): an
@@ -22,8 +24,9 @@ from typing import Any, Literal, TypeGuard
 from cmdop_tui.tools.base import Tool
 
 from .arguments import Part, call_parts, main_argument, subject_kind
-from .floor import floor_violation
+from .floor import judge_call
 from .rules import Rule, Verdict
+from .verdicts import FloorVerdict
 
 Mode = Literal["default", "strict", "auto"]
 MODES: tuple[str, ...] = ("default", "strict", "auto")
@@ -37,6 +40,7 @@ class Decision:
     `verdict`: ``"allow"`` (run it), ``"ask"`` (ask the user), ``"deny"`` (the reason goes back
     to the model as the tool result). `rule`: the rule that decided, or None (the mode or the
     floor decided). `floor`: True when the safety floor refused; then nothing may override it.
+    `person_only`: an ask the floor made, which only a person may answer.
     """
 
     verdict: Verdict
@@ -85,18 +89,30 @@ def decide(
     """The decision for one call, given the rules and the mode (see the module doc); without
     the floor when `floor` is False (already judged). `selectors`: how the call named the
     machine (`tag:db`, a group), whose rules apply to it as well as its own."""
-    reason = floor_violation(tool, args, spec=spec) if floor else None
-    if reason is not None:
-        return Decision("deny", reason, None, True)
+    judged = judge_call(tool, args, spec=spec) if floor else None
+    if judged is not None and judged.verdict == "deny":
+        return Decision("deny", judged.reason, None, True)
     if mutating is None:
         mutating = spec.mutating if spec is not None else True
     names = [machine, *(s for s in selectors if s != machine)]
     session = [r for r in session if any(r.applies_to(tool, name) for name in names)]
     global_ = [r for r in global_ if any(r.applies_to(tool, name) for name in names)]
     verdict, rule = _rules_verdict(tool, args, machine, cwd, spec, session, global_)
+    if judged is not None:
+        return _for_a_person(judged, verdict, rule, mode)
     if rule is not None:
         return _by_rule(verdict, rule, mode)
     return _by_mode(tool, mutating, mode)
+
+
+def _for_a_person(judged: FloorVerdict, verdict: str | None, rule: Rule | None, mode: Mode) -> Decision:
+    """A call only a person may allow: a deny rule denies it, strict mode denies it (nobody is
+    asked there), and otherwise it is asked, whatever allow rules or auto mode say."""
+    if verdict == "deny" and rule is not None:
+        return _by_rule(verdict, rule, mode)
+    if mode == "strict":
+        return Decision("deny", f"strict mode: {judged.reason}")
+    return Decision("ask", judged.reason, None, person_only=True)
 
 
 def decide_many(hosts: Sequence[str], decide_on: Callable[[str], Decision]) -> Decision:

@@ -1,29 +1,38 @@
 """Words expanded the way bash would, as far as that can be known before the command runs.
 
-Quotes (``'rm'``, ``r"m"``, ``\\rm``, ``$'\\x72m'``), ``~`` and ``$HOME``, variables assigned
-earlier in the same command line (``X=/; rm -rf $X``), arrays ``read -a`` filled, brace
-expansion (``/{,}``), ``${IFS}`` and ``$(echo /)``. A variable that is not known may be empty
-(``rm -rf "$DIR"/*`` could be ``rm -rf /*``); a command substitution whose output cannot be
-known prints :data:`.paths.RUNTIME`, which the checks judge by what it could be. Small
-pipelines and lists of commands whose output can be known (:mod:`.producers`) are evaluated, so
-that ``echo ... | base64 -d | sh`` and ``rm -rf $(cd; pwd)`` show the floor what will run.
-Word splitting (on ``IFS``) is :mod:`.splitting`.
+Brace expansion first, on the word as written (:mod:`.braces`: ``~/{.,}*``), then quotes
+(``'rm'``, ``r"m"``, ``\\rm``, ``$'\\x72m'``), ``~`` and ``$HOME`` (``~user`` from the password
+database), variables assigned earlier in the same command line (``X=/; rm -rf $X``), namerefs
+(``declare -n r=HOME``) and indirection (``${!x}``), arrays ``read -a`` filled, the operators
+of ``${...}`` (:mod:`.parameters`: ``${HOME%/}``), arithmetic (:mod:`.arithmetic`), ``${IFS}``
+and ``$(echo /)``. A variable that is not known may be empty (``rm -rf "$DIR"/*`` could be
+``rm -rf /*``); a variable that relocates a credential store is that store (``$KUBECONFIG``);
+a command substitution whose output cannot be known prints :data:`.paths.RUNTIME`, which the
+checks judge by what it could be; what the command computes in a way not followed here is
+:data:`.paths.OPAQUE`. Small pipelines and lists of commands whose output can be known
+(:mod:`.producers`) are evaluated, so that ``echo ... | base64 -d | sh`` and ``rm -rf $(cd;
+pwd)`` show the floor what will run. Word splitting (on ``IFS``) is :mod:`.splitting`.
 """
 
 from __future__ import annotations
 
 import itertools
-import posixpath
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from .arithmetic import Unknown, Unreadable, evaluate
+from .braces import brace_words
+from .command_env import assignment_scripts, check_assignment
 from .context import MAX_CANDIDATES, Arg, Ctx
+from .homes import home_of
+from .parameters import SubWord, operate
 from .parsing import parse
-from .paths import HOME, RUNTIME, UNKNOWN, unknowable
-from .producers import cd_target, command_output, find_items
-from .scanning import ansi_c, find_backtick, match_close, skip_double, split_top_commas, words
+from .paths import HOME, OPAQUE, RUNTIME, UNKNOWN, unknowable
+from .producers import cd_target, command_output
+from .scanning import ansi_c, find_backtick, match_close, skip_double, words
+from .stores import relocated
 
 _ALWAYS_SET = words(
     "USER LOGNAME HOSTNAME SHELL RANDOM UID EUID PPID SECONDS LINENO BASHPID OLDPWD BASH "
@@ -31,10 +40,26 @@ _ALWAYS_SET = words(
 )
 
 
-def _lookup(name: str, ctx: Ctx) -> tuple[str, ...] | None:
+_XDG_BASES = {"XDG_CONFIG_HOME": "/.config", "XDG_DATA_HOME": "/.local/share", "XDG_STATE_HOME": "/.local/state"}
+
+
+def _lookup(name: str, ctx: Ctx, seen: tuple[str, ...] = ()) -> tuple[str, ...] | None:
     """Possible values of `$name`, or None when nothing is known (it may be empty)."""
+    if name in ctx.refs and name not in seen:  # a nameref: the values of what it points at
+        found: list[str] = []
+        for target in ctx.refs[name]:
+            values = _lookup(target, ctx, (*seen, name)) if re.fullmatch(r"[A-Za-z_]\w*", target) else None
+            found.extend(values if values is not None else ("", UNKNOWN) if not unknowable(target) else (OPAQUE,))
+        return tuple(dict.fromkeys(found))[:MAX_CANDIDATES]
+    if name in ctx.facts.arithmetic_vars:  # ((x=0-1)), let x=...: what it holds is not followed
+        return tuple(dict.fromkeys((*ctx.vars.get(name, ()), OPAQUE)))
     if name in ctx.vars:
         return ctx.vars[name]
+    store = relocated(name)
+    if store is not None:
+        return (store,)
+    if name in _XDG_BASES:
+        return (HOME + _XDG_BASES[name],)
     if name == "HOME":
         return (HOME,)
     if name == "PWD":
@@ -62,48 +87,6 @@ def _product(segments: list[tuple[str, ...]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def _brace_expand(text: str) -> list[str]:
-    """Bash brace expansion ({a,b} and {1..3}), bounded."""
-    match = None
-    depth = 0
-    start = -1
-    for i, ch in enumerate(text):
-        if ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth:
-            depth -= 1
-            if depth == 0:
-                inner = text[start + 1 : i]
-                match = (start, i, inner)
-                break
-    if match is None:
-        return [text]
-    start, end, inner = match
-    options = split_top_commas(inner)
-    if len(options) < 2:
-        seq = re.fullmatch(r"(-?\d+)\.\.(-?\d+)", inner) or re.fullmatch(r"([a-zA-Z])\.\.([a-zA-Z])", inner)
-        if not seq:
-            rest = _brace_expand(text[end + 1 :])
-            return [text[: end + 1] + r for r in rest][:MAX_CANDIDATES]
-        a, b = seq.group(1), seq.group(2)
-        if a.lstrip("-").isdigit():
-            lo, hi = int(a), int(b)
-            step = 1 if hi >= lo else -1
-            options = [str(v) for v in range(lo, hi + step, step)][:MAX_CANDIDATES]
-        else:
-            step = 1 if ord(b) >= ord(a) else -1
-            options = [chr(v) for v in range(ord(a), ord(b) + step, step)]
-    out: list[str] = []
-    for option in options:
-        for expanded in _brace_expand(text[:start] + option + text[end + 1 :]):
-            out.append(expanded)
-            if len(out) >= MAX_CANDIDATES:
-                return out
-    return out
-
-
 class _Expander:
     """Expands one raw word the way bash would, as far as can be known statically.
 
@@ -117,14 +100,14 @@ class _Expander:
         self.dynamic = False
         self.split = False
 
-    def word(self, raw: str, *, assignment: bool = False) -> Arg:
-        segments = self._segments(raw, assignment=assignment)
-        values = _product(segments) if segments else ("",)
-        if "{" in raw and "," in raw or ".." in raw:
-            expanded: list[str] = []
-            for value in values:
-                expanded.extend(_brace_expand(value))
-            values = tuple(dict.fromkeys(expanded))[:MAX_CANDIDATES]
+    def word(self, raw: str, *, assignment: bool = False, braces: bool = True) -> Arg:
+        """One word: brace expansion first (not in an assignment), then the rest of each (the
+        words braces make are taken here for the values one word may have)."""
+        found: list[str] = []
+        for alternative in [raw] if assignment or not braces else brace_words(raw):
+            segments = self._segments(alternative, assignment=assignment)
+            found.extend(_product(segments) if segments else ("",))
+        values = tuple(dict.fromkeys(found))[:MAX_CANDIDATES]
         return Arg(raw, values, self.dynamic, self.split)
 
     # -- the scanner ---------------------------------------------------------------------------
@@ -200,7 +183,7 @@ class _Expander:
         elif user in "+-":
             segs.append((UNKNOWN,))
         else:
-            segs.append(("/root" if user == "root" else f"/home/{user}",))
+            segs.append((home_of(user),))
         return i + len(match.group(0))
 
     def _unknown(self, quoted: bool) -> tuple[str, ...]:
@@ -232,8 +215,7 @@ class _Expander:
         if nxt == "(":
             if raw.startswith("((", i + 1):
                 end = match_close(raw, i + 1)
-                self.dynamic = True
-                segs.append((UNKNOWN,))
+                segs.append(self._arithmetic(raw[i + 3 : end - 2]))
                 return end
             end = match_close(raw, i + 1)
             inner = raw[i + 2 : end - 1] if raw[end - 1 : end] == ")" else raw[i + 2 : end]  # unclosed: to the end
@@ -249,15 +231,61 @@ class _Expander:
             segs.append(("$",))
             return i + 1
         values = _lookup(match.group(0), self.ctx)
+        quoted = quoted and match.group(0) != "@"  # "$@": each argument its own word
         segs.append(self._unknown(quoted) if values is None else self._known(values, quoted))
         return i + 1 + len(match.group(0))
 
-    def _parameter(self, expr: str, quoted: bool) -> tuple[str, ...]:
-        if expr.startswith("#") and len(expr) > 1:
+    def _arithmetic(self, expr: str) -> tuple[str, ...]:
+        """$((expr)): its value when it can be computed; unknown when it depends on the
+        environment; OPAQUE when it uses what is not followed (an assignment, `++`)."""
+
+        def number(name: str) -> int | None:
+            values = _lookup(name, self.ctx)
+            if values is None or len(values) != 1 or unknowable(values[0]):
+                return None
+            text = values[0].strip()
+            return int(text) if re.fullmatch(r"-?\d+", text) else 0 if not text else None
+
+        try:
+            return (str(evaluate(expr, number)),)
+        except Unknown:
             self.dynamic = True
             return (UNKNOWN,)
-        if expr.startswith("!"):
+        except (Unreadable, ValueError, RecursionError):
+            self.dynamic = True
+            return (OPAQUE,)
+
+    def _opaque(self, quoted: bool) -> tuple[str, ...]:
+        """What the command computes in a way the floor does not follow (it may choose it)."""
+        self.dynamic = True
+        if not quoted:
+            self.split = True
+        return (OPAQUE,)
+
+    def _indirect(self, expr: str, quoted: bool) -> tuple[str, ...]:
+        """${!name}: the variable whose name `name` holds; ${!prefix*}, ${!a[@]}: names, indices."""
+        if not re.fullmatch(r"[A-Za-z_]\w*", expr):
             return self._unknown(quoted)
+        names = _lookup(expr, self.ctx)
+        if names is None:
+            return self._unknown(quoted)
+        found: list[str] = []
+        for name in names:
+            if unknowable(name):
+                return self._opaque(quoted)
+            values = _lookup(name, self.ctx) if re.fullmatch(r"[A-Za-z_]\w*", name) else ("",)
+            found.extend(values if values is not None else ("", UNKNOWN))
+        return self._known(tuple(dict.fromkeys(found))[:MAX_CANDIDATES], quoted)
+
+    def _parameter(self, expr: str, quoted: bool) -> tuple[str, ...]:
+        if expr.startswith("#") and len(expr) > 1:
+            values = _lookup(expr[1:], self.ctx) if re.fullmatch(r"[A-Za-z_]\w*", expr[1:]) else None
+            self.dynamic = True
+            if values is None or any(unknowable(v) for v in values):
+                return (UNKNOWN,)
+            return tuple(dict.fromkeys(str(len(v)) for v in values))
+        if expr.startswith("!"):
+            return self._indirect(expr[1:], quoted)
         match = re.match(r"([A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])(.*)$", expr, re.DOTALL)
         if not match:
             return self._unknown(quoted)
@@ -270,12 +298,22 @@ class _Expander:
             values = _lookup(f"{name}[{index.group(1)}]", self.ctx)
             return self._unknown(quoted) if values is None else self._known(values, quoted)
         if op == "":
+            quoted = quoted and name != "@"  # "${@}": each argument its own word
             return self._unknown(quoted) if values is None else self._known(values, quoted)
         opm = re.match(r"(:?)([-=?+])(.*)$", op, re.DOTALL)
         if opm:
             return self._with_default(values, opm, quoted)
-        # ${X%pat} ${X#pat} ${X/a/b} ${X^^} ${X:1:2} ${X[0]}: some string we do not compute
-        return self._unknown(quoted)
+        if values is None:  # an operator on what the environment holds: as unknown as it is
+            return self._unknown(quoted)
+        computed = _on_homes(values, op, self._sub_word)
+        return self._opaque(quoted) if computed is None else self._known(computed, quoted)
+
+    def _sub_word(self, text: str) -> tuple[str, ...] | None:
+        """A pattern or a replacement inside ${...}, expanded; None when it cannot be known."""
+        sub = _Expander(self.ctx)
+        values = sub.word(text, assignment=True).values
+        self.scripts.extend(sub.scripts)
+        return None if sub.dynamic else values
 
     def _with_default(self, values: tuple[str, ...] | None, opm: re.Match[str], quoted: bool) -> tuple[str, ...]:
         """${X:-word}, ${X=word}, ${X:?msg}, ${X+word} and their forms without the colon."""
@@ -310,6 +348,29 @@ class _Expander:
         return (output.rstrip("\n"),)
 
 
+# what a home may be spelled as, to see what an operator makes of a home whose name is not known
+_HOME_STAND_INS = ("/home/cmdop-a", "/root")
+
+
+def _on_homes(values: tuple[str, ...], op: str, sub: SubWord) -> tuple[str, ...] | None:
+    """`operate`, where a value that is the home (whose real name is not known: HOME is the
+    floor's spelling of it) is tried as two real homes, and what comes back mapped to HOME again;
+    when the two disagree, the result is one the floor does not follow as well."""
+    if not any(v == HOME or v.startswith(HOME + "/") for v in values):
+        return operate(values, op, sub)
+    results: list[set[str]] = []
+    for stand_in in _HOME_STAND_INS:
+        tried = tuple(stand_in + v[len(HOME) :] if v == HOME or v.startswith(HOME + "/") else v for v in values)
+        found = operate(tried, op, sub)
+        if found is None:
+            return None
+        results.append(
+            {HOME + r[len(stand_in) :] if r == stand_in or r.startswith(stand_in + "/") else r for r in found}
+        )
+    union = tuple(sorted(results[0] | results[1]))
+    return union if results[0] == results[1] else (*union, OPAQUE)
+
+
 def expand(raw: str, ctx: Ctx, *, assignment: bool = False) -> tuple[Arg, list[str]]:
     """One raw word expanded, and the command substitutions in it (they run: check them)."""
     expander = _Expander(ctx)
@@ -317,17 +378,40 @@ def expand(raw: str, ctx: Ctx, *, assignment: bool = False) -> tuple[Arg, list[s
     return arg, expander.scripts
 
 
-def assign(raw: str, ctx: Ctx, scripts: list[str]) -> None:
-    """`NAME=value`: remember the value for later words; its substitutions go to `scripts`."""
+def expand_words(raw: str, ctx: Ctx) -> tuple[list[Arg], list[str]]:
+    """A raw word of a command as the words bash makes of it: brace expansion makes several
+    (`{rm,-rf,~}` is `rm -rf ~`), each then expanded; and the command substitutions in them."""
+    alternatives = brace_words(raw)
+    if len(alternatives) == 1:
+        arg, scripts = expand(raw, ctx)
+        return [arg], scripts
+    args: list[Arg] = []
+    scripts = []
+    for alternative in alternatives:
+        expander = _Expander(ctx)
+        args.append(replace(expander.word(alternative, braces=False), raw=alternative))
+        scripts.extend(expander.scripts)
+    return args, scripts
+
+
+def assign(raw: str, ctx: Ctx, scripts: list[str], *, later: list[str] | None = None) -> None:
+    """`NAME=value`: remember the value for later words (through a nameref, for the variable
+    it names); its substitutions go to `scripts`, and the code a program will run because of
+    it (`LESSOPEN=...`, :mod:`.command_env`) to `later` (default: `scripts`)."""
     name, _, value = raw.partition("=")
     name = name.rstrip("+")
     arg, found = expand(value, ctx, assignment=True)
     scripts.extend(found)
-    if re.fullmatch(r"[A-Za-z_]\w*", name):
-        ctx.vars[name] = arg.values
-        ctx.facts.input_vars.discard(name)
-        if name == "IFS":
-            ctx.facts.ifs_changed = True
+    if not re.fullmatch(r"[A-Za-z_]\w*", name):
+        return
+    for target in ctx.refs.get(name, (name,)):
+        if not re.fullmatch(r"[A-Za-z_]\w*", target):
+            continue
+        ctx.vars[target] = arg.values
+        ctx.facts.input_vars.discard(target)
+        ctx.facts.ifs_changed = ctx.facts.ifs_changed or target == "IFS"
+        (scripts if later is None else later).extend(assignment_scripts(target, arg.values))
+        check_assignment(target, arg.values, ctx, raw)
 
 
 def here_document_raw(redirect: Any) -> str:
@@ -432,34 +516,3 @@ def pipeline_text(stages: Sequence[Any], src: str, ctx: Ctx) -> str | None:
     if not stages or any(stage.kind != "command" for stage in stages):
         return None
     return _pipeline_output(stages, src, ctx)
-
-
-@dataclass
-class Upstream:
-    """The stages before this one in a pipeline (for `... | xargs`)."""
-
-    stages: Sequence[Any]
-    src: str
-    ctx: Ctx
-
-    def items(self) -> list[str] | None:
-        """What the previous stage prints, as words, when it can be known."""
-        if not self.stages:
-            return None
-        last = self.stages[-1]
-        if last.kind != "command":
-            return None
-        text = pipeline_text(self.stages, self.src, self.ctx)
-        if text is not None:
-            return text.split()
-        argv = [p for p in last.parts if p.kind == "word"]
-        if not argv:
-            return None
-        name = posixpath.basename(argv[0].word)
-        args = [expand(self.src[w.pos[0] : w.pos[1]], self.ctx)[0] for w in argv[1:]]
-        if name == "find":
-            return find_items([a.text for a in args])
-        if name == "ls":
-            dirs = [a.text for a in args if not a.text.startswith("-")]
-            return [d.rstrip("/") + "/*" for d in dirs] or None
-        return None

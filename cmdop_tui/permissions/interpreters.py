@@ -15,9 +15,9 @@ import itertools
 import re
 
 from .code_text import assignments, delete_arguments, literals, normalise
-from .context import Arg, Ctx, Stdin, literal, refuse
+from .context import Arg, Ctx, Stdin, doubt, literal, refuse
 from .environment import check_env_code
-from .paths import HOME, SECRET_CLASSES, block_device, critical, has_glob, path_class, resolve
+from .paths import HOME, SECRET_CLASSES, block_device, chosen_by_command, critical, has_glob, path_class, resolve
 
 # the options that take code, per interpreter (its name without a version: python3.12 -> python)
 _CODE_OPTIONS = {
@@ -44,16 +44,27 @@ _VALUE_OPTIONS = {
 }
 # options that run something other than a script file (python -m module)
 _NO_SCRIPT = frozenset({"-m", "-V", "--version", "-h", "--help", "-v", "-i"})
-_AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk", "busybox-awk"})
 
 _SHELL_OUT = re.compile(
     r"\b(os\.system|os\.popen|os\.exec\w*|subprocess|Popen|check_output|check_call|system|exec|execSync|spawn\w*|"
     r"child_process|shell_exec|passthru|proc_open|popen|qx|run|call|do shell script|Runtime)\b|`|%x\{|%x\(|qx\{|qx\("
+    r"|\|&?\s*getline|\bprint\w*\b[^;{}\n]*\|"
+)
+# a loop that never ends: while True / while(1) / for(;;) / loop / until 0 / iter(int, 1)...
+_ENDLESS = (
+    r"(?:\bwhile\s*\(?\s*(?:True|true|1|!0|not\s+False)\s*\)?|\bfor\s*\(\s*;\s*;\s*\)|\bloop\b|\buntil\s*\(?\s*(?:false|0)\s*\)?"
+    r"|iter\(\s*int\s*,\s*1\s*\)|itertools\.count\(|\bsetInterval\s*\(|\bwhile\s*:)"
 )
 _FORK_LOOP = re.compile(
-    r"fork\s+while\s+fork|while\s*\(?\s*(?:True|1|true)\s*\)?\s*[:{]?[^\n]{0,80}?\bfork\s*\(|"
-    r"for\s*\(\s*;\s*;\s*\)\s*\{?\s*[^\n]{0,40}?fork\s*\(|loop\s*\{?\s*fork",
-    re.DOTALL,
+    r"\bfork\b[^;\n]{0,40}\b(?:while|until)\b|"
+    + _ENDLESS
+    + r"[\s\S]{0,200}?\b(?:fork|spawn\w*|Popen|popen|system|exec[lv]\w*)\b",
+)
+# a shell-out given a value the code computes, not a string literal (system($cmd), run(args))
+_COMPUTED_SHELL_OUT = re.compile(
+    r"\b(?:os\.system|os\.popen|system|popen|shell_exec|passthru|proc_open|exec|execSync|check_output|check_call"
+    r"|Popen|spawnSync|spawn|getoutput|getstatusoutput)\s*\(\s*(?:f['\"]|[^'\"\[\s)(])"
 )
 _WRITES = re.compile(r"['\"](?:[wa]b?\+?|r\+b?|rb\+)['\"]|write|O_WRONLY|O_RDWR|>|append|copy|symlink|rename")
 _REMOVER = re.compile(r"\b(?:remove|unlink|unlinkSync|rmSync|rmdir|rmdirSync|delete|truncate)\s*\(|\bunlink\b")
@@ -78,10 +89,31 @@ def check_interpreters(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin
             check_code(code, ctx, snippet)
         if not found and script_operand(name, argv) in (None, "-") and stdin is not None and base != "tclsh":
             if not any(a.text in _NO_SCRIPT for a in argv[1:]):
-                check_code(stdin() or "", ctx, snippet)
-    if name in _AWKS:
-        program = next((a.text for a in argv[1:] if not a.text.startswith("-")), "")
-        check_code(program, ctx, snippet)
+                text = stdin()
+                if text is None:
+                    doubt(ctx, snippet, "gives an interpreter code from a pipe that cannot be checked before it runs")
+                check_code(text or "", ctx, snippet)
+    if name in AWKS:
+        check_code(awk_program(argv), ctx, snippet)
+
+
+def awk_program(argv: list[Arg]) -> str:
+    """awk's program: its first operand, past -v NAME=VALUE, -F SEP and -f FILE (none then)."""
+    args = argv[1:]
+    i = 0
+    while i < len(args):
+        text = args[i].text
+        if text in ("-f", "--file") or text.startswith("--file="):
+            return ""
+        if text in ("-v", "-F", "--assign", "--field-separator", "-W", "-i", "--include", "-l", "--load"):
+            i += 2
+            continue
+        if text == "--":
+            return args[i + 1].text if i + 1 < len(args) else ""
+        if not text.startswith("-") or text == "-":
+            return text
+        i += 1
+    return ""
 
 
 def _code_arguments(base: str, argv: list[Arg]) -> list[str]:
@@ -90,17 +122,17 @@ def _code_arguments(base: str, argv: list[Arg]) -> list[str]:
     found: list[str] = []
     for index, arg in enumerate(args):
         text = arg.text
-        code = None
-        if text in flags and index + 1 < len(args):
-            code = args[index + 1].text
+        codes: tuple[str, ...] = ()
+        following = args[index + 1].values if index + 1 < len(args) else ()
+        if text in flags:
+            codes = following
         elif text.startswith("--eval=") or text.startswith("--print="):
-            code = text.split("=", 1)[1]
+            codes = tuple(v.split("=", 1)[1] for v in arg.values if "=" in v)
         elif text.startswith("-") and not text.startswith("--") and len(text) > 2 and text[:2] in flags:
-            code = text[2:]
-        elif re.fullmatch(r"-[A-Za-z]*[ceE]", text) and index + 1 < len(args) and base in ("perl", "ruby", "python"):
-            code = args[index + 1].text
-        if code:
-            found.append(code)
+            codes = tuple(v[2:] for v in arg.values)
+        elif re.fullmatch(r"-[A-Za-z]*[ceE]", text) and base in ("perl", "ruby", "python"):
+            codes = following
+        found.extend(code for code in codes if code)  # every form: code that may be unknown too
     return found
 
 
@@ -130,11 +162,15 @@ def check_code(code: str, ctx: Ctx, snippet: str) -> None:
         return
     if _FORK_LOOP.search(code):
         raise refuse(snippet, "is a fork bomb (a loop that forks without end)")
+    if chosen_by_command(code):
+        doubt(ctx, snippet, "gives an interpreter code built from values that cannot be known before it runs")
     check_env_code(code, ctx, snippet)
     plain = normalise(code)
     texts = literals(plain)
     if _SHELL_OUT.search(plain):
         _check_shell_outs(plain, texts, ctx, snippet)
+        if _COMPUTED_SHELL_OUT.search(plain):
+            doubt(ctx, snippet, "runs a command the code computes, which cannot be checked before it runs")
     _check_deleted_trees(plain, ctx, snippet)
     writes = _WRITES.search(plain) is not None
     for text in texts:

@@ -1,27 +1,53 @@
 """The floor's map of the file system: what is critical to keep, what is a secret, what a disk.
 
 Paths are judged after :func:`resolve` (``..`` folded, relative paths joined to a known
-directory). ``~`` and ``$HOME`` become :data:`HOME`, a home directory whose name is not known;
-a value that cannot be known before the command runs is :data:`UNKNOWN`. A path may still hold
-glob characters (``rm -rf /*``): it is then judged by what it could match.
+directory, ``/proc/<pid>/root`` taken off). ``~`` and ``$HOME`` become :data:`HOME`, a home
+directory whose name is not known; homes come from the password database too (:mod:`.homes`),
+secrets from the credential stores of every kind (:mod:`.stores`), disks from every name a
+block device goes by (:mod:`.devices`). A value that cannot be known before the command runs
+is :data:`UNKNOWN` (the environment's), :data:`RUNTIME` (what a command substitution prints)
+or :data:`OPAQUE` (what the command computes in a way the floor does not follow). A path may
+still hold glob characters (``rm -rf /*``): it is then judged by what it could match.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import functools
 import posixpath
 import re
 from typing import Literal
 
-from .scanning import words
+from cmdop_tui.support.secret_kinds import is_env_file
 
-HOME = "/home/~"  # where ~ and $HOME point: a home directory whose name we do not know
+from .devices import block_device, block_device_here
+from .globs import glob_matches, glob_path_matches, has_glob
+from .homes import UNKNOWN_HOME, home_containing, home_of, is_password_home, password_homes
+from .scanning import words
+from .stores import (
+    STORE_MARK,
+    environment_generation,
+    environment_home,
+    environment_store,
+    marked_store,
+    store_below_home,
+)
+
+__all__ = ["block_device", "block_device_here", "glob_matches", "has_glob"]
+
+HOME = UNKNOWN_HOME  # where ~ and $HOME point: a home directory whose name we do not know
 UNKNOWN = "\x00"  # a non-empty value that cannot be known before the command runs
 RUNTIME = "\x01"  # what a command substitution prints, when that cannot be known before it runs
+OPAQUE = "\x03"  # what the command computes in a way the floor does not follow (it may choose it)
 FLOOR_NOTE = "(safety floor: no rule, mode or approval can allow this)"
 # what a command substitution may print, for a path built from one
 _RUNTIME_SAMPLES = ("/", HOME, "/etc", "/usr", "..", "/dev/sda")
-_GLOB_CHARS = frozenset("*?[")
+# /proc/<pid>/root/...: the same file system, seen through a process; /proc/<pid>/cwd/...: a
+# directory that is not known
+_PROC_ROOT = re.compile(r"^/proc/[^/]+/root(?=/|$)")
+# stores' names a project also uses for its own files (`.vercel/project.json`): a relative path
+# in a folder that is not known is not taken for the home's store
+_PROJECT_FOLDERS = frozenset({".vercel", ".netlify", ".wrangler", ".fly", ".heroku", ".history", ".azure", ".docker"})
+_PROC_CWD = re.compile(r"^/proc/[^/]+/cwd(?:/|$)")
 
 _SYSTEM_TOP = words(
     "bin boot dev etc home lib lib32 lib64 libx32 mnt media opt proc root sbin snap srv sys usr "
@@ -51,28 +77,8 @@ _BROAD_SAMPLES = (
 KEY_SAMPLES = ("id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", "id_ed25519_sk", "id_ecdsa_sk")
 HOST_KEY_SAMPLES = ("ssh_host_rsa_key", "ssh_host_ed25519_key", "ssh_host_ecdsa_key")
 _ENV_SAMPLES = (".env", ".env.local", ".env.production")
-_ENV_SAFE_SUFFIXES = frozenset({"example", "sample", "template", "dist"})
 _SHADOW_FILES = ("/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/master.passwd")
 _SUDOERS_FILES = ("/etc/sudoers", "/etc/sudoers.d", "/etc/sudoers.d/x", "/private/etc/sudoers")
-
-# cloud and service credentials, below a home: not read (written, they may be: kubectl setup)
-_CREDENTIAL_FILES = (
-    ".aws/credentials",
-    ".config/gcloud/credentials.db",
-    ".config/gcloud/access_tokens.db",
-    ".config/gcloud/application_default_credentials.json",
-    ".azure/accessTokens.json",
-    ".azure/msal_token_cache.json",
-    ".azure/msal_token_cache.bin",
-    ".netrc",
-    ".git-credentials",
-    ".pgpass",
-    ".docker/config.json",
-    ".kube/config",
-    ".gnupg/secring.gpg",
-)
-_CREDENTIAL_TREES = (".config/gcloud/legacy_credentials", ".gnupg/private-keys-v1.d")
-_CREDENTIAL_FOLDERS = (".aws", ".gnupg", ".azure", ".config/gcloud")
 
 # files that run code later (persistence): written, they are refused; read, they pass
 _SSH_PERSIST = words("authorized_keys authorized_keys2 config rc environment")
@@ -106,49 +112,6 @@ _SYSTEM_PERSIST_DIRS = (
     "/etc/ssh/sshd_config.d",
 )
 
-_BLOCK_DEVICE = re.compile(
-    r"^/dev/(?:"
-    r"(?:sd|hd|vd|xvd)[a-z]+\d*"
-    r"|nvme\d+(?:n\d+(?:p\d+)?)?"
-    r"|mmcblk\d+(?:p\d+|boot\d+)?"
-    r"|r?disk\d+(?:s\d+)*"
-    r"|md\d+|md/.+|dm-\d+|mapper/.+|disk/by-[^/]+/.+|block/.+|root|ubi\w*|loop\d+"
-    r"|mem|kmem|port"
-    r")$"
-)
-_BLOCK_SAMPLES = (
-    "/dev/sda",
-    "/dev/sda1",
-    "/dev/vda",
-    "/dev/xvda",
-    "/dev/hda",
-    "/dev/nvme0n1",
-    "/dev/mmcblk0",
-    "/dev/disk0",
-    "/dev/md0",
-    "/dev/dm-0",
-)
-
-
-def has_glob(text: str) -> bool:
-    return any(ch in _GLOB_CHARS for ch in text)
-
-
-def glob_matches(pattern: str, name: str) -> bool:
-    """Does one path component `pattern` (a bash glob) match `name`? A leading dot must be
-    matched literally (bash without dotglob)."""
-    if not has_glob(pattern):
-        return pattern == name
-    if name.startswith(".") and not pattern.startswith("."):
-        return False
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _path_matches(pattern: str, path: str) -> bool:
-    """Component-wise glob match of a whole path (so `*` never crosses `/`)."""
-    pat, concrete = pattern.split("/"), path.split("/")
-    return len(pat) == len(concrete) and all(glob_matches(p, c) for p, c in zip(pat, concrete, strict=True))
-
 
 def broad(glob: str) -> bool:
     """A glob that matches most names in a directory (`*`, `.*`, `?*`, `[a-z]*`...)."""
@@ -159,12 +122,23 @@ def show(path: str) -> str:
     """A resolved path as the user wrote it, near enough."""
     if path == HOME or path.startswith(HOME + "/"):
         path = "~" + path[len(HOME) :]
-    return path.replace(UNKNOWN, "…").replace(RUNTIME, "…") or "''"
+    store = marked_store(path)
+    if store is not None:
+        path = "$" + store
+    for mark in (UNKNOWN, RUNTIME, OPAQUE):
+        path = path.replace(mark, "…")
+    return path or "''"
 
 
 def unknowable(value: str) -> bool:
     """Does `value` hold a part that cannot be known before the command runs?"""
-    return UNKNOWN in value or RUNTIME in value
+    return UNKNOWN in value or RUNTIME in value or OPAQUE in value
+
+
+def chosen_by_command(value: str) -> bool:
+    """Does `value` hold a part the command itself computes (a substitution's output, or what
+    the floor does not follow), rather than the environment's?"""
+    return RUNTIME in value or OPAQUE in value
 
 
 def resolve(value: str, cwd: str | None) -> str:
@@ -182,6 +156,14 @@ def resolve(value: str, cwd: str | None) -> str:
     normal = posixpath.normpath(path)
     if normal.startswith("//"):
         normal = "/" + normal.lstrip("/")
+    while normal.startswith("/proc/"):
+        through_root = _PROC_ROOT.sub("", normal, count=1)
+        if through_root != normal:
+            normal = through_root or "/"
+            continue
+        if _PROC_CWD.match(normal):  # somewhere a process is: a directory that is not known
+            normal = normal.split("/", 4)[4] if normal.count("/") > 3 else "."
+        break
     return normal
 
 
@@ -191,9 +173,7 @@ def expand_tilde(path: str) -> str:
         return HOME + path[1:]
     match = re.match(r"~([A-Za-z_][\w.-]*)(/.*)?$", path)
     if match:
-        user = match.group(1)
-        base = "/root" if user == "root" else f"/home/{user}"
-        return base + (match.group(2) or "")
+        return home_of(match.group(1)) + (match.group(2) or "")
     for spelling in ("$HOME", "${HOME}"):
         if path == spelling or path.startswith(spelling + "/"):
             return HOME + path[len(spelling) :]
@@ -218,8 +198,9 @@ def runtime_critical(value: str, cwd: str | None) -> str | None:
 
 
 def home_dir(path: str) -> bool:
+    """Is the resolved `path` a home directory (by its place, the password database, $HOME)?"""
     parts = path.split("/")
-    if path in ("/root", "/var/root"):
+    if path in ("/root", "/var/root") or is_password_home(path) or path == environment_home():
         return True
     return len(parts) == 3 and parts[0] == "" and parts[1] in ("home", "Users") and parts[2] != ""
 
@@ -237,6 +218,19 @@ def critical(path: str) -> str | None:
         return _critical_second(path, comps)
     if len(comps) == 3 and comps[0] in ("home", "Users") and has_glob(comps[2]) and broad(comps[2]):
         return f"everything in a home directory ({show(path)})"
+    return _critical_home(path)
+
+
+def _critical_home(path: str) -> str | None:
+    """A home of the password database or of $HOME, wherever it is (/var/lib/postgresql,
+    /srv/alice), or everything in one."""
+    if home_dir(path):
+        return f"a home directory ({show(path)})"
+    folder, leaf = posixpath.split(path)
+    if has_glob(leaf) and broad(leaf) and home_dir(folder):
+        return f"everything in a home directory ({show(path)})"
+    if has_glob(path) and any(glob_path_matches(path, home) for home in password_homes()):
+        return f"a home directory ({show(path)})"
     return None
 
 
@@ -260,20 +254,12 @@ def _critical_second(path: str, comps: list[str]) -> str | None:
     if path == "/var/root":
         return "a home directory (/var/root)"
     joined = "/".join(comps)
-    if any(_path_matches(joined, sys2) for sys2 in _SYSTEM_SECOND):
+    if any(glob_path_matches(joined, sys2) for sys2 in _SYSTEM_SECOND):
         return f"the system directory {path}"
     if (comps[0] in _SYSTEM_TOP or comps[0] == "root") and has_glob(comps[1]) and broad(comps[1]):
         what = "the home directory of root" if comps[0] == "root" else f"/{comps[0]}"
         return f"everything in {what} ({path})"
     return None
-
-
-def block_device(path: str) -> bool:
-    if not path.startswith("/dev/"):
-        return False
-    if has_glob(path):
-        return any(_path_matches(path, sample) for sample in _BLOCK_SAMPLES)
-    return bool(_BLOCK_DEVICE.match(path))
 
 
 PathClass = Literal["key", "env", "shadow", "sudoers", "keydir", "persist", "cred"]
@@ -286,13 +272,19 @@ WRITABLE_CLASSES = ("keydir", "cred")
 def path_class(path: str) -> tuple[PathClass, str] | None:
     """Is `path` (resolved, possibly a glob) protected? (class, description).
 
-    key, env, shadow: secrets, neither read nor written. cred: cloud and service credentials,
-    not read (setting them up writes them). sudoers, persist: read freely, never written
-    (persist: files that run code later, at login or on a schedule). keydir: a folder of keys or
-    credentials, named freely but not copied or searched whole.
+    key, env, shadow: secrets, neither read nor written. cred: credential stores, not read
+    (setting them up writes them). sudoers, persist: read freely, never written (persist: files
+    that run code later, at login or on a schedule). keydir: a folder of keys or credentials,
+    named freely but not copied or searched whole. Remembered for the paths seen lately (one
+    command line asks of the same path many times), while the environment stays the same.
     """
     if not path:
         return None
+    return _path_class(path, environment_generation())
+
+
+@functools.lru_cache(maxsize=2048)
+def _path_class(path: str, generation: int) -> tuple[PathClass, str] | None:
     comps = path.split("/")
     name = comps[-1]
     parent = comps[-2] if len(comps) > 1 else ""
@@ -302,10 +294,14 @@ def path_class(path: str) -> tuple[PathClass, str] | None:
         return found
     # password hashes
     for shadow in _SHADOW_FILES:
-        if _path_matches(path, shadow) if has_glob(path) else path == shadow:
+        if glob_path_matches(path, shadow) if has_glob(path) else path == shadow:
             return "shadow", f"{shadow} (password hashes)"
     for sudoers in _SUDOERS_FILES:
-        if _path_matches(path, sudoers) if has_glob(path) else (path == sudoers or path.startswith("/etc/sudoers.d/")):
+        if (
+            glob_path_matches(path, sudoers)
+            if has_glob(path)
+            else (path == sudoers or path.startswith("/etc/sudoers.d/"))
+        ):
             return "sudoers", f"the sudo configuration ({shown})"
     # directories that hold private keys
     if glob_matches(name, ".ssh") or path == "/etc/ssh":
@@ -314,19 +310,19 @@ def path_class(path: str) -> tuple[PathClass, str] | None:
 
 
 def _credential_class(path: str, shown: str) -> tuple[PathClass, str] | None:
-    """Cloud and service credentials in a home (~/.aws/credentials, ~/.kube/config...), and the
-    folders that hold them."""
+    """Credential stores of every kind (:mod:`.stores`): in a home (~/.aws/credentials,
+    ~/.config/rclone, ~/.bash_history...), where this machine's environment puts them, and
+    named by the variable that relocates them ($KUBECONFIG); the folders of them themselves
+    (~/.aws) may be named, not read whole."""
+    if STORE_MARK in path:
+        return "cred", f"the credential store {shown}"
     rest = _home_rest(path)
-    if not rest:
-        return None
-    for known in _CREDENTIAL_FILES:
-        wanted = known.split("/")
-        if len(rest) == len(wanted) and all(glob_matches(r, w) for r, w in zip(rest, wanted, strict=True)):
-            return "cred", f"credentials ({shown})"
-    if any(_under(rest, folder) and len(rest) > folder.count("/") + 1 for folder in _CREDENTIAL_TREES):
+    if rest and not (not path.startswith("/") and rest[0] in _PROJECT_FOLDERS):
+        found = store_below_home(rest)
+        if found is not None:
+            return ("cred", f"credentials ({shown})") if found else ("keydir", f"the credentials folder {shown}")
+    if path.startswith("/") and environment_store(path):
         return "cred", f"credentials ({shown})"
-    if any(rest == folder.split("/") for folder in _CREDENTIAL_FOLDERS):
-        return "keydir", f"the credentials folder {shown}"
     return None
 
 
@@ -347,11 +343,11 @@ def _key_class(name: str, parent: str, shown: str) -> tuple[PathClass, str] | No
 
 
 def _env_class(name: str, shown: str) -> tuple[PathClass, str] | None:
-    """.env files, but not .env.example and its kind."""
+    """.env files at any depth, but not .env.example and its kind."""
     if has_glob(name):
         if any(glob_matches(name, sample) for sample in _ENV_SAMPLES):
             return "env", f"a .env file ({shown})"
-    elif name == ".env" or (name.startswith(".env.") and name[5:].lower() not in _ENV_SAFE_SUFFIXES):
+    elif is_env_file(name):
         return "env", f"a .env file ({shown})"
     return None
 
@@ -373,13 +369,19 @@ def _home_rest(path: str) -> list[str] | None:
     comps = path.split("/")
     if not path.startswith("/"):
         return [c for c in comps if c not in ("", ".")]
+    home = home_containing(path)
+    own = environment_home()
+    if own and path.startswith(own + "/") and (home is None or len(own) > len(home)):
+        home = own
+    if home is not None and home.count("/") >= 2:  # deeper than /home/NAME: /home/groups/NAME
+        return path[len(home) + 1 :].split("/")
     if len(comps) >= 4 and (comps[1] in ("home", "Users") or glob_matches(comps[1], "home")):
         return comps[3:]
     if comps[1] == "root":
         return comps[2:]
     if comps[1:3] == ["var", "root"]:
         return comps[3:]
-    return None
+    return path[len(home) + 1 :].split("/") if home is not None else None
 
 
 def _persist_class(path: str, shown: str) -> tuple[PathClass, str] | None:
@@ -396,7 +398,7 @@ def _persist_class(path: str, shown: str) -> tuple[PathClass, str] | None:
             return "persist", f"a login or autostart file ({shown}), run at every login"
     if not path.startswith("/"):
         return None
-    if any(_path_matches(path, known) if has_glob(path) else path == known for known in _SYSTEM_PERSIST):
+    if any(glob_path_matches(path, known) if has_glob(path) else path == known for known in _SYSTEM_PERSIST):
         return "persist", f"{shown}, which runs code at every login, boot or on a schedule"
     if any(_under(comps[1:], folder) for folder in _SYSTEM_PERSIST_DIRS):
         return "persist", f"{shown}, which runs code at every login or on a schedule"

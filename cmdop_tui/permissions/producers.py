@@ -2,7 +2,8 @@
 
 ``echo``, ``printf``, ``base64 -d``, ``xxd -r``, ``rev`` and the filters that pass their input on
 (``cat``, ``head``, ``sort``...) are evaluated; so are the commands that print a path (``pwd``,
-``dirname``, ``realpath``, ``mktemp``, ``find``, ``ls``), a file written earlier in the same
+``dirname``, ``realpath``, ``mktemp``, ``find``, ``ls``, ``which`` and ``command -v``: a
+program of that name), a file written earlier in the same
 command line (``cat f``), and commands whose output is a plain word (``date``, ``whoami``). The
 walk uses them for ``$(...)``, for what a pipe feeds to ``sh`` or ``xargs``, and for what a
 redirection writes to a file.
@@ -23,6 +24,23 @@ from .scanning import ansi_c, words
 _PASS_THROUGH = words("cat tee head tail sort uniq tac xargs fold")
 # commands that print one word that is not a path (`/tmp/$(date +%s)`)
 _WORD_PRINTERS = words("date hostname uname nproc arch uuidgen id hostid tty")
+# programs that print shell code of their own to be eval'ed (`eval "$(ssh-agent -s)"`): what
+# they print is theirs, not the command line's
+_SHELL_SETUP = {
+    "ssh-agent": (),
+    "dircolors": (),
+    "pyenv": ("init",),
+    "rbenv": ("init",),
+    "nodenv": ("init",),
+    "direnv": ("hook", "export"),
+    "zoxide": ("init",),
+    "starship": ("init",),
+    "brew": ("shellenv",),
+    "minikube": ("docker-env",),
+    "fnm": ("env",),
+    "opam": ("env",),
+    "conda": ("shell.bash", "shell.zsh"),
+}
 # where mktemp makes its file when asked nothing else
 _MKTEMP = "/tmp/tmp.mktemp"
 
@@ -146,6 +164,12 @@ def _path_output(name: str, args: list[str], cwd: str | None) -> str | None:
         return "\n".join(resolve(o, cwd) for o in operands) + "\n"
     if name == "mktemp":
         return _MKTEMP + "\n"
+    if (
+        name in ("which", "command", "type")
+        and operands
+        and (name == "which" or any(a in ("-v", "-P", "-p") for a in args))
+    ):
+        return "\n".join("/usr/bin/" + posixpath.basename(o) for o in operands) + "\n"  # a program's path
     if name == "find":
         return "\n".join(find_items(args)) + "\n"
     if name == "ls":
@@ -167,6 +191,8 @@ def command_output(
         return "~\n"  # /home/$(whoami) is a home directory
     if name in _WORD_PRINTERS:
         return "word\n"
+    if name in _SHELL_SETUP and (not _SHELL_SETUP[name] or any(a in _SHELL_SETUP[name] for a in args[:2])):
+        return "\n"
     found = _path_output(name, args, cwd)
     if found is not None:
         return found

@@ -14,13 +14,16 @@ import posixpath
 import re
 from collections.abc import Callable, Mapping
 
-from .context import Arg, Ctx, literal, refuse
+from .context import Arg, Ctx, doubt, literal, refuse
+from .doubts import check_written_chosen
 from .find_checks import check_find
+from .options import long_flag, short_flags, split_options
 from .paths import (
     SECRET_CLASSES,
     UNKNOWN,
     WRITABLE_CLASSES,
     block_device,
+    block_device_here,
     critical,
     expand_tilde,
     has_glob,
@@ -29,6 +32,7 @@ from .paths import (
     runtime_critical,
     runtime_samples,
 )
+from .processes import check_fuser, check_kill, check_killall, check_killall5, check_loginctl, check_pkill
 
 #: One program's check: (argv, ctx, snippet), raising Refuse.
 Check = Callable[[list[Arg], Ctx, str], None]
@@ -65,51 +69,13 @@ _SCP_VALUE_OPTIONS = frozenset({"-i", "-P", "-o", "-F", "-S", "-l", "-c", "-J", 
 _OWNABLE = frozenset({"/usr/local", "/opt", "/srv", "/mnt", "/media", "/var/www", "/snap"})
 
 
-# --- options ------------------------------------------------------------------------------------
-
-
-def split_options(args: list[Arg]) -> tuple[list[str], list[Arg]]:
-    """GNU-style: options anywhere until `--`; returns (options, operands)."""
-    options: list[str] = []
-    operands: list[Arg] = []
-    done = False
-    for arg in args:
-        value = arg.text
-        if not done and value == "--":
-            done = True
-            continue
-        if not done and value.startswith("-") and len(value) > 1 and not arg.dynamic:
-            options.append(value)
-        else:
-            operands.append(arg)
-    return options, operands
-
-
-def short_flags(options: list[str]) -> set[str]:
-    """The letters of the short options (`-rf` -> {"r", "f"})."""
-    flags: set[str] = set()
-    for option in options:
-        if not option.startswith("--"):
-            flags.update(option[1:])
-    return flags
-
-
-def long_flag(options: list[str], *names: str) -> bool:
-    """Is one of the long options `names` given, perhaps abbreviated (`--recur`)?"""
-    for option in options:
-        if option.startswith("--"):
-            stem = option.split("=", 1)[0]
-            if any(len(stem) > 3 and name.startswith(stem) for name in names):
-                return True
-    return False
-
-
 # --- what a command may not read or write -------------------------------------------------------
 
 
 def check_write_target(path: str, snippet: str) -> None:
-    """Writing `path` (a redirect, dd of=, tee, cp's destination)."""
-    if block_device(path):
+    """Writing `path` (a redirect, dd of=, tee, cp's destination): a disk by its name, or here
+    by what the path is (a device node, a symlink to one)."""
+    if block_device_here(path):
         raise refuse(snippet, f"would write to the block device {path}, destroying what is on it")
     found = path_class(path)
     if found and found[0] not in WRITABLE_CLASSES:
@@ -127,6 +93,7 @@ def check_written_value(value: str, ctx: Ctx, snippet: str) -> None:
                 f"would write to a path that comes from a command substitution that cannot be "
                 f"checked before it runs (it could be the block device {sample})",
             )
+    check_written_chosen(value, ctx, snippet)
 
 
 def check_read_target(path: str, snippet: str) -> None:
@@ -225,6 +192,10 @@ def check_copy(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
                 leaf = posixpath.basename(source.rstrip("/"))
                 if leaf and leaf not in (".", ".."):
                     check_write_target(resolve(value.rstrip("/") + "/" + leaf, ctx.cwd), snippet)
+    if name == "ln" and "s" in short_flags(options) | ({"s"} if long_flag(options, "--symbolic") else set()):
+        for source in (v for arg in sources for v in arg.values):
+            if block_device(resolve(source, ctx.cwd)):
+                doubt(ctx, snippet, f"makes a link to the block device {source}, which a later write would destroy")
     if name == "mv":
         for arg in sources:
             for value in arg.values:
@@ -354,24 +325,20 @@ def _check_badblocks(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
         raise refuse(snippet, "would overwrite a whole disk (badblocks -w)")
 
 
-# --- processes ----------------------------------------------------------------------------------
+# --- find -------------------------------------------------------------------------------------
 
 
-def _check_kill(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    args = [a.text for a in argv[1:]]
-    i = 0
-    if i < len(args) and args[i] in ("-s", "-n", "--signal"):
-        i += 2
-    elif i < len(args) and args[i].startswith("-") and args[i] != "--" and len(args) > 1:
-        i += 1
-    if i < len(args) and args[i] == "--":
-        i += 1
-    if any("-1" in a.values for a in argv[1 + i :]):
-        raise refuse(snippet, "would kill every process on the machine (kill -1)")
+def _check_find(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
+    """find's -delete and -exec (:mod:`.find_checks`), and the files -fprint and -fls write."""
+    check_find(argv, ctx, snippet)
+    args = argv[1:]
+    for index, arg in enumerate(args[:-1]):
+        if arg.text in ("-fprint", "-fprint0", "-fprintf", "-fls"):
+            for value in args[index + 1].values:
+                check_written_value(value, ctx, snippet)
 
 
-def _check_killall5(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
-    raise refuse(snippet, "would kill every process on the machine (killall5)")
+# --- schedules ----------------------------------------------------------------------------------
 
 
 def _check_crontab(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
@@ -394,7 +361,7 @@ def _check_crontab(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
 #: The check for each program name (the basename of the command word).
 PROGRAM_CHECKS: Mapping[str, Check] = {
     "rm": check_rm,
-    "find": check_find,
+    "find": _check_find,
     "dd": check_dd,
     "tee": check_writes_operands,
     "sponge": check_writes_operands,
@@ -403,7 +370,12 @@ PROGRAM_CHECKS: Mapping[str, Check] = {
     "wipe": check_overwrite,
     "srm": check_overwrite,
     "crontab": _check_crontab,
-    "killall5": _check_killall5,
+    "killall5": check_killall5,
+    "pkill": check_pkill,
+    "skill": check_pkill,
+    "killall": check_killall,
+    "fuser": check_fuser,
+    "loginctl": check_loginctl,
     "chattr": check_chmod,
     "cp": check_copy,
     "scp": check_copy,
@@ -424,5 +396,5 @@ PROGRAM_CHECKS: Mapping[str, Check] = {
     ),
     "zpool": _check_subcommand(frozenset({"destroy", "labelclear"}), "would destroy a ZFS pool"),
     "badblocks": _check_badblocks,
-    "kill": _check_kill,
+    "kill": check_kill,
 }

@@ -170,8 +170,15 @@ class Permissions:
     ) -> Rule:
         """ "Allow always" from the approval modal: add :func:`derive_rule`'s rule and return it.
 
-        Saved to the global file, or kept for this session with `session=True`.
+        Saved to the global file, or kept for this session with `session=True`. A call only a
+        person may allow (the floor cannot tell what it does) gets no rule: PermissionsError
+        says so, and the call the person approved runs once.
         """
+        if self.decide(tool, args, machine=machine, cwd=cwd, spec=spec).person_only:
+            raise PermissionsError(
+                "not saved: the safety floor cannot tell what this call does, so only a person may "
+                "allow it, each time it is made (no rule can)"
+            )
         rule = derive_rule(tool, args, machine, cwd=cwd, any_machine=any_machine, spec=spec)
         _check_reads_back(rule)
         return self.add_session_rule(replace(rule, source="session")) if session else self.add_rule(rule)
@@ -229,13 +236,13 @@ class Permissions:
         if selected:
             host, selectors = next(iter(selected.items()))
             first = on(host, selectors=selectors)  # the floor does not depend on the machine
-            if first.floor:
+            if _floor_decided(first):
                 return first
             return decisions.decide_many(list(selected), lambda h: on(h, floor=False, selectors=selected[h]))
         hosts = fanout_hosts(args)
         if hosts and names_many(machine):  # the whole call (the gate): judged on each machine it names
             first = on(hosts[0])  # the floor does not depend on the machine: judged once
-            return first if first.floor else decisions.decide_many(hosts, lambda h: on(h, floor=False))
+            return first if _floor_decided(first) else decisions.decide_many(hosts, lambda h: on(h, floor=False))
         return on(machine_of(machine, args), selectors=scopes)
 
     # --- the audit log -------------------------------------------------------------------------
@@ -288,6 +295,7 @@ class Permissions:
             "rule": decision.rule.text if decision.rule else None,
             "rule_source": decision.rule.source if decision.rule else None,
             "floor": decision.floor,
+            "person_only": decision.person_only,
             "mode": self.mode,
             "outcome": outcome,
         }
@@ -301,6 +309,11 @@ class Permissions:
             except OSError as exc:
                 self.last_audit_error = exc
                 log.warning("cannot write the audit log %s: %s", target, exc)
+
+
+def _floor_decided(decision: Decision) -> bool:
+    """Did the floor settle the call (refused, or left to a person), whatever the machine?"""
+    return decision.floor or decision.person_only
 
 
 def _check_reads_back(rule: Rule) -> None:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .context import Arg, Ctx, refuse
+from .options import long_flag, short_flags, split_options
 from .paths import path_class, resolve
-from .programs import long_flag, short_flags, split_options
 from .scanning import words
 from .scripts import edits_in_place
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from .context import MAX_CANDIDATES, Arg, Ctx, Stdin
-from .paths import UNKNOWN, block_device, critical, path_class, resolve, runtime_critical, unknowable
+from .paths import OPAQUE, block_device, critical, path_class, resolve, runtime_critical, unknowable
 
 _DEFAULT_IFS = " \t\n"
 _ANY_IFS = " \t\n,:;|=+@%^!#&"  # IFS unknown: split on every likely separator
@@ -94,7 +94,7 @@ def check_read(name: str, argv: list[Arg], ctx: Ctx, stdin: Stdin | None) -> Non
     targets = [] if array else (names or ["REPLY"])
     if text is None:
         for target in targets:
-            ctx.vars[target] = (UNKNOWN,)
+            ctx.vars[target] = (OPAQUE,)  # what input holds: chosen by whoever wrote it
             ctx.facts.input_vars.add(target)
         if array:
             _set_array(array, None, ctx)
@@ -122,7 +122,7 @@ def check_read(name: str, argv: list[Arg], ctx: Ctx, stdin: Stdin | None) -> Non
 def _set_array(name: str, items: list[str] | None, ctx: Ctx) -> None:
     """An array's elements (`${A[0]}`) and its words joined (`${A[@]}`); None: unknown input."""
     if items is None:
-        ctx.vars[name] = (UNKNOWN,)
+        ctx.vars[name] = (OPAQUE,)
         ctx.facts.input_vars.add(name)
         return
     items = [item for item in items if item][:MAX_CANDIDATES]

@@ -6,33 +6,48 @@ command and process substitution, redirections and here-documents (:mod:`.redire
 simple command's words are expanded (:mod:`.expansion`) and split (:mod:`.splitting`), then
 judged by its program: wrappers are unwrapped, shell strings walked again (to
 :data:`MAX_DEPTH`), files the line wrote and then runs checked (:mod:`.scripts`), and the
-per-program, interpreter, environment and secret-argument checks applied. ``cd DIR`` is
-followed, so later relative paths resolve against it.
+per-program (:mod:`.programs`, :mod:`.processes`), runner (:mod:`.runners`, :mod:`.editors`),
+interpreter, environment and secret-argument checks applied. ``cd DIR`` is followed, so later
+relative paths resolve against it.
+
+What cannot be resolved and could reach a protected target is a doubt (:mod:`.doubts`): shell
+code with a hole, a program whose name cannot be known, text nothing parses.
 """
 
 from __future__ import annotations
 
-import itertools
 import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from .arithmetic import assigned_names
 from .context import MAX_CANDIDATES, MAX_DEPTH, MAX_STEPS, Arg, Ctx, Stdin, given, refuse
+from .doubts import (
+    check_chosen_operands,
+    check_unknown_program,
+    check_unparsed_reach,
+    check_unreadable_code,
+)
+from .editors import check_awk_program, check_editor
 from .environment import check_env_print, note_sourcing
-from .expansion import Upstream, assign, expand, pipeline_text
+from .expansion import assign, expand, expand_words, pipeline_text
 from .fallback import check_unparsed
-from .interpreters import check_interpreters, script_operand
-from .parsing import iter_nodes, parse_full
+from .interpreters import AWKS, awk_program, check_interpreters, script_operand
+from .parsing import parse_full
 from .paths import HOME, UNKNOWN, glob_matches, has_glob, resolve, unknowable
+from .processes import endless_spawner, is_fork_bomb
 from .producers import command_output
 from .programs import PROGRAM_CHECKS, check_chmod, check_mkfs, check_rm, is_mkfs
 from .redirects import MAX_FEEDS, Redirected, check_redirect
+from .runners import RUNNER_CHECKS, check_command_options, check_make
 from .scripts import note_program_writes, record, run_command_file, run_file
 from .secret_args import check_secret_args
+from .shell_code import check_shell
 from .splitting import check_read, looks_destructive, split_args, suspicious_name
-from .wrappers import check_shell, check_xargs, unwrap
+from .wrappers import unwrap
+from .xargs import Upstream, check_parallel, check_xargs
 
 # programs a glob in the command word may name (/???/r? -rf /)
 _GLOB_SUSPECTS = (
@@ -71,13 +86,18 @@ def check_script(text: str, ctx: Ctx) -> None:
         return
     if _nesting(text) > 3 * MAX_DEPTH:  # cheap, before any parsing: bashlex is slow on deep nesting
         raise refuse(text, "nests substitutions too deeply to be checked")
+    check_unreadable_code(text, ctx)
     ctx = replace(ctx, depth=ctx.depth + 1)
+    if "((" in text or "let" in text:  # ((x=0-1)), let x=...: these values are not followed
+        ctx.facts.arithmetic_vars |= assigned_names(text)
     nodes, src, exact = parse_full(text)
     if nodes is not None:
         for node in nodes:
             _visit(node, src, ctx)
     if not exact:
         check_unparsed(text, ctx, broad=nodes is None)
+    if nodes is None:
+        check_unparsed_reach(text, ctx)
 
 
 class FloorWalk:
@@ -124,6 +144,11 @@ def _visit(node: Any, src: str, ctx: Ctx, stdin: Stdin | None = None, upstream: 
     elif kind == "for":
         _visit_for(node, src, ctx, stdin)
     elif kind in ("list", "if", "while", "until"):
+        if kind in ("while", "until") and endless_spawner(node):
+            raise refuse(
+                src[node.pos[0] : node.pos[1]],
+                "is a fork bomb (a loop without end that starts commands in the background)",
+            )
         for part in node.parts:
             _visit(part, src, ctx, stdin, upstream)
     elif kind == "function":
@@ -173,36 +198,11 @@ def _visit_function(node: Any, src: str, ctx: Ctx) -> None:
     name = getattr(name_node, "word", "") if name_node is not None else ""
     body = node.body
     snippet = src[node.pos[0] : node.pos[1]]
-    if name and _is_fork_bomb(name, body):
+    if name and is_fork_bomb(name, body, ctx.funcs):
         raise refuse(snippet, "is a fork bomb (a function that runs itself in a pipe or in the background)")
     ctx.funcs[name] = (body, src)
     # The body is checked once as written (arguments unknown) and again at each call.
     _visit(body, src, replace(ctx, positional=None, calls=ctx.calls + (name,)))
-
-
-def _calls(node: Any, name: str) -> bool:
-    """Does `node` (a command, pipeline, list...) run the command `name` somewhere in it?"""
-    for current in iter_nodes(node):
-        if current.kind == "command":
-            first = next((p for p in current.parts if p.kind == "word"), None)
-            if first is not None and first.word == name:
-                return True
-    return False
-
-
-def _is_fork_bomb(name: str, body: Any) -> bool:
-    """A function that runs itself in a pipeline or in the background: :(){ :|:& };:"""
-    for node in iter_nodes(body):
-        if node.kind == "pipeline":
-            stages = [p for p in node.parts if p.kind not in ("pipe", "reservedword")]
-            if len(stages) > 1 and any(_calls(stage, name) for stage in stages):
-                return True
-        elif node.kind == "list":
-            parts = node.parts
-            for part, following in itertools.pairwise(parts):
-                if following.kind == "operator" and following.op == "&" and _calls(part, name):
-                    return True
-    return False
 
 
 def _command_words(node: Any, src: str, ctx: Ctx) -> tuple[list[Arg], list[Any]]:
@@ -219,9 +219,9 @@ def _command_words(node: Any, src: str, ctx: Ctx) -> tuple[list[Arg], list[Any]]
             assign(raw, ctx, scripts)
             prefix_ifs = prefix_ifs or raw.startswith("IFS=")
         elif part.kind in ("word", "assignment"):  # `cmd NAME=value`: an argument
-            arg, found = expand(raw, ctx)
+            args, found = expand_words(raw, ctx)
             scripts.extend(found)
-            words.append(arg)
+            words.extend(args)
         elif part.kind == "redirect":
             redirects.append(part)
     if prefix_ifs and words:
@@ -288,6 +288,8 @@ def check_argv(
                     "runs a command whose name cannot be known before it runs (split by a changed "
                     "IFS or read from input) with arguments that would be destructive",
                 )
+        if argv[0].dynamic:
+            check_unknown_program(argv, ctx, snippet)
         return
     for name in list(dict.fromkeys(names)):
         if has_glob(name):  # /???/r? -rf /: a glob that may name a dangerous program
@@ -326,18 +328,33 @@ def _check_program(
     if name == "xargs":
         check_xargs(argv, ctx, snippet, upstream, stdin)
         return
-    check = PROGRAM_CHECKS.get(name)
-    if check is not None:
-        check(argv, ctx, snippet)
-    if is_mkfs(name):
-        check_mkfs(argv, ctx, snippet)
+    if name == "parallel":
+        check_parallel(argv, ctx, snippet, upstream, stdin)
+        return
+    _check_runs_and_destroys(name, argv, ctx, snippet, stdin)
     check_interpreters(name, argv, ctx, snippet, stdin)
     script = script_operand(name, argv)
     if script not in (None, "-"):
         for value in next(a for a in args if a.text == script).values:
             run_file(value, ctx, snippet, code=True, stdin=stdin)
     check_secret_args(name, argv, ctx, snippet)
+    check_chosen_operands(name, argv, ctx, snippet)
     note_program_writes(name, argv, ctx, stdin)
+
+
+def _check_runs_and_destroys(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | None) -> None:
+    """The checks by program name: what it destroys, and the commands its options run."""
+    for check in (PROGRAM_CHECKS.get(name), RUNNER_CHECKS.get(name)):
+        if check is not None:
+            check(argv, ctx, snippet)
+    if is_mkfs(name):
+        check_mkfs(argv, ctx, snippet)
+    if name in ("make", "gmake", "bmake"):
+        check_make(argv, ctx, snippet, stdin)
+    if name in AWKS:
+        check_awk_program(awk_program(argv), ctx, snippet)
+    check_command_options(name, argv, ctx, snippet)
+    check_editor(name, argv, ctx, snippet, stdin)
 
 
 def _builtin(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | None) -> bool:
@@ -362,13 +379,28 @@ def _builtin(name: str, argv: list[Arg], ctx: Ctx, snippet: str, stdin: Stdin | 
         for value in args[0].values if args else ():
             run_file(value, ctx, snippet, stdin=stdin)
     if name in _DECLARERS:
-        for arg in args:
-            if re.match(r"[A-Za-z_]\w*\+?=", arg.raw):
-                assign(arg.raw, ctx, [])
+        _declare(args, ctx)
     if name == "printf" and len(values) > 2 and values[0] == "-v":
         output = command_output(["printf", *values[2:]], None, ctx.cwd, ctx.facts.files)
         ctx.vars[values[1]] = (output,) if output is not None else (UNKNOWN,)
     return False
+
+
+def _declare(args: list[Arg], ctx: Ctx) -> None:
+    """export/declare/local NAME=value assign; with -n, NAME=TARGET makes a nameref (NAME then
+    stands for TARGET, and assigning NAME assigns TARGET)."""
+    nameref = any(re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a.text) for a in args)
+    for arg in args:
+        if not re.match(r"[A-Za-z_]\w*\+?=", arg.raw):
+            continue
+        if nameref:
+            ref, _, _ = arg.raw.partition("=")
+            ctx.refs[ref] = tuple(value.split("=", 1)[1] for value in arg.values if "=" in value)
+        else:
+            later: list[str] = []
+            assign(arg.raw, ctx, [], later=later)  # its substitutions were checked as its word
+            for script in later:
+                check_script(script, ctx)
 
 
 def _change_directory(args: list[Arg], ctx: Ctx) -> None:

@@ -1,28 +1,24 @@
-"""Commands that run other commands: shells and their ``-c`` strings, ``eval``, ``trap``,
-``watch``, ``su -c``, ``ssh host CMD``, ``xargs``, and wrappers such as ``sudo``, ``doas``,
-``env``, ``nohup``, ``nice``, ``timeout``, ``exec``, ``command``, ``flock``, ``chroot``,
-``busybox`` and ``systemd-run``.
+"""Commands that run other commands: wrappers such as ``sudo``, ``doas``, ``pkexec``, ``env``
+(and ``env -S``), ``nohup``, ``nice``, ``timeout``, ``exec``, ``command``, ``chroot``,
+``nsenter``, ``unshare``, ``setpriv``, ``bwrap``, ``busybox`` and ``systemd-run``; ``at``;
+and, through :mod:`.shell_code`, shells and the commands whose arguments are shell code.
 
 A wrapper is unwrapped to the command it runs, which is then checked as if written alone; a
-shell string is handed back to the walk (``ctx.walk``) as a script of its own.
+shell string is handed back to the walk (``ctx.walk``) as a script of its own. What a wrapper
+sets in the environment is an assignment like any other (:mod:`.command_env`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
-from .context import MAX_CANDIDATES, Arg, Ctx, Stdin, literal
-from .expansion import Upstream
-from .paths import UNKNOWN, resolve
-from .scanning import words
-from .scripts import contents, run_file
-
-#: The command a wrapper runs, and the context it runs in.
-Inner = tuple[list[Arg], Ctx]
-
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "fish", "rbash", "csh", "tcsh"})
+from .command_env import assignment_scripts, check_assignment
+from .context import Arg, Ctx, Stdin, literal, texts_of
+from .options import skip_options
+from .paths import resolve
+from .scripts import run_file
+from .shell_code import CODE_RUNNERS, SHELLS, Inner, check_shell
 
 # options that take a value, per wrapper
 _WRAPPER_OPTS: Mapping[str, frozenset[str]] = {
@@ -98,30 +94,114 @@ _WRAPPER_OPTS: Mapping[str, frozenset[str]] = {
     "proxychains": frozenset({"-f"}),
     "proxychains4": frozenset({"-f"}),
     "torsocks": frozenset(),
-    "sg": frozenset(),
+    "pkexec": frozenset({"--user"}),
+    "run0": frozenset({"-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "-p", "--property"}),
+    "nsenter": frozenset({"-t", "--target", "-S", "--setuid", "-G", "--setgid", "-w", "--wd", "-r", "--root"}),
+    "unshare": frozenset(
+        {"-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--map-user", "--map-group"}
+    ),
+    "setpriv": frozenset(
+        {
+            "--reuid",
+            "--regid",
+            "--groups",
+            "--inh-caps",
+            "--ambient-caps",
+            "--bounding-set",
+            "--securebits",
+            "--selinux-label",
+            "--apparmor-profile",
+            "--landlock-access",
+            "--landlock-rule",
+        }
+    ),
+    "chpst": frozenset(
+        {"-u", "-U", "-b", "-e", "-/", "-C", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-r", "-t"}
+    ),
+    "numactl": frozenset(
+        {"-C", "-N", "-m", "-i", "-p", "--physcpubind", "--cpunodebind", "--membind", "--interleave", "--preferred"}
+    ),
+    "prlimit": frozenset({"-p", "--pid"}),
+    "valgrind": frozenset(),
+    "xvfb-run": frozenset(
+        {
+            "-n",
+            "--server-num",
+            "-s",
+            "--server-args",
+            "-f",
+            "--auth-file",
+            "-e",
+            "--error-file",
+            "-p",
+            "--xauth-protocol",
+        }
+    ),
+    "dbus-run-session": frozenset({"--config-file", "--dbus-daemon"}),
+    "ssh-agent": frozenset({"-a", "-E", "-t", "-P", "-O"}),
+    "cgexec": frozenset({"-g"}),
+    "sandbox-exec": frozenset({"-f", "-n", "-p", "-D"}),
+    "perf": frozenset({"-o", "--output", "-e", "--event", "-p", "--pid", "-t", "--tid", "-c", "--count"}),
+    "eatmydata": frozenset(),
+    "fakechroot": frozenset(),
+    "proot": frozenset(
+        {"-r", "--rootfs", "-b", "--bind", "-w", "--pwd", "--cwd", "-q", "--qemu", "-k", "--kernel-release"}
+    ),
 }
-_SSH_OPTS = words("-B -b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w")
-_XARGS_OPTS = frozenset(
-    {
-        "-I",
-        "-n",
-        "-L",
-        "-P",
-        "-d",
-        "-a",
-        "-E",
-        "-s",
-        "-e",
-        "--max-args",
-        "--max-lines",
-        "--max-procs",
-        "--delimiter",
-        "--arg-file",
-        "--eof",
-        "--max-chars",
-        "--replace",
-    }
-)
+# bwrap's options by how many values they take
+_BWRAP_VALUES = {
+    **dict.fromkeys(
+        (
+            "--bind",
+            "--ro-bind",
+            "--dev-bind",
+            "--bind-try",
+            "--ro-bind-try",
+            "--dev-bind-try",
+            "--symlink",
+            "--setenv",
+            "--file",
+            "--bind-data",
+            "--ro-bind-data",
+            "--chmod",
+        ),
+        2,
+    ),
+    **dict.fromkeys(
+        (
+            "--dev",
+            "--proc",
+            "--tmpfs",
+            "--mqueue",
+            "--dir",
+            "--chdir",
+            "--unsetenv",
+            "--lock-file",
+            "--sync-fd",
+            "--uid",
+            "--gid",
+            "--hostname",
+            "--seccomp",
+            "--info-fd",
+            "--json-status-fd",
+            "--userns",
+            "--userns2",
+            "--pidns",
+            "--cap-add",
+            "--cap-drop",
+            "--args",
+            "--remount-ro",
+            "--exec-label",
+            "--file-label",
+            "--perms",
+            "--size",
+            "--block-fd",
+            "--userns-block-fd",
+            "--argv0",
+        ),
+        1,
+    ),
+}
 
 
 def unwrap(name: str, argv: list[Arg], ctx: Ctx, stdin: Stdin | None) -> Inner | None:
@@ -135,153 +215,16 @@ def unwrap(name: str, argv: list[Arg], ctx: Ctx, stdin: Stdin | None) -> Inner |
         for value in (v for arg in files for v in arg.values):
             run_file(value, ctx, " ".join([name, *(a.text for a in args)]))
         if stdin is not None and not files:
-            text = stdin()
-            if text:
-                ctx.walk.script(text, ctx)
+            check_shell([], ctx, stdin, name)  # at reads the commands to run from its input
         return None
-    unwrapper = _UNWRAPPERS.get(name)
+    unwrapper = _UNWRAPPERS.get(name) or CODE_RUNNERS.get(name)
     if unwrapper is None and name in _WRAPPER_OPTS:
         unwrapper = _after_options
     return unwrapper(name, args, ctx) if unwrapper is not None else None
 
 
-def skip_options(args: list[Arg], with_value: frozenset[str]) -> int:
-    """Index of the first non-option argument (the wrapped command)."""
-    i = 0
-    while i < len(args):
-        value = args[i].text
-        if value == "--":
-            return i + 1
-        if not value.startswith("-") or value == "-":
-            return i
-        option = value.split("=", 1)[0]
-        if option in with_value and "=" not in value:
-            i += 2
-            continue
-        if len(option) > 2 and not option.startswith("--") and option[:2] in with_value:
-            i += 1  # -uroot
-            continue
-        i += 1
-    return i
-
-
 def _rest(args: list[Arg], start: int, ctx: Ctx) -> Inner | None:
     return (args[start:], ctx) if start < len(args) else None
-
-
-# --- commands whose arguments are shell code ------------------------------------------------------
-
-
-def _eval(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    ctx.walk.script(" ".join(a.text for a in args), ctx)
-    return None
-
-
-def _trap(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    if args and args[0].text not in ("-l", "-p"):
-        ctx.walk.script(args[0].text, ctx)
-    return None
-
-
-def _alias(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    for arg in args:
-        if "=" in arg.text:
-            ctx.walk.script(arg.text.split("=", 1)[1], ctx)
-    return None
-
-
-def _watch(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    start = skip_options(args, frozenset({"-n", "--interval", "-q", "--equexit", "-d"}))
-    if start < len(args):
-        ctx.walk.script(" ".join(a.text for a in args[start:]), ctx)
-    return None
-
-
-def _su(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    """su -c STRING; runuser -c STRING or runuser -u USER CMD..."""
-    for i, arg in enumerate(args):
-        if arg.text in ("-c", "--command") and i + 1 < len(args):
-            ctx.walk.script(args[i + 1].text, ctx)
-        elif arg.text.startswith("--command="):
-            ctx.walk.script(arg.text.split("=", 1)[1], ctx)
-    if name == "runuser":
-        start = skip_options(args, frozenset({"-u", "-g", "-G", "--user", "--group"}))
-        if start < len(args) and "-u" in [a.text for a in args]:
-            return args[start:], ctx
-    return None
-
-
-def _script(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    for i, arg in enumerate(args):
-        if i + 1 < len(args) and (arg.text in ("-c", "--command") or re.fullmatch(r"-[a-z]*c", arg.text)):
-            ctx.walk.script(args[i + 1].text, ctx)
-    return None
-
-
-def _ssh(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    """ssh [options] host [command...]: the remote command is checked like a local one."""
-    i = 0
-    while i < len(args):
-        value = args[i].text
-        if value == "--":
-            i += 1
-            break
-        if value.startswith("-") and len(value) > 1:
-            letter = value[:2]
-            i += 2 if (letter in _SSH_OPTS and len(value) == 2) else 1
-            continue
-        break
-    rest = args[i + 1 :]
-    if rest:
-        remote = " ".join(a.text for a in rest)
-        ctx.walk.script(remote, Ctx(walk=ctx.walk, depth=ctx.depth))  # nothing known there
-    return None
-
-
-def _flock(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
-    start = skip_options(args, frozenset({"-w", "--timeout", "-E", "--conflict-exit-code"}))
-    rest = args[start + 1 :]
-    if rest and rest[0].text in ("-c", "--command") and len(rest) > 1:
-        ctx.walk.script(rest[1].text, ctx)
-        return None
-    return (rest, ctx) if rest else None
-
-
-def check_shell(args: list[Arg], ctx: Ctx, stdin: Stdin | None, program: str = "sh") -> None:
-    """bash -c STRING [NAME ARGS...] ($1... are ARGS), bash FILE (a file the line wrote), bash -s
-    or bash with its script on stdin."""
-    i = 0
-    command: list[Arg] | None = None
-    while i < len(args):
-        value = args[i].text
-        if value == "--":
-            i += 1
-            break
-        if value in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-            i += 2
-            continue
-        if value.startswith("-") and not value.startswith("--") and "c" in value[1:]:
-            command = [a for a in args[i + 1 :] if a.text != "--"]
-            break
-        if value.startswith(("-", "+")) and value not in ("-", "+"):
-            i += 1
-            continue
-        break
-    else:
-        i = len(args)
-    snippet = " ".join([program, *(a.text for a in args)])
-    if command:
-        positional = tuple(a.text for a in command[2:]) if len(command) > 1 else None
-        ctx.walk.script(command[0].text, replace(ctx, positional=positional))
-        return
-    if i < len(args) and args[i].text not in ("-s", "-"):
-        for value in args[i].values:
-            run_file(value, ctx, snippet, stdin=stdin)
-        return
-    if stdin is not None:
-        text = stdin()
-        if text:
-            ctx.walk.script(text, ctx)
 
 
 # --- wrappers: the command after their options --------------------------------------------------
@@ -304,30 +247,72 @@ def _env(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
                 ctx.cwd = resolve(args[i + 1].text, ctx.cwd) if not args[i + 1].dynamic else None
             i += 2
             continue
-        if (
-            value in ("-S", "--split-string")
-            or value.startswith("--split-string=")
-            or (value.startswith("-S") and len(value) > 2)
-        ):
-            if value.startswith("--split-string="):
-                string, i = value.split("=", 1)[1], i + 1
-            elif value.startswith("-S") and len(value) > 2:
-                string, i = value[2:], i + 1
-            else:
-                string, i = (args[i + 1].text if i + 1 < len(args) else ""), i + 2
-            rest = " ".join(a.raw for a in args[i:])
-            ctx.walk.script(string + " " + rest, ctx)
+        if value in ("-S", "--split-string") or value.startswith(("--split-string=", "-S")) and len(value) > 2:
+            _split_string(args, i, ctx)
             return None
         if value.startswith("-") and value != "-":
             i += 1
             continue
-        match = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", value, re.DOTALL)
-        if match:
-            ctx.vars[match.group(1)] = (match.group(2),)
+        if re.fullmatch(r"[A-Za-z_]\w*=.*", value, re.DOTALL):
+            _env_assignment(args[i], ctx)
             i += 1
             continue
         break
     return _rest(args, i, ctx)
+
+
+def _split_string(args: list[Arg], i: int, ctx: Ctx) -> None:
+    """env -S STRING [ARGS]: STRING is split into words like a command line (every form)."""
+    value = args[i].text
+    if value.startswith("--split-string="):
+        strings, i = [v.split("=", 1)[1] for v in args[i].values], i + 1
+    elif value.startswith("-S") and len(value) > 2:
+        strings, i = [v[2:] for v in args[i].values], i + 1
+    else:
+        strings, i = (list(args[i + 1].values) if i + 1 < len(args) else [""]), i + 2
+    for string in strings:
+        for rest in texts_of(args[i:]):
+            ctx.walk.script(string + " " + rest, ctx)
+
+
+def _env_assignment(arg: Arg, ctx: Ctx) -> None:
+    """env NAME=value: the variable set for the command, and what a program makes of it."""
+    name = arg.text.split("=", 1)[0]
+    values = tuple(v.split("=", 1)[1] for v in arg.values if "=" in v)
+    ctx.vars[name] = values
+    for script in assignment_scripts(name, values):
+        ctx.walk.script(script, ctx)
+    check_assignment(name, values, ctx, arg.text)
+
+
+def _bwrap(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
+    """bwrap [options] CMD: each option with its values, then the command."""
+    i = 0
+    while i < len(args) and args[i].text.startswith("--"):
+        if args[i].text == "--":
+            i += 1
+            break
+        i += 1 + _BWRAP_VALUES.get(args[i].text, 0)
+    return _rest(args, i, ctx)
+
+
+def _capsh(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
+    """capsh ... -- -c CMD (a shell's arguments after `--`)."""
+    texts = [a.text for a in args]
+    if "--" in texts:
+        check_shell(args[texts.index("--") + 1 :], ctx, None, "bash")
+    return None
+
+
+def _sg(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
+    """sg GROUP [-c] COMMAND: the command is a string for a shell."""
+    rest = args[1:]
+    if rest and rest[0].text == "-c":
+        rest = rest[1:]
+    if rest:
+        for text in texts_of(rest):
+            ctx.walk.script(text, ctx)
+    return None
 
 
 def _sudo(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
@@ -382,15 +367,6 @@ def _ionice(name: str, args: list[Arg], ctx: Ctx) -> Inner | None:
 
 
 _UNWRAPPERS: Mapping[str, Callable[[str, list[Arg], Ctx], Inner | None]] = {
-    "eval": _eval,
-    "trap": _trap,
-    "alias": _alias,
-    "watch": _watch,
-    "su": _su,
-    "runuser": _su,
-    "script": _script,
-    "ssh": _ssh,
-    "flock": _flock,
     "env": _env,
     "sudo": _sudo,
     "command": _command,
@@ -400,65 +376,7 @@ _UNWRAPPERS: Mapping[str, Callable[[str, list[Arg], Ctx], Inner | None]] = {
     "taskset": _scheduler,
     "chroot": _chroot,
     "ionice": _ionice,
+    "bwrap": _bwrap,
+    "capsh": _capsh,
+    "sg": _sg,
 }
-
-
-# --- xargs ----------------------------------------------------------------------------------------
-
-
-def check_xargs(argv: list[Arg], ctx: Ctx, snippet: str, upstream: Upstream | None, stdin: Stdin | None = None) -> None:
-    """xargs CMD: CMD with what xargs reads (a here-string, a here-document, a file the line
-    wrote, what the stage before prints) when that is known, else with an unknown word."""
-    args = argv[1:]
-    replace_str: str | None = None
-    arg_file: str | None = None
-    i = 0
-    while i < len(args):
-        value = args[i].text
-        if value == "--":
-            i += 1
-            break
-        if not value.startswith("-"):
-            break
-        if value in ("-I", "-a", "--arg-file") and i + 1 < len(args):
-            if value == "-I":
-                replace_str = args[i + 1].text
-            else:
-                arg_file = args[i + 1].text
-            i += 2
-            continue
-        if value.startswith("-I") and len(value) > 2:
-            replace_str = value[2:]
-        elif value in ("-i", "--replace"):
-            replace_str = "{}"
-        elif value.startswith(("-i", "--replace=")):
-            replace_str = value.split("=", 1)[1] if "=" in value else value[2:]
-        elif value.startswith(("--arg-file=", "-a")):
-            arg_file = value.split("=", 1)[1] if "=" in value else value[2:]
-        if value in _XARGS_OPTS and "=" not in value:
-            i += 2
-            continue
-        i += 1
-    command = args[i:] or [literal("echo")]
-    items = _xargs_items(arg_file, ctx, upstream, stdin)
-    if items is None:
-        feed: list[Arg] = [Arg("", ("", UNKNOWN), dynamic=True)]
-    else:
-        feed = [literal(item) for item in items[:MAX_CANDIDATES]]
-    if replace_str:
-        for item in feed:
-            new = [Arg(a.raw, tuple(v.replace(replace_str, item.text) for v in a.values), a.dynamic) for a in command]
-            ctx.walk.command(new, ctx, snippet)
-    else:
-        ctx.walk.command(list(command) + feed, ctx, snippet)
-
-
-def _xargs_items(arg_file: str | None, ctx: Ctx, upstream: Upstream | None, stdin: Stdin | None) -> list[str] | None:
-    """The words xargs reads, when they can be known before it runs."""
-    if arg_file is not None:
-        found = contents(arg_file, ctx)
-        return [word for text in found for word in text.replace("\x00", " ").split()] if found else None
-    text = stdin() if stdin is not None else None
-    if text is not None:
-        return text.replace("\x00", " ").split()
-    return upstream.items() if upstream is not None else None

@@ -86,7 +86,11 @@ class Subject:
     For paths, `reads_content` says the call sees what a file holds, not just its name (the
     floor then guards secrets), and `reach` how far an "Allow always" rule made from a call
     reaches: the file's folder ("parent"), the folder named ("itself"), the tree searched
-    ("search"), or just the argument given ("exact").
+    ("search"), or just the argument given ("exact"). `every_string`: the tool's arguments
+    were declared by no one here (an MCP server's), so the safety floor judges every string
+    in them, at any depth, whatever it is called: each that names a path by the path rules,
+    each under a key named like a command as a shell command. `argument` may then be "" (no
+    main argument: rules match the first command, path, pattern or hostname string).
     """
 
     kind: SubjectKind
@@ -96,6 +100,7 @@ class Subject:
     many: bool = False
     reads_content: bool = False
     reach: RuleReach = "exact"
+    every_string: bool = False
 
     def value(self, args: Mapping[str, Any]) -> str | list[str]:
         """The subject of this call: a string, or a list of strings when `many`."""
