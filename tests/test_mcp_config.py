@@ -214,11 +214,15 @@ def test_tool_names_are_sanitised_bounded_and_unique():
 
 
 def test_a_tool_declares_what_the_floor_and_the_rules_judge():
-    assert subject_of(input_schema({"properties": {"command": {"type": "string"}}})) == Subject("command", "command")
-    assert subject_of(input_schema({"properties": {"file_path": {"type": "string"}}})) == Subject(
-        "path", "file_path", reads_content=True, reach="parent"
+    assert subject_of(input_schema({"properties": {"command": {"type": "string"}}})) == Subject(
+        "command", "command", every_string=True
     )
-    assert subject_of(input_schema({"properties": {"path": {"type": "array"}}})) is None
+    assert subject_of(input_schema({"properties": {"file_path": {"type": "string"}}})) == Subject(
+        "path", "file_path", reads_content=True, reach="parent", every_string=True
+    )
+    assert subject_of(input_schema({"properties": {"path": {"type": "array"}}})) == Subject(
+        "path", "", every_string=True
+    )
     assert input_schema({"type": "string"}) == {"type": "object", "properties": {}}
     assert input_schema(None) == {"type": "object", "properties": {}}
 
@@ -229,7 +233,8 @@ async def test_a_tool_with_no_description_says_whose_it_is():
 
     tool = mcp_tool("my.db", "my_db", RemoteTool("q"), call)
     assert tool.description == "The tool q of the MCP server my.db."
-    assert tool.tags == {"mcp", "mcp:my_db"} and tool.mutating and tool.subject is None
+    assert tool.tags == {"mcp", "mcp:my_db"} and tool.mutating
+    assert tool.subject == Subject("path", "", every_string=True)  # the floor judges every string
     assert (await tool.run({}, None)).content == "q"  # type: ignore[arg-type]
 
 
