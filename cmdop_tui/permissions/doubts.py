@@ -47,6 +47,8 @@ _HOLE_SAMPLES = (
     "/dev/sda",
     ".env",
 )
+# a hole with more of the path after it is a folder: one of these
+_FOLDER_SAMPLES = ("/", HOME, HOME + "/.ssh", "/etc", "/dev")
 _HOLE = re.compile("[\x00\x01\x03]")
 # programs that show what a file holds (or send it somewhere)
 CONTENT_READERS = words(
@@ -73,7 +75,9 @@ def filled(value: str, cwd: str | None) -> list[str]:
         return []
     if value.startswith("-") and "=" in value:  # --file=...: the path is the option's value
         value = value.split("=", 1)[1]
-    return [resolve(_HOLE.sub(sample, value), cwd) for sample in _HOLE_SAMPLES]
+    last = max(value.rfind(mark) for mark in "\x00\x01\x03")
+    samples = _HOLE_SAMPLES if "/" not in value[last:] else _FOLDER_SAMPLES
+    return [resolve(_HOLE.sub(sample, value), cwd) for sample in samples]
 
 
 def could_reach(value: str, cwd: str | None, *, reads: bool = True, writes: bool = True) -> str | None:
