@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from cmdop_tui.machines import seccomp
 from cmdop_tui.machines.secret_index import SecretIndex
@@ -73,7 +73,7 @@ class SandboxState:
         with self._lock:
             hit = self._memo.get(key)
             if hit is not None and now - hit[0] < ttl_s:
-                return hit[1]  # type: ignore[no-any-return]
+                return cast(T, hit[1])
         value = compute()
         with self._lock:
             self._memo[key] = (now, value)
