@@ -187,11 +187,15 @@ def _climb(walked: list[int], beneath: bool, path: str) -> None:
 
 
 def _link_text(fd: int, info: os.stat_result, links: int, path: str) -> str:
-    """The text of the symlink `fd` (closed here), or ELOOP for a loop or a magic link."""
+    """The text of the symlink `fd` (closed here), or ELOOP for a loop or a magic link: one of
+    /proc's that names an object, not a path (`/proc/self` and `/proc/mounts` are plain ones,
+    with a relative text; `fd/N`, `cwd`, `root`, `exe`, `ns/*` say `/...` or `type:[inode]`)."""
     try:
-        if links > MAX_SYMLINKS or info.st_dev == _proc_device():
+        text = os.readlink("", dir_fd=fd)
+        magic = info.st_dev == _proc_device() and (text.startswith("/") or ":[" in text)
+        if links > MAX_SYMLINKS or magic:
             raise _error(errno.ELOOP, path)
-        return os.readlink("", dir_fd=fd)
+        return text
     finally:
         os.close(fd)
 
