@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import Recorder, make_runner, running
 from fake_anthropic import text_reply, tool_reply
+from remote_side import make_home, remove_home, workspace
 
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
@@ -48,8 +49,16 @@ def test_identical_outcomes_are_grouped_in_order():
 
 
 @pytest.fixture
-def lab(ssh_hosts):
-    return ssh_hosts(2)
+def remote_home():
+    """The servers' home (outside /tmp: the sandbox there makes /tmp private)."""
+    home = make_home()
+    yield home
+    remove_home(home)
+
+
+@pytest.fixture
+def lab(ssh_hosts, remote_home):
+    return ssh_hosts(2, env={"HOME": str(remote_home)})
 
 
 def fleet_for(lab, *extra: MachineSpec, groups: dict[str, list[str]] | None = None) -> Fleet:
@@ -148,8 +157,8 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def test_a_host_a_rule_denies_is_reported_and_not_run(fleet, tmp_path):
-    marker = tmp_path / "ran"
+async def test_a_host_a_rule_denies_is_reported_and_not_run(fleet, tmp_path, remote_home):
+    marker = workspace(remote_home) / "ran"  # where the sandbox there lets a command write
     args = {"command": f"echo x >> {marker}", "machines": ["alpha", "bravo"]}
     denied_on = lambda machine: "denied by rule bravo:run_on_machines(*)" if machine == "bravo" else None  # noqa: E731
     result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, denied_on=denied_on))
@@ -179,14 +188,14 @@ async def test_tags_and_groups_select_hosts(lab, tmp_path):
 # --- through the agent loop, with the session's permissions ------------------------------------
 
 
-async def test_through_the_loop_with_a_host_scoped_deny_rule(fake_api, lab, tmp_path):
+async def test_through_the_loop_with_a_host_scoped_deny_rule(fake_api, lab, tmp_path, remote_home):
     from cmdop_tui.permissions import Permissions
     from cmdop_tui.session.gate import host_rules, permission_gate
 
     fleet = fleet_for(lab)
     permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")
     permissions.add_session_rule("bravo:execute_command(touch *)", "deny")
-    marker = tmp_path / "ran"
+    marker = workspace(remote_home) / "ran"  # where the sandbox there lets a command write
     fake_api.enqueue(
         tool_reply("run_on_machines", {"command": f"touch {marker}; echo done", "machines": ["alpha", "bravo"]}),
         text_reply("alpha done, bravo refused"),

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
+from remote_side import make_home, processes_named, remove_home, wait_gone, workspace
 
 from cmdop_tui.agent.events import ToolNested
 from cmdop_tui.machines.fleet import Fleet
@@ -68,11 +69,19 @@ def test_names_resolve_exactly_then_by_hostname_then_by_unique_prefix():
 
 
 @pytest.fixture
-def lab(ssh_hosts, anthropic_env, tmp_path):
+def remote_home():
+    """The remote side's home (its own, outside /tmp: the sandbox there makes /tmp private)."""
+    home = make_home()
+    yield home
+    remove_home(home)
+
+
+@pytest.fixture
+def lab(ssh_hosts, anthropic_env, tmp_path, remote_home):
     """Two real servers (alpha, bravo) whose remote side reaches the fake API and this venv."""
     remote_config = tmp_path / "remote-config.toml"
     remote_config.write_text("[agent]\nmax_turns = 5\n")
-    env = {**anthropic_env, "CMDOP_TUI_CONFIG": str(remote_config)}
+    env = {**anthropic_env, "CMDOP_TUI_CONFIG": str(remote_config), "HOME": str(remote_home)}
     return ssh_hosts(2, env=env, path=VENV_BIN)
 
 
@@ -126,29 +135,30 @@ async def test_exit_codes_stderr_and_cwd_come_back(fleet, tmp_path):
     assert "exit code: 3" in result.content and "/tmp" in result.content and "oops" in result.content
 
 
-async def test_file_tools_work_on_a_remote_machine(fleet, tmp_path):
+async def test_file_tools_work_on_a_remote_machine(fleet, tmp_path, remote_home):
     ctx = context(fleet, tmp_path)
-    target = tmp_path / "remote dir" / "notes.txt"  # the "remote" is this host: check the effect here
+    # The "remote" is this host: check the effect here. Relative paths start at its workspace.
+    target = workspace(remote_home) / "remote dir" / "notes.txt"
     on = {"machine": "alpha"}
-    written = await run_tool(WRITE_FILE, {"path": str(target), "content": "one\nbeta\ngamma\n", **on}, ctx)
+    written = await run_tool(WRITE_FILE, {"path": "remote dir/notes.txt", "content": "one\nbeta\ngamma\n", **on}, ctx)
     assert not written.is_error and target.read_text() == "one\nbeta\ngamma\n"
     read = await run_tool(READ_FILE, {"path": str(target), "start": 2, "end": 3, **on}, ctx)
     assert "     2\tbeta" in read.content and "     3\tgamma" in read.content and "one" not in read.content
-    listing = await run_tool(LIST_DIR, {"path": str(target.parent), **on}, ctx)
+    listing = await run_tool(LIST_DIR, {"path": "remote dir", **on}, ctx)
     assert "notes.txt" in listing.content
     found = await run_tool(GREP, {"pattern": "gam+a", "path": str(target.parent), "glob": "*.txt", **on}, ctx)
     assert "notes.txt:3:gamma" in found.content
-    matched = await run_tool(GLOB, {"pattern": "**/*.txt", "cwd": str(tmp_path), **on}, ctx)
+    matched = await run_tool(GLOB, {"pattern": "**/*.txt", "cwd": ".", **on}, ctx)
     assert "remote dir/notes.txt" in matched.content
-    missing = await run_tool(READ_FILE, {"path": str(tmp_path / "absent"), **on}, ctx)
+    missing = await run_tool(READ_FILE, {"path": str(target.parent / "absent"), **on}, ctx)
     assert missing.is_error and "no such file" in missing.content
 
 
-async def test_remote_glob_never_runs_what_the_pattern_says(fleet, tmp_path):
-    marker = tmp_path / "pwned"
+async def test_remote_glob_never_runs_what_the_pattern_says(fleet, tmp_path, remote_home):
+    marker = workspace(remote_home) / "pwned"  # a place the sandbox there lets it write
     ctx = context(fleet, tmp_path)
-    await run_tool(GLOB, {"pattern": f"$(touch {marker})*", "cwd": str(tmp_path), "machine": "alpha"}, ctx)
-    await run_tool(GLOB, {"pattern": f"x; touch {marker}", "cwd": str(tmp_path), "machine": "alpha"}, ctx)
+    await run_tool(GLOB, {"pattern": f"$(touch {marker})*", "machine": "alpha"}, ctx)
+    await run_tool(GLOB, {"pattern": f"x; touch {marker}", "machine": "alpha"}, ctx)
     assert not marker.exists()
 
 
@@ -180,19 +190,18 @@ async def test_unknown_and_ambiguous_machines_are_clear_errors(fleet, tmp_path):
 async def test_stop_kills_the_remote_process_group(fleet, tmp_path):
     events: list = []
     ctx = context(fleet, tmp_path, events)
-    command = "sleep 30 & echo child=$!; echo shell=$$; wait"
+    marker = f"cmdop-stop-{os.getpid()}-{id(events)}"  # its processes' names, seen from here
+    command = f"bash -c 'exec -a {marker}-child sleep 30' & echo started; exec -a {marker}-shell sleep 30"
     task = asyncio.create_task(run_tool(EXECUTE_COMMAND, {"command": command, "machine": "alpha"}, ctx))
-    text = ""
-    while "shell=" not in text:
-        await asyncio.sleep(0.01)  # waiting for the remote command to report its pids
-        text = "".join(t for s, t in events if s == "stdout")
-    pids = [int(part.split("=")[1]) for part in text.split() if "=" in part]
+    while "started" not in "".join(t for s, t in events if s == "stdout"):
+        await asyncio.sleep(0.01)  # waiting for the remote command to start
+    async with asyncio.timeout(10):  # the "remote" host is this one: its processes are seen here
+        while len(processes_named(marker)) < 2:
+            await asyncio.sleep(0.01)  # the background one may start a moment after the shell
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    for pid in pids:  # the "remote" host is this one, so its processes are visible here
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    assert await wait_gone(marker) == []
 
 
 # --- ask_machine --------------------------------------------------------------------------------
@@ -355,33 +364,34 @@ async def _fleet_of(app, pilot):
     return app.runner.machines
 
 
-async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_path):
+async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_path, remote_home):
     import stat as st
 
     ctx = context(fleet, tmp_path)
-    script = tmp_path / "run.sh"
+    there = workspace(remote_home)  # where the sandbox there lets it write
+    script = there / "run.sh"
     script.write_text("old")
     script.chmod(0o755)
-    link = tmp_path / "link.txt"
-    real = tmp_path / "real.txt"
+    link = there / "link.txt"
+    real = there / "real.txt"
     real.write_text("old")
     link.symlink_to(real)
-    for path in (script, link, tmp_path / "new.txt"):
+    for path in (script, link, there / "new.txt"):
         result = await run_tool(WRITE_FILE, {"path": str(path), "content": "new", "machine": "alpha"}, ctx)
         assert not result.is_error, result.content
     assert st.S_IMODE(script.stat().st_mode) == 0o755 and script.read_text() == "new"
     assert link.is_symlink() and real.read_text() == "new"
-    assert st.S_IMODE((tmp_path / "new.txt").stat().st_mode) & 0o044  # readable by others, like a plain new file
+    assert st.S_IMODE((there / "new.txt").stat().st_mode) & 0o044  # readable by others, like a plain new file
 
 
-async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api, lab, tmp_path):
+async def test_machine_rules_apply_however_the_model_names_the_machine(fake_api, lab, tmp_path, remote_home):
     from cmdop_tui.permissions import Permissions
     from cmdop_tui.session.gate import permission_gate
 
     fleet = fleet_for(lab)
     permissions = Permissions.load(mode="auto", audit_path=tmp_path / "audit.jsonl")
     permissions.add_session_rule("alpha:execute_command(*)", "deny")
-    marker = tmp_path / "ran"
+    marker = workspace(remote_home) / "ran"  # where a command there could write
     calls = [
         tool_reply("execute_command", {"command": f"touch {marker}", "machine": name})
         for name in ("alp", " alpha", "alpha")

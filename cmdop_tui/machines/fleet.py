@@ -120,9 +120,12 @@ class Fleet:
         first call waits for one). Raises MachineError when that cannot be known."""
         if spec.name not in self._facts:
             health = await self.probe(spec)
+            if health.state == "offline":
+                raise MachineError(health.error or f"cannot reach {spec.name}")
             if spec.name not in self._facts:
-                why = health.error or "its probe did not say what sandbox it has"
-                raise MachineError(f"nothing runs on {spec.name} until the app knows what sandbox it has there: {why}")
+                raise MachineError(
+                    f"nothing runs on {spec.name} until the app knows what sandbox it has there: its probe did not say"
+                )
         policy = self.sandbox.policy
         sandbox = RemoteSandbox(
             self._facts[spec.name],
