@@ -74,9 +74,9 @@ def block_device_here(path: str) -> bool:
     if not path.startswith("/") or has_glob(path) or any(ch < " " for ch in path):
         return False
     try:
-        if stat.S_ISBLK(os.stat(path).st_mode):
+        real = os.path.realpath(path)  # a link to a disk that is not here is that disk's name still
+        if real != path and block_device(real):
             return True
-        real = os.path.realpath(path)
+        return stat.S_ISBLK(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
-    return real != path and block_device(real)
