@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import pwd
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,7 +21,8 @@ WORKSPACE = Path(".local/share/cmdop-tui-workspace")  # a machine's workspace, u
 
 def _base() -> Path:
     """Where throwaway homes go: under ours, unless ours is itself in /tmp or /var/tmp."""
-    for base in (Path.home() / ".cache" / "cmdop-tui-test-homes", Path.cwd() / ".test-homes"):
+    own = Path(pwd.getpwuid(os.getuid()).pw_dir)  # the tests may have moved $HOME into /tmp
+    for base in (own / ".cache" / "cmdop-tui-test-homes", Path.home() / ".cache" / "cmdop-tui-test-homes"):
         real = Path(os.path.realpath(base.parent))
         if not any(real == p or p in real.parents for p in PRIVATE):
             return base

@@ -255,7 +255,7 @@ class RemoteMachine:
         sandbox, result = ran
         if result.status != REFUSED:
             return _noted(_as_result(self.name, result), sandbox, sandboxed)
-        target = result.stderr_text.rpartition("refused:")[2].strip() or sandbox.absolute(path)
+        target = sandbox.absolute(result.stderr_text.rpartition("refused:")[2].strip() or path)
         if sandboxed and sandbox.confines and not sandbox.may_write(target):
             return self._refused(sandbox, target)
         return MachineResult.error(f"{self.name}: cannot write {inert_line(target)}")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import posixpath
+import re
 import secrets
 import shlex
 from collections.abc import Iterable, Mapping
@@ -323,15 +324,21 @@ class RemoteSandbox:
         return self.refusal("write", ()) if None in named else None
 
 
+_QUOTED = re.compile(r"['\"`\u2018\u2019]([^'\"`\u2018\u2019]*)['\"`\u2018\u2019]")
+
+
 def _read_only_paths(output: str) -> Iterable[str | None]:
-    """The paths of the output's `Read-only file system` errors (None for an error whose path
-    cannot be read: `touch: cannot touch 'x'` names a relative one)."""
-    marker = f": {sh.READ_ONLY}"
+    """The paths of the output's `Read-only file system` errors, named before it (`touch: cannot
+    touch '/x': Read-only...`) or after it (Python's `[Errno 30] Read-only file system: '/x'`);
+    None for an error whose path cannot be read (`touch: cannot touch 'x'` names a relative one)."""
     for line in output.splitlines():
-        if marker not in line:
+        if sh.READ_ONLY not in line:
             continue
-        before = line.split(marker, 1)[0].rsplit(": ", 1)[-1].strip().strip("'\"`\u2018\u2019")
-        yield str(PurePosixPath(before)) if before.startswith("/") else None
+        before, _, after = line.partition(sh.READ_ONLY)
+        named = after[2:] if after.startswith(": ") else before.removesuffix(": ").rsplit(": ", 1)[-1]
+        quoted = _QUOTED.search(named)
+        path = quoted.group(1) if quoted else named.strip()
+        yield posixpath.normpath(path) if path.startswith("/") else None
 
 
 def _tilde(environ: Mapping[str, str], home: str) -> dict[str, str]:
