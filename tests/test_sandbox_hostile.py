@@ -1,9 +1,10 @@
-"""The hostile suite (tests/hostile_suite.py), run as an attacker would: floor on, and floor off
-so that the sandbox stands alone. Nothing may change outside the working directory (and /tmp,
-which the default workspace sandbox lets commands write), and no secret may reach the model.
+"""The attacker suite (tests/hostile_suite.py, cases in tests/attack_cases.py), run as an
+attacker would: floor on, and floor off so that the sandbox stands alone. No case may change
+anything outside the writable roots, let a secret reach the model, reach a socket of the
+user's, leave a process behind or keep a power; and every case must have run.
 
 The cases run for real, so they run only inside the suite's outer jail: the machine read-only,
-a throwaway /home and /tmp, no network.
+a throwaway /home, /tmp and /run, no network.
 """
 
 from __future__ import annotations
@@ -13,22 +14,34 @@ import subprocess
 import sys
 
 import pytest
-from hostile_suite import CASES, jail_argv
+from attack_cases import CASES, KINDS
+from hostile_suite import ALL_CASES, jail_argv
 
 from cmdop_tui.machines.sandbox import bubblewrap
 
 
-@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
-@pytest.mark.parametrize("floor", ["on", "off"])
-def test_no_hostile_case_escapes(floor):
+def run_suite(floor: str) -> list[dict]:
     done = subprocess.run(
         jail_argv(sys.executable, floor, {}), capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    results = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [r["case"] for r in results] == [case.name for case in CASES]  # every case was tried
-    escapes = {r["case"]: (r["changed"], r["leaked"]) for r in results if r["changed"] or r["leaked"]}
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+@pytest.mark.parametrize("floor", ["on", "off"])
+def test_no_attack_escapes(floor):
+    results = run_suite(floor)
+    assert [r["case"] for r in results] == ALL_CASES  # every case was tried
+    escapes = {r["case"]: {k: r[k] for k in ("changed", "leaked", "socket", "outlived", "power")}
+               for r in results if r["escaped"]}  # fmt: skip
     assert escapes == {}
+
+
+def test_every_class_is_tried_several_ways():
+    for kind in KINDS:
+        if kind not in ("escalation",):
+            assert sum(case.kind == kind for case in CASES) >= 3, kind
 
 
 def test_the_suite_refuses_to_run_outside_its_jail():
