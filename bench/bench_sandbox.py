@@ -2,10 +2,10 @@
 
 1. Overhead per command: the same command (`true`) run through the local machine bare and inside
    the sandbox (workspace and strict), 200 times each, interleaved; medians and the difference.
-2. The project's hostile suite (tests/hostile_suite.py), run twice inside its outer jail: floor
-   on, and floor off so that the sandbox stands alone. Cases tried, and cases that changed
-   anything outside the working directory or let a hidden secret reach the model (and, apart,
-   changes to /tmp, which the workspace mode lets commands write).
+2. The project's attacker suite (tests/hostile_suite.py), run twice inside its outer jail: floor
+   on, and floor off so that the sandbox stands alone. Per class, the cases tried and how many
+   changed anything outside the writable roots, let a hidden secret reach the model, reached a
+   socket of the user's, left a process alive after its command or the app, or kept a power.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hostile_suite import CASES, jail_argv  # noqa: E402
+from hostile_suite import ALL_CASES, jail_argv  # noqa: E402
 
 from cmdop_tui.machines.local import LocalMachine  # noqa: E402
 from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy, bubblewrap  # noqa: E402
@@ -61,24 +61,27 @@ async def overhead() -> None:
         print(f"  {name:10s} {median:6.1f} ms{extra}")
 
 
+ESCAPES = ("changed", "leaked", "socket", "outlived", "power")
+
+
 def hostile() -> None:
     if bubblewrap() is None:
-        print("hostile suite: needs bubblewrap for its jail; not run")
+        print("attacker suite: needs bubblewrap for its jail; not run")
         return
     for floor in ("on", "off"):
-        done = subprocess.run(jail_argv(sys.executable, floor, {}), capture_output=True, text=True, timeout=600)
+        done = subprocess.run(jail_argv(sys.executable, floor, {}), capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
-            print(f"hostile suite, floor {floor}: failed to run\n{done.stderr[-2000:]}")
+            print(f"attacker suite, floor {floor}: failed to run\n{done.stderr[-2000:]}")
             continue
-        results = [json.loads(line) for line in done.stdout.splitlines()]
-        escaped = [r["case"] for r in results if r["changed"] or r["leaked"]]
-        in_tmp = [r["case"] for r in results if r["changed_tmp"]]
-        print(
-            f"hostile suite, floor {floor:3s}: {len(results)} of {len(CASES)} cases tried; "
-            f"escaped (changed outside the working directory, or a secret reached the model): {len(escaped)}"
-            + (f" {escaped}" if escaped else "")
-            + f"; changed /tmp (writable in workspace mode): {len(in_tmp)}"
-        )
+        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        print(f"attacker suite, floor {floor}: {len(results)} of {len(ALL_CASES)} cases tried")
+        print(f"  {'class':12s} {'tried':>5s}  " + "  ".join(f"{name:>8s}" for name in ESCAPES))
+        for kind in dict.fromkeys(r["kind"] for r in results):
+            mine = [r for r in results if r["kind"] == kind]
+            counts = [sum(1 for r in mine if r[name]) for name in ESCAPES]
+            print(f"  {kind:12s} {len(mine):5d}  " + "  ".join(f"{count:8d}" for count in counts))
+        escaped = [r["case"] for r in results if r["escaped"]]
+        print(f"  escaped: {len(escaped)}" + (f" {escaped}" if escaped else ""))
 
 
 if __name__ == "__main__":
