@@ -27,7 +27,7 @@ from .braces import brace_words
 from .command_env import assignment_scripts, check_assignment
 from .context import MAX_CANDIDATES, Arg, Ctx
 from .homes import home_of
-from .parameters import SubWord, operate
+from .parameters import operate_on_homes
 from .parsing import parse
 from .paths import HOME, OPAQUE, RUNTIME, UNKNOWN, unknowable
 from .producers import cd_target, command_output
@@ -305,7 +305,7 @@ class _Expander:
             return self._with_default(values, opm, quoted)
         if values is None:  # an operator on what the environment holds: as unknown as it is
             return self._unknown(quoted)
-        computed = _on_homes(values, op, self._sub_word)
+        computed = operate_on_homes(values, op, self._sub_word)
         return self._opaque(quoted) if computed is None else self._known(computed, quoted)
 
     def _sub_word(self, text: str) -> tuple[str, ...] | None:
@@ -346,29 +346,6 @@ class _Expander:
         if not quoted:
             self.split = True
         return (output.rstrip("\n"),)
-
-
-# what a home may be spelled as, to see what an operator makes of a home whose name is not known
-_HOME_STAND_INS = ("/home/cmdop-a", "/root")
-
-
-def _on_homes(values: tuple[str, ...], op: str, sub: SubWord) -> tuple[str, ...] | None:
-    """`operate`, where a value that is the home (whose real name is not known: HOME is the
-    floor's spelling of it) is tried as two real homes, and what comes back mapped to HOME again;
-    when the two disagree, the result is one the floor does not follow as well."""
-    if not any(v == HOME or v.startswith(HOME + "/") for v in values):
-        return operate(values, op, sub)
-    results: list[set[str]] = []
-    for stand_in in _HOME_STAND_INS:
-        tried = tuple(stand_in + v[len(HOME) :] if v == HOME or v.startswith(HOME + "/") else v for v in values)
-        found = operate(tried, op, sub)
-        if found is None:
-            return None
-        results.append(
-            {HOME + r[len(stand_in) :] if r == stand_in or r.startswith(stand_in + "/") else r for r in found}
-        )
-    union = tuple(sorted(results[0] | results[1]))
-    return union if results[0] == results[1] else (*union, OPAQUE)
 
 
 def expand(raw: str, ctx: Ctx, *, assignment: bool = False) -> tuple[Arg, list[str]]:

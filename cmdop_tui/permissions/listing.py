@@ -34,6 +34,7 @@ def list_rules_text(permissions: Permissions | None = None, *, path: Path | None
         "Precedence: session rules, then global rules (deny > ask > allow), then the mode",
         "(default: read-only tools allowed, others ask; strict: others denied; auto: all allowed).",
         "The safety floor (deleting / or a home directory, disk writes, fork bombs, SSH private",
-        "keys, .env files, /etc/shadow, /etc/sudoers) always applies.",
+        "keys, .env files, credentials, /etc/shadow, /etc/sudoers) always applies; what it cannot",
+        "read (code it cannot know) only a person may allow, not a rule or auto mode.",
     ]
     return "\n".join(lines) + "\n"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from .arithmetic import Unknown, Unreadable, evaluate
 from .context import MAX_CANDIDATES
-from .paths import unknowable
+from .paths import HOME, OPAQUE, unknowable
 from .scanning import ansi_c
 
 #: Expands a word inside the braces (a pattern, a replacement): its values, or None when one of
@@ -163,3 +163,26 @@ def _substring(values: tuple[str, ...], spec: str) -> list[str] | None:
             end = len(value) + length if length < 0 else start + length
             out.append(value[start : max(end, start)])
     return out
+
+
+# what a home may be spelled as, to see what an operator makes of a home whose name is not known
+_HOME_STAND_INS = ("/home/cmdop-a", "/root")
+
+
+def operate_on_homes(values: tuple[str, ...], op: str, sub: SubWord) -> tuple[str, ...] | None:
+    """`operate`, where a value that is the home (whose real name is not known: HOME is the
+    floor's spelling of it) is tried as two real homes, and what comes back mapped to HOME again;
+    when the two disagree, the result is one the floor does not follow as well."""
+    if not any(v == HOME or v.startswith(HOME + "/") for v in values):
+        return operate(values, op, sub)
+    results: list[set[str]] = []
+    for stand_in in _HOME_STAND_INS:
+        tried = tuple(stand_in + v[len(HOME) :] if v == HOME or v.startswith(HOME + "/") else v for v in values)
+        found = operate(tried, op, sub)
+        if found is None:
+            return None
+        results.append(
+            {HOME + r[len(stand_in) :] if r == stand_in or r.startswith(stand_in + "/") else r for r in found}
+        )
+    union = tuple(sorted(results[0] | results[1]))
+    return union if results[0] == results[1] else (*union, OPAQUE)
