@@ -331,3 +331,32 @@ async def test_commands_files_and_the_agent_work_in_the_machines_workspace(ssh_h
     assert str(there) in where.text and (there / "made-here").exists()
     assert not written.is_error and (there / "notes" / "relative.txt").read_text() == "here"
     assert f"agent in {there}" in agent.text
+
+
+# --- the policy -------------------------------------------------------------------------------
+
+
+async def test_strict_turns_the_network_off_and_workspace_keeps_it(lab):
+    from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy
+
+    port = lab.server("alpha").port  # a localhost port of the host: the sshd itself
+    probe = f"bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && head -c 7 <&3'"
+    seen = {}
+    for mode in ("workspace", "strict"):
+        sandbox = Sandbox(SandboxPolicy(mode=mode))  # type: ignore[arg-type]
+        fleet = Fleet(Inventory.load([], lab.config), SshOptions(config_file=lab.config), sandbox=sandbox)
+        try:
+            seen[mode] = await run(alpha(fleet), probe)
+        finally:
+            await fleet.close()
+    assert "SSH-2.0" in seen["workspace"].text
+    assert "SSH-2.0" not in seen["strict"].text and "exit code: 0" not in seen["strict"].text
+
+
+async def test_a_secret_left_by_a_command_the_user_let_out_is_hidden_from_the_next(fleet, home):
+    machine = alpha(fleet)
+    await run(machine, "true")  # the session's first scan
+    outside = await run(machine, f"mkdir -p deep/er && echo {SECRET} > deep/er/.env.production", sandboxed=False)
+    assert "exit code: 0" in outside.text
+    after = await run(machine, "cat deep/er/.env.production; grep -r SECRET . 2>/dev/null")
+    assert SECRET not in after.text

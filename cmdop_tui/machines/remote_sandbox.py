@@ -209,7 +209,7 @@ class RemoteSandbox:
         a protected name at the top of a root, or anything in a `.git`."""
         for root in self.writable_roots():
             if _within(PurePosixPath(path), PurePosixPath(root)):
-                parts = PurePosixPath(path).relative_to(root).parts
+                parts = PurePosixPath(posixpath.normpath(path)).relative_to(root).parts
                 if parts and (parts[0] in PROTECTED_NAMES or any(p in PROTECTED_ANYWHERE for p in parts)):
                     return True
         return False
@@ -342,9 +342,16 @@ def _read_only_paths(output: str) -> Iterable[str | None]:
 
 
 def _tilde(environ: Mapping[str, str], home: str) -> dict[str, str]:
-    """The remote environment with a leading `~` read as the remote home (not this one's)."""
-    return {k: home + v[1:] if v == "~" or v.startswith("~/") else v for k, v in environ.items()}
+    """The remote environment with a leading `~` (of each `:`-separated part) read as the remote
+    home, not this one's."""
+
+    def expand(part: str) -> str:
+        return home + part[1:] if part == "~" or part.startswith("~/") else part
+
+    return {name: ":".join(map(expand, value.split(":"))) for name, value in environ.items()}
 
 
 def _within(path: PurePosixPath, root: PurePosixPath) -> bool:
+    """Whether `path` is `root` or under it, `..` resolved lexically first."""
+    path, root = PurePosixPath(posixpath.normpath(path)), PurePosixPath(posixpath.normpath(root))
     return path == root or root in path.parents

@@ -3,7 +3,9 @@
 The remote side is `cmdop-tui -p PROMPT --output-format stream-json --yes` run over ssh; each JSON
 line it prints comes back as a nested event of the call (`ask_machine_stream`), so the UI can show
 the remote agent's tokens and tool calls under it. Approving ask_machine approves what the remote
-agent does for it, hence `--yes` there; the remote permission floor still applies.
+agent does for it, hence `--yes` there; the remote permission floor and sandbox still apply. The
+remote agent works in the machine's workspace (machines/agent.py), never in its home, which its
+sandbox would make writable whole.
 Stop kills the remote agent's process group (TERM first, so it can end its turn cleanly).
 """
 
@@ -171,8 +173,9 @@ ASK_MACHINE = Tool(
     name="ask_machine",
     description=(
         "Give a task to the CMDOP operator on another machine and get its answer. It works there "
-        "with its own tools (commands, files) and reports back. Use it for multi-step work on "
-        "one remote machine."
+        "with its own tools (commands, files) in that machine's workspace "
+        "(~/.local/share/cmdop-tui-workspace there), not in its home, and reports back. Use it for "
+        "multi-step work on one remote machine."
     ),
     input_schema=object_schema(
         {

@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from cmdop_tui.agent.context import current_user
 from cmdop_tui.machines.agent import agent_label
 from cmdop_tui.machines.health import local_health
+from cmdop_tui.machines.remote_sandbox import sandbox_label
 from cmdop_tui.machines.spec import LOCAL, Health
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
@@ -133,8 +134,8 @@ class MachinesPanel(SidePanel):
         health = self.health.get(name, Health())
         # Most telling first on each line: a narrow panel cuts the ends (nowrap, ellipsis).
         facts: list[str] = [health.state]
-        if health.sandbox:  # what holds commands there: bubblewrap, or the floor and approval alone
-            facts.append("sandboxed" if health.sandbox == "bubblewrap" else "no sandbox")
+        if sandbox := sandbox_label(health.sandbox):  # what holds commands there, if anything
+            facts.append(sandbox)
         if health.latency_ms is not None and health.state != "offline":
             facts.append(f"{health.latency_ms:.0f} ms")
         if health.load:
