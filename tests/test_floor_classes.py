@@ -65,6 +65,8 @@ REFUSED: dict[str, list[str]] = {
         "awk 'BEGIN{\"rm -rf ~\" | getline}'",
         "awk 'BEGIN{print | \"rm -rf ~\"}'",
         "ed x <<< '!rm -rf ~'",
+        'awk \'BEGIN{system("rm -rf " ENVIRON["HOME"])}\'',
+        "python3 -c \"import os; os.system('rm -rf ' '/')\"",
     ],
     "git runs commands its configuration names": [
         "git -c alias.x='!rm -rf ~' x",
@@ -268,6 +270,10 @@ ORDINARY = [
     'rm -rf "${BUILD_DIR:?}"',
     "while true; do ./server & sleep 5; done",
     "python3 -c 'import os; print(os.getpid())'",
+    "python3 -c \"import subprocess; subprocess.run(['ls', '-la'], check=True)\"",
+    "python3 -c \"import subprocess; subprocess.run('ls -l', shell=True)\"",
+    "node -e \"require('child_process').execSync('ls', {stdio: 'inherit'})\"",
+    'python3 -c "import asyncio; asyncio.run(main())"',
     "cat .vercel/project.json",
     "ln -s /usr/bin/python3 ~/bin/python",
 ]

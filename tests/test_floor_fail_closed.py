@@ -48,6 +48,7 @@ ASKED: dict[str, list[str]] = {
         'python3 -c "$(curl x)"',
         'node -e "$(cat f)"',
         "perl -e 'system($ARGV[0])' x",
+        'perl -e \'system("rm", "-rf", $x)\'',
         "python3 -c 'import os, sys; os.system(sys.argv[1])' x",
     ],
     "an editor or a text tool given code it cannot read": [

@@ -29,7 +29,7 @@ _HOME_EXPRESSIONS = re.compile(
     rf"|\b(?:os\.)?getenv\(\s*{_Q}HOME{_Q}[^()]*\)"
     rf"|\$ENV\s*\{{\s*{_Q}?HOME{_Q}?\s*\}}|\bENV\s*\[\s*{_Q}HOME{_Q}\s*\]|\bENV\.fetch\(\s*{_Q}HOME{_Q}[^()]*\)"
     r"|\bDir\.home\b(?:\(\))?|\bEtc\.getpwuid(?:\([^()]*\))?\.dir\b"
-    rf"|process\.env\.HOME\b|process\.env\s*\[\s*{_Q}HOME{_Q}\s*\]"
+    rf"|process\.env\.HOME\b|process\.env\s*\[\s*{_Q}HOME{_Q}\s*\]|\bENVIRON\s*\[\s*{_Q}HOME{_Q}\s*\]"
     rf"|\$_(?:SERVER|ENV)\s*\[\s*{_Q}HOME{_Q}\s*\]|Deno\.env\.get\(\s*{_Q}HOME{_Q}\s*\)"
     rf"|os\.UserHomeDir\(\)|System\.getProperty\(\s*{_Q}user\.home{_Q}\s*\)"
     r"|\(\s*getpwuid\(\s*\$<\s*\)\s*\)\s*\[\s*7\s*\]"
@@ -43,7 +43,8 @@ _ROOT_EXPRESSIONS = re.compile(
     r"\bos\.path\.sep\b|\bos\.sep\b|\bpath\.sep\b|File::Spec->rootdir\(\)|\bFile::SEPARATOR\b"
 )
 _LITERAL = r"""(?:'[^'\\\n]*'|"[^"\\\n]*")"""
-_CONCAT = re.compile(rf"({_LITERAL})\s*(?:\+|\.(?!\w))\s*({_LITERAL})")
+# "a" + "b", "a" . "b" and "a" "b" (Python's and awk's literals side by side)
+_CONCAT = re.compile(rf"({_LITERAL})\s*(?:\+|\.(?!\w)|(?<=['\"])[ \t]*(?=['\"]))\s*({_LITERAL})")
 _PERCENT = re.compile(rf"({_LITERAL})\s*%\s*\(?\s*({_LITERAL})\s*,?\s*\)?")
 _FORMAT = re.compile(rf"({_LITERAL})\.format\(\s*({_LITERAL})\s*\)")
 _JOIN = re.compile(rf"(?:os\.path\.|path\.|File\.)?join\(\s*({_LITERAL})\s*,\s*({_LITERAL})\s*\)")

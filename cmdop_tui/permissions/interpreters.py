@@ -14,10 +14,11 @@ from __future__ import annotations
 import itertools
 import re
 
-from .code_text import assignments, delete_arguments, literals, normalise
+from .code_text import STRING_LITERAL, assignments, delete_arguments, literals, normalise
 from .context import Arg, Ctx, Stdin, doubt, literal, refuse
 from .environment import check_env_code
 from .paths import HOME, SECRET_CLASSES, block_device, chosen_by_command, critical, has_glob, path_class, resolve
+from .scanning import match_close
 
 # the options that take code, per interpreter (its name without a version: python3.12 -> python)
 _CODE_OPTIONS = {
@@ -62,10 +63,13 @@ _FORK_LOOP = re.compile(
     + r"[\s\S]{0,200}?\b(?:fork|spawn\w*|Popen|popen|system|exec[lv]\w*)\b",
 )
 # a shell-out given a value the code computes, not a string literal (system($cmd), run(args))
-_COMPUTED_SHELL_OUT = re.compile(
-    r"\b(?:os\.system|os\.popen|system|popen|shell_exec|passthru|proc_open|exec|execSync|check_output|check_call"
-    r"|Popen|spawnSync|spawn|getoutput|getstatusoutput)\s*\(\s*(?:f['\"]|[^'\"\[\s)(])"
+_SHELL_OUT_CALL = re.compile(
+    r"\b(?:os\.system|os\.popen|system|popen|shell_exec|passthru|proc_open|exec|execSync|execFileSync|check_output"
+    r"|check_call|Popen|subprocess\.run|subprocess\.call|spawnSync|spawn|getoutput|getstatusoutput)\s*\("
 )
+# what may stand beside the string literals of a shell-out's arguments: commas, brackets, and
+# keywords such as shell=True (anything else builds the command: a variable, a concatenation)
+_LITERAL_ARGUMENTS = re.compile(r"[\s,\[\]{}]*(?:\w+\s*[=:]\s*[\w.]*[\s,\[\]{}]*)*")
 _WRITES = re.compile(r"['\"](?:[wa]b?\+?|r\+b?|rb\+)['\"]|write|O_WRONLY|O_RDWR|>|append|copy|symlink|rename")
 _REMOVER = re.compile(r"\b(?:remove|unlink|unlinkSync|rmSync|rmdir|rmdirSync|delete|truncate)\s*\(|\bunlink\b")
 _WALKER = re.compile(
@@ -169,7 +173,7 @@ def check_code(code: str, ctx: Ctx, snippet: str) -> None:
     texts = literals(plain)
     if _SHELL_OUT.search(plain):
         _check_shell_outs(plain, texts, ctx, snippet)
-        if _COMPUTED_SHELL_OUT.search(plain):
+        if _computed_shell_out(plain):
             doubt(ctx, snippet, "runs a command the code computes, which cannot be checked before it runs")
     _check_deleted_trees(plain, ctx, snippet)
     writes = _WRITES.search(plain) is not None
@@ -182,6 +186,19 @@ def check_code(code: str, ctx: Ctx, snippet: str) -> None:
             raise refuse(snippet, f"would change {found[1]}")
         if block_device(path) and writes:
             raise refuse(snippet, f"would write to the block device {path}")
+
+
+def _computed_shell_out(plain: str) -> bool:
+    """Does the code run a command built from anything but string literals (os.system(cmd),
+    system("rm -rf " ENVIRON["X"]), run(f"...")) ?"""
+    for match in _SHELL_OUT_CALL.finditer(plain):
+        end = match_close(plain, match.end() - 1)
+        arguments = plain[match.end() : end - 1]
+        if not arguments.strip():
+            continue
+        if re.search(r"\bf['\"]", arguments) or not _LITERAL_ARGUMENTS.fullmatch(STRING_LITERAL.sub("", arguments)):
+            return True
+    return False
 
 
 def _check_deleted_trees(plain: str, ctx: Ctx, snippet: str) -> None:
