@@ -208,6 +208,7 @@ def _result(
         "outlived": lived,
         "power": power,
         "status": status,
+        "floor": "(safety floor" in output,  # the floor answered (never with the floor off)
         "output": output[:300],
     }
 
@@ -276,7 +277,7 @@ def main() -> int:
     if options.floor == "off":  # the sandbox alone: the floor answers nothing (this test's process only)
         import cmdop_tui.permissions.decisions as decisions
 
-        decisions.floor_violation = lambda *args, **kwargs: None  # type: ignore[assignment]
+        decisions.judge_call = lambda *args, **kwargs: None  # type: ignore[assignment]
     world.DOORS.open()
     mcp = world.start_mcp_like()
     try:

@@ -36,6 +36,8 @@ def test_no_attack_escapes(floor):
     escapes = {r["case"]: {k: r[k] for k in ("changed", "leaked", "socket", "outlived", "power")}
                for r in results if r["escaped"]}  # fmt: skip
     assert escapes == {}
+    answered = [r["case"] for r in results if r["floor"]]
+    assert answered if floor == "on" else answered == []  # floor off: the sandbox alone held them
 
 
 def test_every_class_is_tried_several_ways():
