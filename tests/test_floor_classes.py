@@ -47,6 +47,7 @@ REFUSED: dict[str, list[str]] = {
         'local -n r=HOME; rm -rf "$r"',
         'typeset -n r=HOME; rm -rf "$r"',
         'declare -n r=HOME; r=/; rm -rf "$HOME"',
+        'declare -n r; r=HOME; rm -rf "$r"',
     ],
     "functions on the same line": [
         "f(){ rm -rf ~; }; f",
@@ -181,6 +182,10 @@ REFUSED: dict[str, list[str]] = {
         "killall -r .",
         "fuser -km /",
         "loginctl terminate-user $USER",
+        "pkill -U 0",
+        "skill -KILL -u $USER",
+        "killall -9 -u root",
+        "kill -9 $(ps aux | awk '{print $2}')",
     ],
     "fork bombs by any name": [
         "g(){ g & g & }; g",
@@ -196,6 +201,10 @@ REFUSED: dict[str, list[str]] = {
         "python3 -c 'import os\nwhile 1: os.fork()'",
         "python3 -c 'import os, itertools\nfor _ in itertools.count(): os.fork()'",
         "ruby -e 'loop { fork }'",
+        ".(){ .|.& };.",
+        "c(){ c&c; }; c",
+        "bash -c 'while :; do bash -c \"$0\" & done'",
+        "python3 -c 'import os\nwhile True:\n    os.fork()'",
     ],
     "credential stores of every kind": [
         "cat ~/.config/rclone/rclone.conf",

@@ -381,6 +381,9 @@ def assign(raw: str, ctx: Ctx, scripts: list[str], *, later: list[str] | None = 
     scripts.extend(found)
     if not re.fullmatch(r"[A-Za-z_]\w*", name):
         return
+    if ctx.refs.get(name) == ():  # `declare -n r; r=HOME`: r now stands for HOME
+        ctx.refs[name] = arg.values
+        return
     for target in ctx.refs.get(name, (name,)):
         if not re.fullmatch(r"[A-Za-z_]\w*", target):
             continue

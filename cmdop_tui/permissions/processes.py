@@ -131,7 +131,7 @@ def _mass_selection(args: list[str], *, regex: bool) -> bool:
 def check_pkill(argv: list[Arg], ctx: Ctx, snippet: str) -> None:
     """pkill, skill: every process of a user (or group, session, terminal), or of every name."""
     texts = [a.text for a in argv[1:]]
-    if texts and re.fullmatch(r"-\d+|-[A-Z]+\d*", texts[0]):
+    if texts and re.fullmatch(r"-\d+|-(?:SIG)?[A-Z]{3,}\d*", texts[0]):
         texts = texts[1:]  # the signal
     if _mass_selection(texts, regex=True):
         raise refuse(snippet, "would kill every process of a user, or every process")

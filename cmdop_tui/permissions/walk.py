@@ -391,6 +391,9 @@ def _declare(args: list[Arg], ctx: Ctx) -> None:
     stands for TARGET, and assigning NAME assigns TARGET)."""
     nameref = any(re.fullmatch(r"-[a-zA-Z]*n[a-zA-Z]*", a.text) for a in args)
     for arg in args:
+        if nameref and re.fullmatch(r"[A-Za-z_]\w*", arg.raw):
+            ctx.refs[arg.raw] = ()  # a nameref with no target yet: its first assignment names it
+            continue
         if not re.match(r"[A-Za-z_]\w*\+?=", arg.raw):
             continue
         if nameref:
