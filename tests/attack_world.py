@@ -142,7 +142,8 @@ def fingerprint(workspace_writable: bool) -> dict[str, str]:
                 dirs[:] = []
                 continue
             names = [name for name in files if not (workspace_writable and _writable(here / name))]
-            seen[directory] = _describe(here)
+            if not (workspace_writable and here == WORK):  # the writable root's own mode is its own
+                seen[directory] = _describe(here)
             for name in names:
                 seen[os.path.join(directory, name)] = _describe(here / name)
     return seen
