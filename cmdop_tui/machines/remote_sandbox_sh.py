@@ -116,7 +116,7 @@ for r in "${R[@]}"; do
     elif [ ! -L "$r/$n" ]; then N+=("$r/$n"); fi
   done
 done
-for p in "${STORES[@]}"; do cmdop_hide "$p" any; done
+for p in "${STORES[@]}"; do [[ -e $p || -L $p ]] && cmdop_hide "$p" any; done
 while IFS= read -r -d '' p; do
   case "${p##*/}" in
     .git) cmdop_cover "$p" && [ -d "$t" ] && cmdop_inside "$t" && A+=(--ro-bind "$t" "$t") ;;
