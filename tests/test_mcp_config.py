@@ -20,9 +20,10 @@ from cmdop_tui.config.settings import (
     mcp_server_from,
     settings_from,
 )
+from cmdop_tui.mcp.configured import configured_servers
 from cmdop_tui.mcp.names import server_key, tool_name, unique_keys
 from cmdop_tui.mcp.results import OUTPUT_LIMIT, size_of, tool_result
-from cmdop_tui.mcp.specs import configured_servers, expand, project_servers
+from cmdop_tui.mcp.specs import expand, project_servers
 from cmdop_tui.mcp.tools import RemoteTool, input_schema, mcp_tool, subject_of
 from cmdop_tui.mcp.trust import trust
 from cmdop_tui.permissions import Permissions

@@ -308,7 +308,7 @@ def test_mcp_list_with_no_servers_and_with_bad_arguments(tmp_path):
 
 
 def test_a_projects_servers_start_only_once_it_is_trusted_as_it_is(fake_api, anthropic_env, tmp_path):
-    from cmdop_tui.mcp.specs import configured_servers
+    from cmdop_tui.mcp.configured import configured_servers
 
     project = tmp_path / ".mcp.json"
     project.write_text(json.dumps({"mcpServers": {"proj": {"command": "some-program"}}}))

@@ -20,9 +20,9 @@ from mcp_servers.harness import new_tag, tagged, wait_gone
 from cmdop_tui.config.settings import Settings, data_dir
 from cmdop_tui.mcp import McpServers, ServerState
 from cmdop_tui.mcp import files as server_code
+from cmdop_tui.mcp.configured import configured_servers
 from cmdop_tui.mcp.files import FingerprintLimit
 from cmdop_tui.mcp.listing import list_servers_text
-from cmdop_tui.mcp.specs import configured_servers
 from cmdop_tui.mcp.trust import TRUST_FILE, is_trusted, trust
 from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.registry import ToolRegistry, run_tool

@@ -13,7 +13,7 @@ Nothing imported here loads the SDK.
 
 from __future__ import annotations
 
+from .configured import configured_servers
 from .servers import McpServers, ServerState
-from .specs import configured_servers
 
 __all__ = ["McpServers", "ServerState", "configured_servers"]

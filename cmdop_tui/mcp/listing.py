@@ -12,9 +12,10 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tools.registry import ToolRegistry
 
+from .configured import configured_servers
 from .files import server_files
 from .servers import McpServers, ServerState
-from .specs import PROJECT_FILE, PROJECT_SOURCE, configured_servers
+from .specs import PROJECT_FILE, PROJECT_SOURCE
 
 LIST_TIMEOUT_S = 10.0
 

@@ -13,39 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cmdop_tui.config.settings import McpServerSpec, Settings, SettingsError, mcp_server_from
-from cmdop_tui.mcp.trust import is_trusted
+from cmdop_tui.config.settings import McpServerSpec, SettingsError, mcp_server_from
 
 PROJECT_FILE = ".mcp.json"
 PROJECT_SOURCE = ".mcp.json"
 _SERVER_TABLES = ("mcpServers", "servers", "mcp_servers")  # Claude Code's; VS Code's; a guess
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-
-
-def configured_servers(settings: Settings, cwd: Path) -> tuple[list[McpServerSpec], list[str]]:
-    """The servers to start, in order, and notes for the user (a broken `.mcp.json`, or one the
-    user has not trusted yet: its servers are programs, so they start only once trusted)."""
-    servers = {spec.name: spec for spec in settings.mcp_servers}
-    project, notes = project_servers(cwd)
-    path = cwd / PROJECT_FILE
-    if project and not _trusted(path):
-        names = ", ".join(spec.name for spec in project)
-        notes.append(
-            f"{path} names MCP servers ({names}) that start only once you trust this project: "
-            "`cmdop-tui mcp trust` here, or /mcp trust in the app"
-        )
-        project = []
-    for spec in project:
-        servers.pop(spec.name, None)  # the project's entry replaces the settings' one
-        servers[spec.name] = spec
-    return list(servers.values()), notes
-
-
-def _trusted(path: Path) -> bool:
-    try:
-        return is_trusted(path, path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError):
-        return False
 
 
 def project_servers(cwd: Path) -> tuple[list[McpServerSpec], list[str]]:

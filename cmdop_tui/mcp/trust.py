@@ -17,6 +17,8 @@ import os
 from pathlib import Path
 
 from cmdop_tui.config.settings import data_dir
+from cmdop_tui.mcp.files import fingerprint, server_files
+from cmdop_tui.mcp.specs import project_servers
 
 TRUST_FILE = "trusted-mcp-projects.json"
 UNTRUSTED_AGAIN = (
@@ -40,11 +42,6 @@ def project_fingerprint(path: Path, text: str) -> str:
 
 def _servers_fingerprint(base: Path) -> str | None:
     """The fingerprint of the files `base`'s project servers run from inside it; None: none."""
-    # mcp/specs.py reads this module (is_trusted) as it loads, and mcp/files.py reads specs:
-    # they are imported when a fingerprint is taken.
-    from cmdop_tui.mcp.files import fingerprint, server_files
-    from cmdop_tui.mcp.specs import project_servers
-
     servers, _ = project_servers(base)
     files = [file for spec in servers for file in server_files(spec, base)]
     return fingerprint(files, [base]) if files else None
