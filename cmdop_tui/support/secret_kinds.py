@@ -69,10 +69,9 @@ KINDS: tuple[StoreKind, ...] = (
     StoreKind(
         "cargo",
         home=(".cargo/credentials", ".cargo/credentials.toml"),
-        env=("CARGO_REGISTRIES_CRATES_IO_TOKEN",),
     ),
     StoreKind("gem", home=(".gem/credentials", ".local/share/gem/credentials")),
-    StoreKind("composer", home=(".composer/auth.json",), config=("composer/auth.json",), env=("COMPOSER_AUTH",)),
+    StoreKind("composer", home=(".composer/auth.json",), config=("composer/auth.json",)),
     StoreKind("maven", home=(".m2/settings.xml", ".m2/settings-security.xml")),
     StoreKind("gradle", home=(".gradle/gradle.properties",)),
     StoreKind("ivy", home=(".ivy2/.credentials",)),
