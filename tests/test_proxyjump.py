@@ -12,6 +12,8 @@ the ProxyJump, shows the refusal.
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -111,11 +113,15 @@ async def test_commands_and_files_through_the_jump(bastion: Bastion, fleet: Flee
     assert client_end(result.content)[0] == "127.0.0.1"  # the jump server's end, not OUTSIDE
 
     machine = fleet.machine("inner")
-    target = tmp_path / "behind-the-bastion.txt"  # the "remote" host is this one
-    written = await machine.write_file(str(target), "first line\nsecond line\n")
-    assert not written.is_error and target.read_text() == "first line\nsecond line\n", written.text
-    read = await machine.read_file(str(target), start=2)
-    assert not read.is_error and "second line" in read.text and "first line" not in read.text
+    # The "remote" host is this one, with our home: a relative path lands in its workspace there.
+    target = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/share/cmdop-tui-workspace" / f"bastion-{os.getpid()}.txt"
+    try:
+        written = await machine.write_file(target.name, "first line\nsecond line\n")
+        assert not written.is_error and target.read_text() == "first line\nsecond line\n", written.text
+        read = await machine.read_file(target.name, start=2)
+        assert not read.is_error and "second line" in read.text and "first line" not in read.text
+    finally:
+        target.unlink(missing_ok=True)
 
     direct = await run_tool(EXECUTE_COMMAND, {"command": "true", "machine": "inner-direct"}, ctx)
     assert direct.is_error and "cannot reach inner-direct over ssh" in direct.content
