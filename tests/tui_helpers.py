@@ -14,7 +14,15 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.app import CmdopApp
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo
 
-FACTS = SessionFacts(hostname="testhost", os_name="Linux", timezone="UTC", user="tester", cwd="/srv", platform="tui")
+FACTS = SessionFacts(
+    hostname="testhost",
+    os_name="Linux",
+    timezone="UTC",
+    user="tester",
+    cwd="/srv",
+    platform="tui",
+    sandbox="Commands run in a sandbox: they may write only in /srv and /tmp.",  # pinned: not the checkout's path
+)
 MACHINE = MachineInfo(name="testhost", os_name="Linux 6.1", user="tester", load="0.42 0.40")
 FAST_RETRY = RetryPolicy(attempts=3, initial_s=0.001, max_s=0.004, jitter_s=0.0)
 
