@@ -8,7 +8,10 @@ the sandbox, the floor and the rules exactly as write_file is.
 from __future__ import annotations
 
 import os
+import pwd
+import shutil
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -227,14 +230,14 @@ def sandboxed(place: tuple[Path, Path], **policy: Any) -> LocalMachine:
 
 
 @needs_bwrap
-async def test_the_sandbox_holds_edits_as_it_holds_writes(place: tuple[Path, Path], tmp_path: Path) -> None:
-    _, work = place
+async def test_the_sandbox_holds_edits_as_it_holds_writes(place: tuple[Path, Path]) -> None:
+    home, work = place
     target = sandboxed(place, mode="strict")  # writable: the working directory only
     assert not (await target.edit_file("notes.txt", "draft", "final")).is_error
     assert (work / "notes.txt").read_text() == "final\n"
     hidden = await target.edit_file(".env", "secret", "x")
     assert hidden.is_error and "hidden by the sandbox" in hidden.text and hidden.sandbox_denied is None
-    outside = tmp_path / "outside.txt"
+    outside = home / "outside.txt"  # in the home, out of the workspace (not in /tmp: that is private)
     outside.write_text("draft\n")
     refused = await target.edit_file(str(outside), "draft", "final")
     assert refused.is_error and refused.sandbox_denied.needs == f"write {outside}"
@@ -245,11 +248,9 @@ async def test_the_sandbox_holds_edits_as_it_holds_writes(place: tuple[Path, Pat
 
 @needs_bwrap
 @pytest.mark.parametrize("allowed", [True, False])
-async def test_leaving_the_sandbox_takes_the_users_word(
-    place: tuple[Path, Path], tmp_path: Path, allowed: bool
-) -> None:
+async def test_leaving_the_sandbox_takes_the_users_word(place: tuple[Path, Path], allowed: bool) -> None:
     home, work = place
-    outside = tmp_path / "outside.txt"
+    outside = home / "outside.txt"
     outside.write_text("draft\n")
     asked: list[str] = []
 
@@ -352,13 +353,26 @@ async def remote(ssh_hosts):
     await fleet.close()
 
 
-async def test_a_remote_edit_keeps_bytes_mode_and_refuses_like_a_local_one(remote: Fleet, tmp_path: Path) -> None:
+@pytest.fixture
+def remote_dir() -> Iterator[Path]:
+    """A folder in the remote machine's workspace (the "remote" is this host, with our home:
+    its sandbox lets a write land there, and its /tmp is the session's own)."""
+    folder = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".local/share/cmdop-tui-workspace" / f"remote dir {os.getpid()}"
+    folder.mkdir(parents=True)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder)
+
+
+async def test_a_remote_edit_keeps_bytes_mode_and_refuses_like_a_local_one(
+    remote: Fleet, tmp_path: Path, remote_dir: Path
+) -> None:
     ctx = ToolContext(call_id="t", cwd=tmp_path, machines=remote)
-    target = tmp_path / "remote dir" / "site.conf"  # the "remote" is this host: check the effect here
-    target.parent.mkdir()
+    target = remote_dir / "site.conf"  # check the effect here
     target.write_bytes(b"\xef\xbb\xbflisten 80;\r\nroot /srv;\r\nlisten 80;\r\n")
     target.chmod(0o640)
-    on = {"path": str(target), "machine": "alpha"}
+    on = {"path": f"{remote_dir.name}/site.conf", "machine": "alpha"}
     several = await run_tool(EDIT_FILE, {**on, "old_string": "listen 80;", "new_string": "listen 81;"}, ctx)
     assert several.is_error and "matches 2 times" in several.content
     edited = await run_tool(

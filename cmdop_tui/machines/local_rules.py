@@ -20,7 +20,7 @@ import errno
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from cmdop_tui.machines.beneath import open_path, real_path
@@ -66,6 +66,7 @@ class FileRules:
     def __init__(self, view: SandboxView) -> None:
         self.view = view
         self._hidden_inodes: frozenset[tuple[int, int]] | None = None
+        self._narrowed: dict[Path, SandboxView] = {}
 
     @contextlib.contextmanager
     def open(self, path: Path, *, follow: bool = True, directory: bool = False) -> Iterator[Opened]:
@@ -111,7 +112,26 @@ class FileRules:
         """Whether the sandbox hides the name `real` (a directory when `is_dir`) from a listing."""
         if not self.view.confines:
             return False
-        return self.view.hides(real, is_file=not is_dir) or _process_entry(real)
+        return self._view_for(real.parent).hides(real, is_file=not is_dir) or _process_entry(real)
+
+    def _view_for(self, folder: Path) -> SandboxView:
+        """The view with only the hidden and exempt paths that can bear on `folder` or what is
+        in it (over it, or in its tree), the others dropped: the same answers for these paths,
+        without comparing every entry of a listing with every secret of the home. A prefix of
+        the text is enough to keep a path (more are kept than need be, never fewer), and what
+        bears on a folder bears on its parent: a folder's view is narrowed from its parent's."""
+        narrowed = self._narrowed.get(folder)
+        if narrowed is None:
+            text = str(folder)
+
+            def bears(path: Path) -> bool:
+                other = str(path)
+                return text.startswith(other) or other.startswith(text)
+
+            view = self._narrowed.get(folder.parent, self.view)
+            hidden, exempt = tuple(filter(bears, view.hidden)), tuple(filter(bears, view.exempt))
+            narrowed = self._narrowed[folder] = replace(view, hidden=hidden, exempt=exempt)
+        return narrowed
 
     def _hidden_files(self) -> frozenset[tuple[int, int]]:
         """(device, inode) of the hidden files that have other names (looked up once)."""
@@ -121,7 +141,7 @@ class FileRules:
 
     def check_write(self, real: Path, shown: Path | str) -> None:
         """Raise unless a command could write `real` here (`shown`: the path as the model wrote it)."""
-        view = self.view
+        view = self._view_for(real.parent)
         if view.may_write(real):
             return
         if view.hides(real):
