@@ -360,7 +360,10 @@ async def test_the_loop_asks_with_the_diff_and_shows_it(fake_api, tmp_path: Path
 
 
 @needs_hooks
-async def test_the_app_asks_with_the_diff_and_the_card_keeps_it(fake_api, tmp_path: Path) -> None:
+async def test_the_app_asks_with_the_diff_and_the_card_keeps_it(
+    fake_api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the workspace: the host's /tmp is not the session's
     from tui_helpers import finish_turn, make_app, submit, wait_until
 
     target = tmp_path / "motd"

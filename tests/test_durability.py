@@ -10,9 +10,9 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
+from agent_helpers import running
 from fake_anthropic import DEFAULT_API_KEY, text_reply, tool_reply
 
 from cmdop_tui import transcripts as sessions
@@ -67,17 +67,17 @@ def test_kill_9_during_a_streamed_reply_then_continue(fake_api, env):
 
 def test_kill_9_during_a_command_then_continue_repairs_the_turn(fake_api, env):
     fake_api.enqueue(
-        tool_reply("execute_command", {"command": "echo pid=$$; sleep 30"}, id="toolu_01KILLED"),
+        tool_reply("execute_command", {"command": "echo started; sleep 3017.5"}, id="toolu_01KILLED"),
         text_reply("I see it was interrupted."),
     )
     child = start(["-p", "run something long", "--output-format", "stream-json", "--yes"], env)
-    progress = read_until(child, lambda e: e["type"] == "tool_progress" and "pid=" in e["text"])
+    read_until(child, lambda e: e["type"] == "tool_progress" and "started" in e["text"])
+    assert running("sleep", "3017.5")  # found by its command line: inside the sandbox its pid is its own
     kill_nine(child)
-    orphan = int(progress["text"].split("pid=")[1].split()[0])
     deadline = time.monotonic() + 10  # the command dies with the app, even after kill -9
-    while Path(f"/proc/{orphan}").exists() and time.monotonic() < deadline:
+    while running("sleep", "3017.5") and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not Path(f"/proc/{orphan}").exists()
+    assert not running("sleep", "3017.5")
 
     done = subprocess.run(
         CLI + ["--continue", "-p", "what happened?"], env=env, capture_output=True, text=True, timeout=30

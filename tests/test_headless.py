@@ -16,8 +16,9 @@ from fake_anthropic import error_reply, text_reply, tool_reply
 CLI = [sys.executable, "-m", "cmdop_tui"]
 
 
-def run_cli(args, env, *, input=None, timeout=30):
-    return subprocess.run(CLI + args, env=env, capture_output=True, text=True, input=input, timeout=timeout)
+def run_cli(args, env, *, input=None, timeout=30, cwd=None):
+    """`cmdop-tui ARGS`; `cwd` is the session's workspace (the host's /tmp is not the session's)."""
+    return subprocess.run(CLI + args, env=env, capture_output=True, text=True, input=input, timeout=timeout, cwd=cwd)
 
 
 @pytest.fixture
@@ -34,7 +35,7 @@ def json_lines(stdout):
 def test_stream_json_prints_every_event_as_a_line(fake_api, cli_env, tmp_path):
     (tmp_path / "a.txt").write_text("x")
     fake_api.enqueue(tool_reply("list_dir", {"path": str(tmp_path)}), text_reply("There is a.txt."))
-    done = run_cli(["-p", "list the files here", "--output-format", "stream-json"], cli_env)
+    done = run_cli(["-p", "list the files here", "--output-format", "stream-json"], cli_env, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     events = json_lines(done.stdout)
     kinds = [e["type"] for e in events]
@@ -97,11 +98,11 @@ def test_loop_flags(fake_api, cli_env):
 def test_mutating_tools_are_denied_without_yes_and_run_with_it(fake_api, cli_env, tmp_path):
     target = tmp_path / "made"
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("no"))
-    assert run_cli(["-p", "make it"], cli_env).returncode == 0
+    assert run_cli(["-p", "make it"], cli_env, cwd=tmp_path).returncode == 0
     assert not target.exists() and "--yes" in str(fake_api.requests[1].body["messages"][-1])
 
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("yes"))
-    assert run_cli(["-p", "make it", "--yes"], cli_env).returncode == 0
+    assert run_cli(["-p", "make it", "--yes"], cli_env, cwd=tmp_path).returncode == 0
     assert target.exists()
 
 

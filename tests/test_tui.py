@@ -47,7 +47,8 @@ async def test_thinking_is_shown_folded(fake_api):
         assert block.collapsed and block.text == "Considering the options."
 
 
-async def test_tool_call_with_approval_allowed(fake_api, tmp_path):
+async def test_tool_call_with_approval_allowed(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the workspace: the host's /tmp is not the session's
     target = tmp_path / "made-by-tool"
     fake_api.enqueue(
         tool_reply("execute_command", {"command": f"touch {target} && echo created"}), text_reply("Made it.")
