@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cmdop_tui.config.settings import SandboxPolicy
-from cmdop_tui.machines import beneath
+from cmdop_tui.machines import beneath, local_rules
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.local_fs import LocalFiles
 from cmdop_tui.machines.sandbox import Sandbox, bubblewrap
@@ -378,3 +378,26 @@ async def test_the_machine_holds_the_same_boundary(world: World) -> None:
     assert (await machine.edit_file(".git/config", "core", "pwned")).sandbox_denied is not None
     assert world.untouched() and (world.work / ".git/config").read_text() == "[core]\n"
     assert not (await machine.write_file("notes.txt", "fine\n")).is_error
+
+
+# --- the view narrowed to a folder answers as the whole one ---------------------------------------
+
+
+def test_a_narrowed_view_answers_as_the_whole_one(tmp_path: Path) -> None:
+    data = tmp_path / "home" / ".local" / "share" / "app"
+    view = SandboxView(
+        True,
+        writable=(tmp_path / "home" / "work", data / "private"),
+        hidden=(tmp_path / "home" / ".ssh", data, data / "private" / "sealed", tmp_path / "home" / "work" / "x.key"),
+        exempt=(data / "private",),
+    )
+    names = [".ssh", ".sshx", ".ssh-not", ".local", "work", "x.key", "x.keys", ".env", "app", "private", "sealed"]
+    folders = [tmp_path, tmp_path / "home", data.parent, data, data / "private", data / "private" / "sealed"]
+    folders += [tmp_path / "home" / "work", tmp_path / "home" / ".ssh", tmp_path / "home" / ".sshx"]
+    rules = local_rules.FileRules(view)
+    for folder in folders:
+        for name in names:
+            for is_dir in (True, False):
+                real = folder / name
+                assert rules.hides_entry(real, is_dir) == view.hides(real, is_file=not is_dir), (real, is_dir)
+        assert rules.hides_entry(folder, True) == view.hides(folder, is_file=False), folder

@@ -1,11 +1,18 @@
-"""The app's own credentials never reach the model through a tool result (the real loop, the fake API)."""
+"""The app's own credentials, and the secrets the sandbox hides, never reach the model through a
+tool result (the real loop, the fake API)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
 
+from cmdop_tui.config.settings import SandboxPolicy
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.inventory import Inventory
+from cmdop_tui.machines.sandbox import Sandbox, bubblewrap
 from cmdop_tui.support.secrets import MARKER
 from cmdop_tui.tools.base import ToolResult
 from cmdop_tui.tools.registry import mask_credentials
@@ -75,3 +82,45 @@ def test_only_the_configured_literals_are_masked(monkeypatch: pytest.MonkeyPatch
     assert mask_credentials(unchanged) is unchanged
     monkeypatch.delenv("ANTHROPIC_API_KEY")
     assert mask_credentials(ToolResult(text)).content == text
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+async def test_the_file_tools_never_hand_the_model_a_hidden_secret_or_its_name(fake_api, tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "home" / "work"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_deploy_bank").write_text("SECRET-KEY-MARKER\n")
+    (work / "deep" / "er" / "still" / "deeper").mkdir(parents=True)
+    (work / "deep" / "er" / "still" / "deeper" / ".env").write_text("TOKEN=SECRET-ENV-MARKER\n")
+    (work / "key").symlink_to("../.ssh/id_deploy_bank")
+    (work / "keys").symlink_to(home / ".ssh")
+    (work / "app.py").write_text("TOKEN = 'read from the environment'\n")
+    calls = [
+        ("read_file", {"path": "key"}),
+        ("read_file", {"path": "keys/id_deploy_bank"}),
+        ("read_file", {"path": f"/proc/self/root{home}/.ssh/id_deploy_bank"}),
+        ("list_dir", {"path": "keys"}),
+        ("glob", {"pattern": "**/*"}),
+        ("glob", {"pattern": "*", "cwd": str(home)}),
+        ("grep", {"pattern": "MARKER|TOKEN", "path": "."}),
+        ("grep", {"pattern": "MARKER", "path": str(home)}),
+    ]
+    fake_api.enqueue(*(tool_reply(name, args) for name, args in calls), text_reply("done"))
+    runner = make_runner(fake_api, cwd=work)
+    runner.machines = Fleet(Inventory.load((), None), sandbox=Sandbox(SandboxPolicy(), bubblewrap(), home=home))
+    assert (await runner.run("look around", Recorder())).status == "final"
+    sent = str(fake_api.requests[-1].body["messages"])
+    assert "SECRET-KEY-MARKER" not in sent and "SECRET-ENV-MARKER" not in sent
+    assert "id_deploy_bank" in sent  # only where the model itself wrote it, in its calls
+    results = [
+        (str(block["content"]), bool(block.get("is_error")))
+        for message in fake_api.requests[-1].body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == len(calls) and "app.py:1:TOKEN" in str(results)
+    # The key's name comes back only in a refusal that repeats the path the model asked for.
+    assert not [text for text, refused in results if "id_deploy_bank" in text and not refused]
+    assert [refused for _, refused in results[:3]] == [True, True, True]
+    assert "deeper/.env" not in str(results)
+    assert "deeper/\n[3 entries hidden by the sandbox are left out]" in results[4][0]  # key, keys, .env
