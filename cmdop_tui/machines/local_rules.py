@@ -19,7 +19,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -136,7 +136,7 @@ class FileRules:
     def _hidden_files(self) -> frozenset[tuple[int, int]]:
         """(device, inode) of the hidden files that have other names (looked up once)."""
         if self._hidden_inodes is None:
-            self._hidden_inodes = frozenset(_linked_files(self.view))
+            self._hidden_inodes = frozenset(_linked_files(self.view.hidden, self._view_for))
         return self._hidden_inodes
 
     def check_write(self, real: Path, shown: Path | str) -> None:
@@ -167,11 +167,11 @@ def _process_entry(real: Path) -> bool:
     return len(parts) > 2 and parts[1] == "proc" and (parts[2].isdigit() or parts[2] in ("self", "thread-self"))
 
 
-def _linked_files(view: SandboxView) -> Iterator[tuple[int, int]]:
-    """(device, inode) of each hidden regular file with more than one name, the hidden folders
-    looked through (not their exempt parts) up to HIDDEN_SCAN_MAX entries."""
+def _linked_files(hidden: tuple[Path, ...], view_for: Callable[[Path], SandboxView]) -> Iterator[tuple[int, int]]:
+    """(device, inode) of each hidden regular file with more than one name, the `hidden` folders
+    looked through (not their exempt parts: `view_for(folder)` says) up to HIDDEN_SCAN_MAX entries."""
     budget = HIDDEN_SCAN_MAX
-    pending = list(view.hidden)
+    pending = list(hidden)
     while pending and budget > 0:
         path = pending.pop()
         budget -= 1
@@ -181,6 +181,6 @@ def _linked_files(view: SandboxView) -> Iterator[tuple[int, int]]:
             continue
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             yield info.st_dev, info.st_ino
-        elif stat.S_ISDIR(info.st_mode) and view.hides(path, is_file=False):
+        elif stat.S_ISDIR(info.st_mode) and view_for(path.parent).hides(path, is_file=False):
             with contextlib.suppress(OSError):
                 pending.extend(path / name for name in os.listdir(path))
