@@ -351,3 +351,21 @@ async def test_grep_does_not_read_the_secrets_in_the_tree_it_searches(place):
     result = await machine(place).grep("TOKEN", path=".")
     assert "settings.py" in result.text
     assert "from-dotenv" not in result.text and "TOKEN=prod" not in result.text
+
+
+@needs_bwrap
+async def test_a_link_to_the_hosts_tmp_reads_what_a_command_would_see_there(place, tmp_path):
+    """The host's /tmp is not the session's: a file tool following a link into it finds nothing
+    of the host's there, as a command would not."""
+    _, work = place
+    host_file = Path(tempfile.mkdtemp(dir="/tmp")) / "the-users-file"
+    host_file.write_text("HOST-TMP-CONTENT")
+    try:
+        (work / "to-host-tmp").symlink_to(host_file)
+        target = machine(place)
+        read = await target.read_file("to-host-tmp")
+        assert read.is_error and "HOST-TMP-CONTENT" not in read.text
+        shown = await run(target, "cat to-host-tmp")
+        assert "HOST-TMP-CONTENT" not in shown.text
+    finally:
+        shutil.rmtree(host_file.parent)

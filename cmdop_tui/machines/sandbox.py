@@ -292,11 +292,10 @@ class Sandbox:
             True,
             writable=(*self.writable_roots(cwd), *(real for _, real in private)),
             private=private,
-            hidden=tuple(self.hidden_paths(cwd, found)),
-            exempt=(
-                *(real for _, real in private),
-                *self.writable_roots(cwd),
-            ),  # a scratch workspace in the data folder
+            # The host's /tmp is not the session's: only the private folders in it, a workspace or
+            # a home there are seen there (and a scratch workspace in the hidden data folder).
+            hidden=(*self.hidden_paths(cwd, found), *(seen for seen, _ in private)),
+            exempt=(*(real for _, real in private), *self.writable_roots(cwd), *self._shared()),
             protected=tuple(self.protected_paths(cwd, found)),
             shared=self._shared(),
         )
