@@ -10,6 +10,8 @@ import pytest
 from fake_anthropic import FakeAnthropic
 from sshd import SshLab, StrPath, sshd_unavailable_reason
 
+from cmdop_tui.machines import beneath
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -127,3 +129,13 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         if reporter is not None:
             reporter.write_line(f"LEAK: {message}", red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test twice: with openat2, and with the component walk older kernels get."""
+    if request.param == "walk":
+        monkeypatch.setattr(beneath, "_syscall", lambda: None)
+    elif not beneath.openat2_available():
+        pytest.skip("this kernel has no openat2")
+    return str(request.param)

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from cmdop_tui.config.settings import SandboxPolicy
-from cmdop_tui.machines import beneath, local_rules
+from cmdop_tui.machines import local_rules
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.local_fs import LocalFiles
 from cmdop_tui.machines.sandbox import Sandbox, bubblewrap
@@ -29,16 +29,6 @@ from cmdop_tui.machines.sandbox_view import SandboxView
 SECRET = "SECRET-MARKER-5d1e"
 PROFILE = "# the original profile\n"
 needs_bwrap = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Each test twice: with openat2, and with the component walk older kernels get."""
-    if request.param == "walk":
-        monkeypatch.setattr(beneath, "_syscall", lambda: None)
-    elif not beneath.openat2_available():
-        pytest.skip("this kernel has no openat2")
-    return str(request.param)
 
 
 @dataclass(frozen=True)

@@ -10,17 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cmdop_tui.machines import beneath
 from cmdop_tui.machines.beneath import open_path, real_path, reopen
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "walk":
-        monkeypatch.setattr(beneath, "_syscall", lambda: None)
-    elif not beneath.openat2_available():
-        pytest.skip("this kernel has no openat2")
-    return str(request.param)
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from cmdop_tui.machines import beneath, local_files, local_rules, local_writes
+from cmdop_tui.machines import local_files, local_rules, local_writes
 from cmdop_tui.machines.local_fs import LocalFiles
 from cmdop_tui.machines.sandbox_view import SandboxView
 
@@ -28,15 +28,6 @@ SECRET_NAME = "secret-name-41b7"
 PROFILE = "# the original profile\n"
 CALLS = 300  # rounds of calls at least
 FLIPS = 2_000  # the link flips this many times, then stops
-
-
-@pytest.fixture(params=["openat2", "walk"])
-def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    if request.param == "walk":
-        monkeypatch.setattr(beneath, "_syscall", lambda: None)
-    elif not beneath.openat2_available():
-        pytest.skip("this kernel has no openat2")
-    return str(request.param)
 
 
 @pytest.fixture
