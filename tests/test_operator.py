@@ -197,9 +197,9 @@ def test_close_after_async_runs_closes_the_session(fake_api, anthropic_env, tmp_
 
 def test_an_operator_works_on_a_remote_machine_over_real_ssh(ssh_hosts, fake_api, anthropic_env, tmp_path):
     lab = ssh_hosts(1)
-    remote_file = tmp_path / "made-over-ssh"
+    # Made in alpha's workspace: its /tmp is the session's own there.
     fake_api.enqueue(
-        tool_reply("execute_command", {"command": f"touch {remote_file} && echo $SSH_CONNECTION"}),
+        tool_reply("execute_command", {"command": "touch made-over-ssh && echo at=$PWD && echo $SSH_CONNECTION"}),
         text_reply("made it there"),
     )
     settings = Settings(ssh_config=lab.config)
@@ -207,7 +207,11 @@ def test_an_operator_works_on_a_remote_machine_over_real_ssh(ssh_hosts, fake_api
         assert operator.chat("make the file on alpha") == "made it there"
     ran = fake_api.requests[1].body["messages"][-1]["content"][0]
     assert not ran.get("is_error") and "127.0.0.1" in ran["content"]  # sshd's side of the connection
-    assert remote_file.exists()
+    remote_file = Path(ran["content"].split("at=", 1)[1].split()[0]) / "made-over-ssh"
+    try:
+        assert remote_file.exists() and "cmdop-tui-workspace" in str(remote_file)  # not the remote home
+    finally:
+        remote_file.unlink(missing_ok=True)
     assert "Target machine: the user is working on alpha" in json.dumps(fake_api.requests[0].body["system"])
 
 
