@@ -301,9 +301,13 @@ class Sandbox:
         )
 
     def _shared(self) -> tuple[Path, ...]:
-        """Homes where a private folder is seen (a home under /tmp): shown as they are, read-only."""
+        """What stays visible, read-only, where a private folder is seen: a home under /tmp, and
+        the Python install this app runs from (a checkout and its venv under /tmp, as in CI)."""
         private = self.private_roots()
-        return tuple(home for home in _homes(self.home) if any(within(home, seen) for seen in private))
+        installs = (sys.prefix, sys.base_prefix, os.path.dirname(sys.executable))
+        places = [*_homes(self.home), *(Path(os.path.realpath(path)) for path in installs)]
+        shared = [path for path in dict.fromkeys(places) if any(within(path, seen) for seen in private)]
+        return tuple(path for path in shared if not any(other != path and within(path, other) for other in shared))
 
     # --- the command line ----------------------------------------------------------------------
 
