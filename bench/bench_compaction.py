@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 HOME = Path(tempfile.mkdtemp(prefix="cmdop-bench-"))
 os.environ.update(  # before cmdop_tui is imported: its config and sessions go here
     HOME=str(HOME),

@@ -29,7 +29,7 @@ for _name in ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG
 os.environ.pop("CMDOP_TUI_CONFIG", None)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import anthropic  # noqa: E402
 from mcp_servers import tiny_server  # noqa: E402

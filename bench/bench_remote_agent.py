@@ -3,10 +3,10 @@
 Run: .venv/bin/python bench/bench_remote_agent.py [--local-only]   (part 2 needs openssh-server)
 
 1. `cmdop-tui -p hi --output-format stream-json --yes` (the console script, as ask_machine runs it
-   there), from spawn to the first POST /v1/messages at the fake API (tests/fake_anthropic.py,
+   there), from spawn to the first POST /v1/messages at the fake API (tests/support/fake_anthropic.py,
    the real SDK): cold (no warm agent: CMDOP_TUI_NO_WARM=1) and warm (a warm agent running).
    Target: warm median and max <= 0.4 s.
-2. ask_machines over 10 hosts through real sshd (tests/sshd.py), each host's agent being this
+2. ask_machines over 10 hosts through real sshd (tests/support/sshd.py), each host's agent being this
    install's cmdop-tui: from the call to each host's first model request (p50 and max over the
    hosts), and the whole call, cold and warm. The ten "hosts" are this machine, so they share one
    warm agent (a real fleet has one per host) and two cores.
@@ -25,7 +25,7 @@ import threading
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 from fake_anthropic import FakeAnthropic, Reply, text_reply
 from sshd import SshLab

@@ -2,7 +2,7 @@
 
 1. Overhead per command: the same command (`true`) run through the local machine bare and inside
    the sandbox (workspace and strict), 200 times each, interleaved; medians and the difference.
-2. The project's attacker suite (tests/hostile_suite.py), run twice inside its outer jail: floor
+2. The project's attacker suite (tests/support/hostile_suite.py), run twice inside its outer jail: floor
    on, and floor off so that the sandbox stands alone. Per class, the cases tried and how many
    changed anything outside the writable roots, let a hidden secret reach the model, reached a
    socket of the user's, left a process alive after its command or the app, or kept a power.
@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 from hostile_suite import ALL_CASES, jail_argv  # noqa: E402
 

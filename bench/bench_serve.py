@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 from fake_anthropic import FakeAnthropic
 from test_serve import CHROMIUM, HAVE_CHROMIUM, PLACEHOLDER, Browser, Serve

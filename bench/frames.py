@@ -1,6 +1,6 @@
 """Where the bytes a TUI writes go: frames, bytes per frame, and the regions each frame touches.
 
-The pty answers the app's query for synchronized output (tests/pty_app.py), so each frame comes
+The pty answers the app's query for synchronized output (tests/support/pty_app.py), so each frame comes
 between `ESC[?2026h` and `ESC[?2026l`. Inside a frame every write starts with a cursor move
 (`ESC[row;colH`); its bytes are charged to the region of the screen it lands in, found from
 what the screen shows (the side panels' top border, the status line, the prompt, the footer).

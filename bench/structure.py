@@ -1,6 +1,6 @@
 """The shape of the package, measured: module and function sizes, import cycles.
 
-Used by `bench/bench_structure.py` (which prints the figures) and by `tests/test_structure.py`
+Used by `bench/bench_structure.py` (which prints the figures) and by `tests/bench/test_structure.py`
 (which holds them). Cycles are counted on grimp's import graph with function-level imports in and
 `TYPE_CHECKING` imports out, at two grains: modules, and folders (a module belongs to the folder it
 sits in; a package's `__init__` to the package's own folder).

@@ -1,5 +1,5 @@
-"""Shared fixtures: a fake Anthropic Messages API server (see ``tests/fake_anthropic.py``) and
-real OpenSSH servers on 127.0.0.1 (see ``tests/sshd.py``)."""
+"""Shared fixtures: a fake Anthropic Messages API server (see ``tests/support/fake_anthropic.py``) and
+real OpenSSH servers on 127.0.0.1 (see ``tests/support/sshd.py``)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     for name in ("CMDOP_INTENT_ROUTER", "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
     # A `-p` run here is cold and starts no warm agent, which would outlive the test
-    # (tests/test_warm_agent.py asks for one, in a runtime dir of its own).
+    # (tests/machines/test_warm_agent.py asks for one, in a runtime dir of its own).
     monkeypatch.setenv("CMDOP_TUI_NO_WARM", "1")
     return home
 
@@ -66,7 +66,7 @@ def anthropic_env(fake_api: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> d
     return env
 
 
-# --- Real OpenSSH servers on 127.0.0.1 (see ``tests/sshd.py``) ---------------------------------
+# --- Real OpenSSH servers on 127.0.0.1 (see ``tests/support/sshd.py``) ---------------------------------
 
 
 @pytest.fixture

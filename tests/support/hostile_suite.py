@@ -77,7 +77,7 @@ def jail_argv(python: str, floor: str, extra_env: dict[str, str]) -> list[str]:
 def _kept(python: str) -> list[Path]:
     """The project and its Python: visible (read-only) in the jail even under /tmp or /home."""
     paths = {
-        Path(__file__).resolve().parents[1],
+        Path(__file__).resolve().parents[2],
         Path(sys.prefix),
         Path(sys.base_prefix),
         Path(python).resolve().parent,

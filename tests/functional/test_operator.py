@@ -21,7 +21,7 @@ from cmdop_tui.config.settings import Settings, load_settings
 from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.session.operator import OperatorError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def readme_example() -> str:

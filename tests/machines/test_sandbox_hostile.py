@@ -1,4 +1,4 @@
-"""The attacker suite (tests/hostile_suite.py, cases in tests/attack_cases.py), run as an
+"""The attacker suite (tests/support/hostile_suite.py, cases in tests/support/attack_cases.py), run as an
 attacker would: floor on, and floor off so that the sandbox stands alone. No case may change
 anything outside the writable roots, let a secret reach the model, reach a socket of the
 user's, leave a process behind or keep a power; and every case must have run.
@@ -48,6 +48,6 @@ def test_every_class_is_tried_several_ways():
 
 def test_the_suite_refuses_to_run_outside_its_jail():
     done = subprocess.run(
-        [sys.executable, "tests/hostile_suite.py", "--floor", "off"], capture_output=True, text=True, timeout=60
+        [sys.executable, "tests/support/hostile_suite.py", "--floor", "off"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 3 and "outside its jail" in done.stderr

@@ -46,7 +46,7 @@ from cmdop_tui.transcripts import (
     sessions_dir,
 )
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 API_KEY = "sk-ant-api03-" + "Zz9" * 30 + "AA"
 CONFIGURED_KEY = "my-gateway-key-5c1e8d"
 

@@ -788,10 +788,10 @@ def test_anthropic_env_subprocess(anthropic_env, fake_api):
 
 
 def test_fixture_fails_on_unexpected_invalid_request(pytester):
-    here = Path(__file__).parent
-    pytester.makeconftest((here / "conftest.py").read_text())
+    tests = Path(__file__).parents[1]
+    pytester.makeconftest((tests / "conftest.py").read_text())
     pytester.makepyfile(
-        fake_anthropic=(here / "fake_anthropic.py").read_text(),
+        fake_anthropic=(tests / "support" / "fake_anthropic.py").read_text(),
         test_inner="""
         import anthropic, pytest
 

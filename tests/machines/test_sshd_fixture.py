@@ -254,7 +254,7 @@ def test_servers_die_with_a_killed_test_process(tmp_path: Path) -> None:
         "print(json.dumps({'pids': [s.pid for s in lab.servers], 'dirs': dirs}), flush=True)\n"
         "os.kill(os.getpid(), signal.SIGKILL)\n"
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parent)}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[1] / "support")}
     child = subprocess.run(
         [sys.executable, "-c", script], check=False, capture_output=True, text=True, env=env, timeout=30
     )

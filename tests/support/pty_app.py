@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pyte
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SYNC_QUERY = b"\x1b[?2026$p"  # DECRQM: does the terminal do synchronized output?
 SYNC_SUPPORTED = b"\x1b[?2026;2$y"  # yes (and it is off now)
 

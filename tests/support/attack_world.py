@@ -175,7 +175,7 @@ def _describe(path: Path) -> str:
 
 
 def _kept_paths() -> list[Path]:
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return [root, Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).resolve().parent]
 
 

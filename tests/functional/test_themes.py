@@ -26,7 +26,7 @@ from cmdop_tui.tui.themes import (
     register_themes,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BUILTIN_NAMES = {"cmdop-dark", "cmdop-light", "cmdop-high-contrast", "cmdop-amber"}
 
 
