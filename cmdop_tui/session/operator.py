@@ -223,7 +223,7 @@ class Operator:
             settings = self._session.settings = self._with_loop_settings(self._session.settings)
             budget = self._session.runner.config.max_budget_usd
             runner = self._session.runner
-            runner.config = replace(runner_config(settings, runner.cwd), max_budget_usd=budget)
+            runner.reconfigure(runner_config(settings, runner.cwd), max_budget_usd=budget)
         return self._session
 
     async def aclose(self) -> None:

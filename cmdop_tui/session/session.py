@@ -249,7 +249,7 @@ class Session:
         facts = await self.model_facts()
         config = self.runner.config
         if (config.context_window, config.server_compaction) != (facts.window, facts.server_compaction):
-            self.runner.config = replace(config, context_window=facts.window, server_compaction=facts.server_compaction)
+            self.runner.reconfigure(context_window=facts.window, server_compaction=facts.server_compaction)
 
     def _learn_window(self) -> None:
         """What the endpoint said in a refusal (a smaller window, no server-side compaction)
@@ -272,7 +272,7 @@ class Session:
         settings = self.settings.with_agent(name)
         config = runner_config(settings, self.runner.cwd)
         self.settings = settings
-        self.runner.config = replace(config, max_budget_usd=self.runner.config.max_budget_usd)
+        self.runner.reconfigure(config, max_budget_usd=self.runner.config.max_budget_usd)
         return config
 
     async def context_window(self) -> int:
@@ -290,7 +290,7 @@ class Session:
     def reload_memory(self) -> None:
         """Read the standing instructions again (after /memory), for the next request."""
         fresh = runner_config(self.settings, self.runner.cwd)
-        self.runner.config = replace(self.runner.config, extra_instructions=fresh.extra_instructions)
+        self.runner.reconfigure(extra_instructions=fresh.extra_instructions)
 
     def new_conversation(self) -> None:
         """Forget the conversation; a recorded one continues in a new transcript (the old stays whole)."""
@@ -305,17 +305,16 @@ class Session:
         Raises SettingsError for an unknown alias.
         """
         model = self.settings.resolve_model(name)
-        self.runner.config = replace(self.runner.config, model=model)
+        self.runner.reconfigure(model=model)
         return model
 
     def set_loop(self, enabled: bool) -> None:
         """Loop mode on or off, from the next prompt."""
-        config = self.runner.config
-        self.runner.config = replace(config, loop=replace(config.loop, enabled=enabled))
+        self.runner.reconfigure(loop=replace(self.runner.config.loop, enabled=enabled))
 
     def set_budget(self, usd: float | None) -> None:
         """The session's spending limit (None: none); what was spent so far stays counted."""
-        self.runner.config = replace(self.runner.config, max_budget_usd=usd)
+        self.runner.reconfigure(max_budget_usd=usd)
 
     def set_target(self, machine: str) -> MachineSpec | None:
         """Work on `machine` from the next turn (the local one: no scope). Raises MachineError."""

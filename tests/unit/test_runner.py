@@ -516,6 +516,32 @@ async def test_runner_config_is_frozen():
     assert replace(config, max_turns=3).max_turns == 3
 
 
+async def test_reconfigure_is_the_one_writer_and_the_next_request_sees_the_change(fake_api):
+    fake_api.enqueue(text_reply("one"), text_reply("two"))
+    runner = make_runner(fake_api)
+    await runner.run("first", Recorder())
+    config = runner.reconfigure(model="claude-haiku-5-5", temperature=0.7)
+    assert runner.config is config and config.model == "claude-haiku-5-5"
+    await runner.run("second", Recorder())
+    first, second = (request.body for request in fake_api.requests)
+    assert first["model"] == "claude-sonnet-5-5" and first["temperature"] == 0.3
+    assert second["model"] == "claude-haiku-5-5" and second["temperature"] == 0.7
+
+    with pytest.raises(TypeError, match="no field modle"):
+        runner.reconfigure(modle="typo")
+    assert runner.config is config  # a refused change changes nothing
+    with pytest.raises(AttributeError):
+        runner.config = config  # type: ignore[misc]
+
+
+async def test_reconfigure_from_a_base_replaces_the_whole_configuration(fake_api):
+    from cmdop_tui.agent.runner import AgentConfig
+
+    runner = make_runner(fake_api, max_budget_usd=1.0, max_turns=5)
+    config = runner.reconfigure(AgentConfig(model="other"), max_budget_usd=runner.config.max_budget_usd)
+    assert (config.model, config.max_turns, config.max_budget_usd) == ("other", 30, 1.0)
+
+
 # --- budgets -----------------------------------------------------------------------------------
 
 PRICES = {"claude-sonnet-5-5": (3.0, 15.0)}

@@ -1,0 +1,169 @@
+"""The tool executor: runs the model's tool calls of one turn.
+
+Each call is checked (repeated, malformed, unknown, hidden), asked about (the approver, one
+question at a time), run with its context (progress, nested events, recall, escalation out of the
+sandbox) and recorded as a result, concurrently when the configuration allows. A cancelled call
+still ends with a result, so the history stays valid and no display shows it running forever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+from cmdop_tui.agent.agent_config import AgentConfig
+from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
+from cmdop_tui.agent.cancel import Operation
+from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
+from cmdop_tui.agent.history import CANCELLED_RESULT, Block, Conversation, blocks_of, tool_result_block
+from cmdop_tui.agent.llm import EventSink, ModelReply
+from cmdop_tui.agent.loop_mode import RepeatGuard
+from cmdop_tui.agent.reduction import result_text
+from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.machine import SandboxRefusal
+from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
+
+
+class ToolHost(Protocol):
+    """What the executor reads of the loop, live (a session may swap tools or machines)."""
+
+    tools: ToolRegistry
+    machines: Fleet | None
+    cwd: Path
+    approve: Approver | None
+    host_rules: HostRules | None
+
+    @property
+    def config(self) -> AgentConfig: ...
+
+    conversation: Conversation
+    recall_fallback: Callable[[str], str | None] | None  # outputs compaction let go
+
+    def machine_label(self, call: ToolCall) -> str: ...
+
+
+class ToolExecutor:
+    """Runs a turn's tool calls; their results land in `finished` (call id: result block)."""
+
+    def __init__(self, host: ToolHost) -> None:
+        self.host = host
+        self.finished: dict[str, Block] = {}
+        self._approval_lock = asyncio.Lock()
+
+    async def execute(
+        self,
+        reply: ModelReply,
+        allowed: dict[str, Tool],
+        emit: EventSink,
+        guard: RepeatGuard,
+        operation: Operation,
+        boundary: Callable[[Operation], None],
+    ) -> str | None:
+        """Run the reply's tool calls (`boundary` raises between sequential calls to stop).
+
+        Returns the name of a tool whose call repeated too often (the run then stops), else None.
+        """
+        self.finished = {}
+        calls: list[ToolCall] = []
+        repeated: str | None = None
+        for block in reply.tool_calls:
+            call = ToolCall(block["id"], block["name"], block.get("input") or {}, allowed.get(block["name"]))
+            call = replace(call, machine=self.host.machine_label(call))
+            if repeated is not None or guard.observe(call.name, call.input):
+                repeated = repeated or call.name
+                self._record(call, ToolResult.error("Not run: this exact call repeated too many times in a row."))
+                continue
+            if call.id in reply.input_errors:
+                self._record(call, ToolResult.error(f"Not run: {reply.input_errors[call.id]}. Send valid JSON."))
+                continue
+            calls.append(call)
+        if self.host.config.parallel_tools and len(calls) > 1:
+            async with asyncio.TaskGroup() as group:
+                for call in calls:
+                    group.create_task(self._execute_one(call, emit, operation))
+        else:
+            for call in calls:
+                boundary(operation)
+                await self._execute_one(call, emit, operation)
+        return repeated
+
+    def output_of(self, call_id: str) -> str | None:
+        """The whole output of an earlier tool call of this session (for `recall`), also one a
+        compaction took out of the conversation (from the transcript, where there is one)."""
+        for message in self.host.conversation.messages:
+            for block in blocks_of(message):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
+                    return result_text(block)
+        return self.host.recall_fallback(call_id) if self.host.recall_fallback is not None else None
+
+    async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
+        if call.tool is not None:  # what a write or an edit would change, for the question and the card
+            preview_context = ToolContext(call_id=call.id, cwd=self.host.cwd, machines=self.host.machines)
+            call = replace(call, preview=await preview_tool(call.tool, call.input, preview_context))
+        emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=call.machine, preview=call.preview))
+        started = time.monotonic()
+        result = ToolResult.error(CANCELLED_RESULT)
+        try:
+            refusal = await self._refusal(call)
+            if refusal is not None:
+                result = refusal
+            else:
+                started = time.monotonic()  # the duration is the tool's, not the approval wait
+                result = await self._run(call, emit)
+        finally:  # a cancelled tool still ends, so no display shows it running forever
+            self._record(call, result)
+            duration = round(time.monotonic() - started, 3)
+            emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
+
+    async def _refusal(self, call: ToolCall) -> ToolResult | None:
+        """Why this call must not run (unknown, hidden, denied), or None to run it."""
+        if call.tool is None:
+            known = "is not available now" if call.name in self.host.tools else "does not exist"
+            return ToolResult.error(f"Tool '{call.name}' {known}. Use only the tools you were given.")
+        approve = self.host.approve
+        if approve is None:
+            return None
+        async with self._approval_lock:
+            try:
+                approval = await approve(call)
+            except Exception as exc:  # a broken approval prompt must not run the tool
+                approval = Approval(False, f"the approval prompt failed ({exc})")
+        if approval.allowed:
+            return None
+        why = f" Reason: {approval.reason}" if approval.reason else ""
+        return ToolResult.error(f"The user denied this tool call; it was not run.{why}")
+
+    async def _run(self, call: ToolCall, emit: EventSink) -> ToolResult:
+        assert call.tool is not None
+        context = ToolContext(
+            call_id=call.id,
+            cwd=self.host.cwd,
+            progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
+            machines=self.host.machines,
+            nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
+            recall=self.output_of,
+            escalate=lambda needs: self._escalate(call, needs),
+            denied_on=lambda machine: self.host.host_rules(call, machine) if self.host.host_rules else None,
+        )
+        return await run_tool(call.tool, call.input, context)
+
+    async def _escalate(self, call: ToolCall, needs: SandboxRefusal) -> tuple[bool, str]:
+        """Whether the user lets this call do, outside the sandbox, what it refused (`needs`),
+        and why not."""
+        approve = self.host.approve
+        if approve is None:
+            return False, "no one can be asked here"  # a sandbox is never left by default
+        async with self._approval_lock:
+            try:
+                approval = await approve(replace(call, escalation=needs))
+            except Exception as exc:
+                return False, f"the approval prompt failed ({exc})"
+        return approval.allowed, approval.reason
+
+    def _record(self, call: ToolCall, result: ToolResult) -> None:
+        self.finished[call.id] = tool_result_block(call.id, result.content, result.is_error)
