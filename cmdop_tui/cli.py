@@ -24,7 +24,7 @@ def entry() -> None:
     """The console script. After a stop or a failure, leave at once: interpreter teardown after
     a cancel can take hundreds of milliseconds, and a stopped command should feel instant.
 
-    A headless `-p` run goes first to the warm agent (`warm_agent.py`), which has the model SDK
+    A headless `-p` run goes first to the warm agent (`warm_agent/`), which has the model SDK
     imported already; when none answers, it runs here and starts one for next time."""
     from cmdop_tui.support.warm import run_warm, wants_warm
 

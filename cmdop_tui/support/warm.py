@@ -1,4 +1,4 @@
-"""The warm agent's client, and what it shares with the agent (`cmdop_tui/warm_agent.py`).
+"""The warm agent's client, and what it shares with the agent (`cmdop_tui/warm_agent/`).
 
 `cmdop-tui -p ...` pays ~1.5 s before its first model request, nearly all of it importing the
 model SDK. A warm agent is a per-user process that has imported it already and waits on a Unix

@@ -1,4 +1,4 @@
-"""The warm agent (cmdop_tui/warm_agent.py, support/warm.py): real agent processes, the real
+"""The warm agent (cmdop_tui/warm_agent/, support/warm.py): real agent processes, the real
 `cmdop-tui -p` console entry, the real SDK against the fake API. Each test has its own runtime
 directory and ends every agent it started."""
 
