@@ -40,10 +40,9 @@ from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.transcripts import SessionError
-from cmdop_tui.tui import slash_commands  # noqa: F401  (importing it registers the commands)
 from cmdop_tui.tui.commands import (
-    COMMAND_REGISTRY,
     CmdopCommands,
+    CommandRegistry,
     parse_slash,
 )
 from cmdop_tui.tui.driver import PromptEscapeDriver
@@ -52,6 +51,7 @@ from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.slash_commands import build_registry
 from cmdop_tui.tui.themes import DEFAULT_THEME, load_themes, register_themes
 from cmdop_tui.tui.vocabulary.messages import (
     ToolOutputCopyRequested,
@@ -132,6 +132,7 @@ class CmdopApp(App[None]):
         facts: SessionFacts | None = None,
         machine: MachineInfo | None = None,
         offer_local_model: bool = True,
+        commands: CommandRegistry | None = None,
     ) -> None:
         """`client`, `retry`, `facts` and `machine` replace what the app would find itself
         (tests pin them so that screenshots are the same on every machine)."""
@@ -140,6 +141,13 @@ class CmdopApp(App[None]):
         terminal = sys.platform != "win32" and not textual_constants.DRIVER
         super().__init__(driver_class=PromptEscapeDriver if terminal else None)
         self.settings = settings
+        self.commands = commands or build_registry()
+        self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
+        self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
+        self.commands.palette_action("Copy the last reply", "F4", self.action_copy_reply)
+        self.commands.palette_action(
+            "Copy the selected tool output", "c in the tool panel", self.action_copy_tool_output
+        )
         self._retry = retry or RetryPolicy()
         self._facts = facts
         self._machine = machine
@@ -439,7 +447,6 @@ class CmdopApp(App[None]):
         self.query_one("#machines").display = machines
         self.query_one("#side").display = tools or machines
 
-    @COMMAND_REGISTRY.palette_action("Toggle the tool-activity panel", "F2")
     def action_toggle_tools(self) -> None:
         self._panels_user_set = True
         tools = not self.query_one("#tools").display
@@ -447,7 +454,6 @@ class CmdopApp(App[None]):
         if tools:
             self.query_one("#tool-table").focus()
 
-    @COMMAND_REGISTRY.palette_action("Toggle the machines panel", "F3")
     def action_toggle_machines(self) -> None:
         self._panels_user_set = True
         machines = not self.query_one("#machines").display
@@ -476,9 +482,9 @@ class CmdopApp(App[None]):
         command = parse_slash(text)
         if command is None:
             return
-        slash_command = COMMAND_REGISTRY.find(command.name)
+        slash_command = self.commands.find(command.name)
         if slash_command is None:
-            await self.chat.add_notice(COMMAND_REGISTRY.unknown_command_hint(command.name), "warning")
+            await self.chat.add_notice(self.commands.unknown_command_hint(command.name), "warning")
             return
         await slash_command.handler(self, command.argument)
 
@@ -535,7 +541,6 @@ class CmdopApp(App[None]):
             self.workers.cancel_group(self, "agent")
             self.call_later(self.chat.add_notice, "■ Stopped.", "stopped")
 
-    @COMMAND_REGISTRY.palette_action("Copy the last reply", "F4")
     def action_copy_reply(self) -> None:
         """The last reply to the clipboard, with OSC 52 (so it works over SSH too)."""
         self.copy_text(self.chat.last_reply, "the last reply")
@@ -543,7 +548,6 @@ class CmdopApp(App[None]):
     def on_tool_output_copy_requested(self, message: ToolOutputCopyRequested) -> None:
         self.copy_text(message.record.shown_output, f"the output of {message.record.name}")
 
-    @COMMAND_REGISTRY.palette_action("Copy the selected tool output", "c in the tool panel")
     def action_copy_tool_output(self) -> None:
         record = self.query_one(ToolPanel).highlighted()
         if record is not None:

@@ -1,28 +1,60 @@
 """Slash commands typed in the prompt and the entries of the command palette (ctrl+p), in one registry.
 
-A handler is registered where it is defined, on a method of the app: `@COMMAND_REGISTRY.slash(usage, help,
-palette=...)` for a slash command (with its line in /help and its palette entries), and
-`@COMMAND_REGISTRY.palette_action(title, hint)` for a palette entry that is not a slash command. /help, the
-palette and the app's dispatcher (`CmdopApp.run_slash`) all read the registry, in the order of
-registration.
+`slash_commands.build_registry()` makes the registry: each slash command's usage, help and palette
+entries with its handler; the app adds its own palette actions (copy, toggle a panel) and holds the
+registry (`CommandHost.commands`). /help, the palette and the app's dispatcher (`CmdopApp.run_slash`)
+all read it, in the order of registration. A handler sees the app only as a `CommandHost`: the few
+things a command may use, so the commands do not depend on the app.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
+from textual.binding import BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-if TYPE_CHECKING:
-    from cmdop_tui.tui.app import CmdopApp
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.session import Session
+from cmdop_tui.tui.widgets.chat_log import ChatLog
 
-SlashHandler = Callable[["CmdopApp", str], Awaitable[None]]
-PaletteActionHandler = Callable[["CmdopApp"], object]
+
+class CommandHost(Protocol):
+    """What a command may use of the app it runs in (mypy holds the app to it where it runs one)."""
+
+    BINDINGS: ClassVar[list[BindingType]]
+    settings: Settings
+    session: Session | None
+    session_ready: asyncio.Event
+    commands: CommandRegistry
+
+    @property
+    def chat(self) -> ChatLog: ...
+    @property
+    def running(self) -> bool: ...
+    @property
+    def recorder(self) -> SessionRecorder | None: ...
+    async def ready_session(self) -> Session | None: ...
+    async def reset_display(self) -> None: ...
+    async def show_history(self) -> None: ...
+    def show_context_window(self) -> object: ...
+    def show_status(self) -> None: ...
+    def run_compaction(self, instructions: str) -> object: ...
+    def action_stop(self) -> None: ...
+    async def action_request_quit(self) -> None: ...
+    def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
+    def suspend(self) -> AbstractContextManager[None]: ...
+
+
+SlashHandler = Callable[[CommandHost, str], Awaitable[None]]
+PaletteActionHandler = Callable[[], object]
 SlashHandlerT = TypeVar("SlashHandlerT", bound=SlashHandler)
-PaletteActionT = TypeVar("PaletteActionT", bound=PaletteActionHandler)
 
 
 @dataclass(frozen=True)
@@ -38,7 +70,7 @@ class PaletteEntry:
 
 
 # Fixed entries, or entries made from the app when the palette opens (e.g. one per agent profile).
-PaletteEntries = tuple[PaletteEntry, ...] | Callable[["CmdopApp"], Iterable[PaletteEntry]]
+PaletteEntries = tuple[PaletteEntry, ...] | Callable[[CommandHost], Iterable[PaletteEntry]]
 
 
 @dataclass(frozen=True)
@@ -49,7 +81,7 @@ class SlashCommand:
     handler: SlashHandler
     palette: PaletteEntries = ()
 
-    def palette_entries(self, app: CmdopApp) -> Iterable[PaletteEntry]:
+    def palette_entries(self, app: CommandHost) -> Iterable[PaletteEntry]:
         return self.palette(app) if callable(self.palette) else self.palette
 
 
@@ -100,14 +132,9 @@ class CommandRegistry:
 
         return register
 
-    def palette_action(self, title: str, hint: str) -> Callable[[PaletteActionT], PaletteActionT]:
-        """Register the decorated app method as a palette entry of its own."""
-
-        def register(handler: PaletteActionT) -> PaletteActionT:
-            self._palette_actions.append(PaletteAction(title, hint, handler))
-            return handler
-
-        return register
+    def palette_action(self, title: str, hint: str, handler: PaletteActionHandler) -> None:
+        """Add a palette entry of its own (not a slash command) that calls `handler`."""
+        self._palette_actions.append(PaletteAction(title, hint, handler))
 
     def find(self, name: str) -> SlashCommand | None:
         return self._slash_commands.get(name)
@@ -126,7 +153,7 @@ class CommandRegistry:
         lines += [f"  {key:<{width}} {description}" for key, description in keys]
         return "\n".join(lines)
 
-    def palette_commands(self, app: CmdopApp) -> list[PaletteCommand]:
+    def palette_commands(self, app: CommandHost) -> list[PaletteCommand]:
         commands = [
             PaletteCommand(
                 entry.title,
@@ -136,19 +163,16 @@ class CommandRegistry:
             for command in self._slash_commands.values()
             for entry in command.palette_entries(app)
         ]
-        commands += [PaletteCommand(a.title, partial(a.handler, app), a.hint) for a in self._palette_actions]
+        commands += [PaletteCommand(a.title, a.handler, a.hint) for a in self._palette_actions]
         return commands
 
 
-COMMAND_REGISTRY = CommandRegistry()
-
-
-def model_alias_entries(app: CmdopApp) -> Iterator[PaletteEntry]:
+def model_alias_entries(app: CommandHost) -> Iterator[PaletteEntry]:
     for alias, model in app.settings.aliases.items():
         yield PaletteEntry(f"Model: {alias} ({model})", alias, hint="/model")
 
 
-def agent_profile_entries(app: CmdopApp) -> Iterator[PaletteEntry]:
+def agent_profile_entries(app: CommandHost) -> Iterator[PaletteEntry]:
     for name in app.settings.agents:
         yield PaletteEntry(f"Agent profile: {name}", name, hint="/agent")
 
@@ -157,8 +181,8 @@ class CmdopCommands(Provider):
     """The palette's view of the registry."""
 
     def _commands(self) -> list[PaletteCommand]:
-        app: CmdopApp = self.app  # type: ignore[assignment]
-        return COMMAND_REGISTRY.palette_commands(app)
+        host = cast(CommandHost, self.app)  # the palette runs in our app, a CommandHost
+        return host.commands.palette_commands(host)
 
     async def discover(self) -> Hits:
         for command in self._commands():

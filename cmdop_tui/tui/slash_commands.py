@@ -1,7 +1,8 @@
 """The slash commands: each one's usage, help and palette entries where its handler is.
 
-The handlers take the app they act on; `COMMAND_REGISTRY` (tui/commands.py) finds them for the
-prompt, `/help` and the command palette. Importing this module registers them.
+The handlers take the app they act on as a `CommandHost` (tui/commands.py): only what a command
+may use. `build_registry()` (at the end) lists them with their usage, help and palette entries, for
+the prompt, `/help` and the command palette.
 """
 
 from __future__ import annotations
@@ -23,16 +24,20 @@ from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
-from cmdop_tui.tui.commands import COMMAND_REGISTRY, PaletteEntry, agent_profile_entries, model_alias_entries
+from cmdop_tui.tui.commands import (
+    CommandHost,
+    CommandRegistry,
+    PaletteEntry,
+    agent_profile_entries,
+    model_alias_entries,
+)
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
 if TYPE_CHECKING:
     from cmdop_tui.agent.context_usage import ContextUsage
-    from cmdop_tui.tui.app import CmdopApp
 
 
-@COMMAND_REGISTRY.slash("/help", "show commands and keys", palette=(PaletteEntry("Show help"),))
-async def slash_help(app: CmdopApp, argument: str) -> None:
+async def slash_help(app: CommandHost, argument: str) -> None:
     keys = [
         ("Enter", "send"),
         ("ctrl+j", "new line"),
@@ -40,11 +45,10 @@ async def slash_help(app: CmdopApp, argument: str) -> None:
         ("ctrl+p", "command palette"),
     ]
     keys += [(b.key, b.description) for b in app.BINDINGS if isinstance(b, Binding)]
-    await app.chat.add_notice(COMMAND_REGISTRY.help_text(keys))
+    await app.chat.add_notice(app.commands.help_text(keys))
 
 
-@COMMAND_REGISTRY.slash("/clear", "start a new conversation", palette=(PaletteEntry("Clear the conversation"),))
-async def slash_clear(app: CmdopApp, argument: str) -> None:
+async def slash_clear(app: CommandHost, argument: str) -> None:
     if app.running:
         await app.chat.add_notice("Stop the running turn before clearing.", "warning")
         return
@@ -53,8 +57,7 @@ async def slash_clear(app: CmdopApp, argument: str) -> None:
     await app.reset_display()
 
 
-@COMMAND_REGISTRY.slash("/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries)
-async def slash_model(app: CmdopApp, argument: str) -> None:
+async def slash_model(app: CommandHost, argument: str) -> None:
     if not argument or app.session is None:
         current = app.session.runner.config.model if app.session else "(none)"
         await app.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(app.settings.aliases)})")
@@ -69,12 +72,7 @@ async def slash_model(app: CmdopApp, argument: str) -> None:
     app.show_status()
 
 
-@COMMAND_REGISTRY.slash(
-    "/loop on|off",
-    "loop mode: keep going until a breaker phrase",
-    palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
-)
-async def slash_loop(app: CmdopApp, argument: str) -> None:
+async def slash_loop(app: CommandHost, argument: str) -> None:
     if argument not in ("on", "off") or app.session is None:
         await app.chat.add_notice("Usage: /loop on|off", "warning")
         return
@@ -83,10 +81,7 @@ async def slash_loop(app: CmdopApp, argument: str) -> None:
     app.show_status()
 
 
-@COMMAND_REGISTRY.slash(
-    "/context", "what fills the model's context", palette=(PaletteEntry("Show what fills the context"),)
-)
-async def slash_context(app: CmdopApp, argument: str) -> None:
+async def slash_context(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     window = await session.context_window()
@@ -95,12 +90,7 @@ async def slash_context(app: CmdopApp, argument: str) -> None:
     )
 
 
-@COMMAND_REGISTRY.slash(
-    "/compact [INSTRUCTIONS]",
-    "summarise the conversation so far to free context (Esc stops)",
-    palette=(PaletteEntry("Compact the conversation"),),
-)
-async def slash_compact(app: CmdopApp, argument: str) -> None:
+async def slash_compact(app: CommandHost, argument: str) -> None:
     if app.running:
         await app.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
         return
@@ -109,10 +99,7 @@ async def slash_compact(app: CmdopApp, argument: str) -> None:
     app.run_compaction(argument)
 
 
-@COMMAND_REGISTRY.slash(
-    "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
-)
-async def slash_memory(app: CmdopApp, argument: str) -> None:
+async def slash_memory(app: CommandHost, argument: str) -> None:
     path = user_memory_path()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,8 +117,7 @@ async def slash_memory(app: CmdopApp, argument: str) -> None:
     await app.chat.add_notice(f"Your standing instructions ({path}) apply from the next request.")
 
 
-@COMMAND_REGISTRY.slash("/skills", "the skills the model can use", palette=(PaletteEntry("List the skills"),))
-async def slash_skills(app: CmdopApp, argument: str) -> None:
+async def slash_skills(app: CommandHost, argument: str) -> None:
     cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
     found = find_skills(cwd)
     if found.skills:
@@ -146,12 +132,7 @@ async def slash_skills(app: CmdopApp, argument: str) -> None:
     await app.chat.add_notice("\n".join(lines))
 
 
-@COMMAND_REGISTRY.slash(
-    "/mcp [trust]",
-    "MCP servers and their state; trust this project's .mcp.json",
-    palette=(PaletteEntry("MCP servers"),),
-)
-async def slash_mcp(app: CmdopApp, argument: str) -> None:
+async def slash_mcp(app: CommandHost, argument: str) -> None:
     cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
     if argument.strip() == "trust":
         servers, notes = project_servers(cwd)
@@ -175,8 +156,7 @@ async def slash_mcp(app: CmdopApp, argument: str) -> None:
     await app.chat.add_notice("\n".join(["MCP servers:", *lines]))
 
 
-@COMMAND_REGISTRY.slash("/budget [USD|off]", "the session's spending limit")
-async def slash_budget(app: CmdopApp, argument: str) -> None:
+async def slash_budget(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     runner = session.runner
@@ -193,8 +173,7 @@ async def slash_budget(app: CmdopApp, argument: str) -> None:
     app.show_status()
 
 
-@COMMAND_REGISTRY.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)
-async def slash_agent(app: CmdopApp, argument: str) -> None:
+async def slash_agent(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     if not argument:
@@ -212,17 +191,14 @@ async def slash_agent(app: CmdopApp, argument: str) -> None:
     app.show_status()
 
 
-@COMMAND_REGISTRY.slash(
-    "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
-)
-async def slash_sessions(app: CmdopApp, argument: str) -> None:
+async def slash_sessions(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
     app.push_screen(SessionsScreen(list_sessions(), recorder.session_id), partial(resume_chosen, app))
 
 
-async def resume_chosen(app: CmdopApp, session_id: str | None) -> None:
+async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
     if session_id is None or app.recorder is None or session_id == app.recorder.session_id:
         return
     if app.running:
@@ -238,10 +214,7 @@ async def resume_chosen(app: CmdopApp, session_id: str | None) -> None:
         await app.chat.add_notice(note)
 
 
-@COMMAND_REGISTRY.slash(
-    "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
-)
-async def slash_export(app: CmdopApp, argument: str) -> None:
+async def slash_export(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
@@ -259,15 +232,11 @@ async def slash_export(app: CmdopApp, argument: str) -> None:
     await app.chat.add_notice(f"Exported this session to {path}")
 
 
-@COMMAND_REGISTRY.slash(
-    "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
-)
-async def slash_stop(app: CmdopApp, argument: str) -> None:
+async def slash_stop(app: CommandHost, argument: str) -> None:
     app.action_stop()
 
 
-@COMMAND_REGISTRY.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))
-async def slash_exit(app: CmdopApp, argument: str) -> None:
+async def slash_exit(app: CommandHost, argument: str) -> None:
     await app.action_request_quit()
 
 
@@ -293,3 +262,48 @@ def context_report(usage: ContextUsage, window: int, last: int | None) -> str:
     lines.append(f"The next request, estimated: about {usage.total:,} tokens ({usage.total / window:.0%}):")
     lines += [f"  {name:<25} {tokens:>9,}" for name, tokens in rows]
     return "\n".join(lines)
+
+
+def build_registry() -> CommandRegistry:
+    """Every slash command, in the order /help and the palette list them."""
+    registry = CommandRegistry()
+    registry.slash("/help", "show commands and keys", palette=(PaletteEntry("Show help"),))(slash_help)
+    registry.slash("/clear", "start a new conversation", palette=(PaletteEntry("Clear the conversation"),))(slash_clear)
+    registry.slash("/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries)(
+        slash_model
+    )
+    registry.slash(
+        "/loop on|off",
+        "loop mode: keep going until a breaker phrase",
+        palette=(PaletteEntry("Loop mode on", "on"), PaletteEntry("Loop mode off", "off")),
+    )(slash_loop)
+    registry.slash(
+        "/context", "what fills the model's context", palette=(PaletteEntry("Show what fills the context"),)
+    )(slash_context)
+    registry.slash(
+        "/compact [INSTRUCTIONS]",
+        "summarise the conversation so far to free context (Esc stops)",
+        palette=(PaletteEntry("Compact the conversation"),),
+    )(slash_compact)
+    registry.slash(
+        "/memory", "your standing instructions, in $EDITOR", palette=(PaletteEntry("Edit your standing instructions"),)
+    )(slash_memory)
+    registry.slash("/skills", "the skills the model can use", palette=(PaletteEntry("List the skills"),))(slash_skills)
+    registry.slash(
+        "/mcp [trust]",
+        "MCP servers and their state; trust this project's .mcp.json",
+        palette=(PaletteEntry("MCP servers"),),
+    )(slash_mcp)
+    registry.slash("/budget [USD|off]", "the session's spending limit")(slash_budget)
+    registry.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)(slash_agent)
+    registry.slash(
+        "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
+    )(slash_sessions)
+    registry.slash(
+        "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
+    )(slash_export)
+    registry.slash(
+        "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
+    )(slash_stop)
+    registry.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))(slash_exit)
+    return registry

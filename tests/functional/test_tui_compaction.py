@@ -11,7 +11,6 @@ from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_un
 from cmdop_tui.agent import events as ev
 from cmdop_tui.agent.compaction import SUMMARISER_SYSTEM
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.tui.commands import COMMAND_REGISTRY
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.compaction_item import STOPPED, CompactionItem
 from cmdop_tui.tui.widgets.status_line import StatusLine
@@ -242,5 +241,5 @@ async def test_help_and_the_palette_offer_compact(fake_api):
         await submit(pilot, "/help")
         await wait_until(pilot, lambda: any("Commands:" in n for n in notices(app)), what="the help")
         assert any("/compact [INSTRUCTIONS]" in n for n in notices(app))
-        titles = [c.title for c in COMMAND_REGISTRY.palette_commands(app)]
+        titles = [c.title for c in app.commands.palette_commands(app)]
         assert "Compact the conversation" in titles
