@@ -17,10 +17,11 @@ from cmdop_tui.config.defaults import (
     DEFAULT_ALIASES,
     DEFAULT_PRICES,
 )
+from cmdop_tui.config.keys import CONTEXT, INVENTORY, MACHINE, MCP_TABLES, PROFILE, SANDBOX, TOP_LEVEL, TOP_LEVEL_KEYS
 from cmdop_tui.config.mcp_servers import mcp_server_from
 from cmdop_tui.config.model import AgentProfile, ContextSettings, Settings, SettingsError, builtin_agents
 from cmdop_tui.config.paths import config_path
-from cmdop_tui.machines.sandbox import MODES, SandboxPolicy
+from cmdop_tui.machines.sandbox import SandboxPolicy
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 
 
@@ -40,46 +41,12 @@ def read_toml(path: Path) -> dict[str, Any]:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from None
 
 
-_PROFILE_TYPES: dict[str, type | tuple[type, ...]] = {
-    "model": str,
-    "max_turns": int,
-    "max_tokens": int,
-    "loop": bool,
-    "loop_message": str,
-    "loop_breakers": list,
-    "max_loops": int,
-    "allow_tags": list,
-    "hidden_tools": list,
-    "instructions": str,
-    "parallel_tools": bool,
-    "thinking_budget": int,
-    "sandbox": str,
-    "sandbox_writable": list,
-}
-
-
 def _profile_from(table: Mapping[str, Any], base: AgentProfile, where: str) -> AgentProfile:
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        expected = _PROFILE_TYPES.get(key)
-        if expected is None:
-            raise SettingsError(f"{where}: unknown key {key!r}")
-        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-            raise SettingsError(f"{where}: {key!r} must be {getattr(expected, '__name__', expected)}")
-        values[key] = tuple(str(v) for v in value) if isinstance(value, list) else value
-    return replace(base, **values)
-
-
-MCP_TABLES = ("mcp", "mcp_servers", "mcpServers")  # [mcp.NAME]; the other spellings other tools use
-
-TOP_LEVEL_KEYS = frozenset(
-    {
-        "agent", "agents", "aliases", "prices", "models", "max_budget_usd", "router_model", "base_url", "theme",
-        "low_bandwidth",
-        "stream", "machines", "ssh_config", "permission_mode", "approval_timeout_s", "local_model", "context",
-        "sandbox", "groups", "inventory", *MCP_TABLES,
+    PROFILE.check(table, where)
+    values: dict[str, Any] = {
+        key: tuple(str(v) for v in value) if isinstance(value, list) else value for key, value in table.items()
     }
-)  # fmt: skip
+    return replace(base, **values)
 
 
 def _table(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -91,9 +58,7 @@ def _table(data: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
 
 def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settings:
     where = str(source or "settings")
-    unknown = sorted(set(data) - TOP_LEVEL_KEYS)
-    if unknown:
-        raise SettingsError(f"{where}: unknown setting {unknown[0]!r} (known: {', '.join(sorted(TOP_LEVEL_KEYS))})")
+    TOP_LEVEL.check(data, where, known=", ".join(sorted(TOP_LEVEL_KEYS)))
     agents = builtin_agents()
     for name, table in _table(data, "agents", where).items():
         if not isinstance(table, dict):
@@ -119,8 +84,6 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     if "stream" in data:
         overrides["stream"] = bool(data["stream"])
     if "low_bandwidth" in data:
-        if not isinstance(data["low_bandwidth"], bool):
-            raise SettingsError(f"{where}: 'low_bandwidth' must be true or false")
         overrides["low_bandwidth"] = data["low_bandwidth"]
     overrides["machines"] = tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
     overrides["groups"] = _groups(_table(data, "groups", where), where)
@@ -137,10 +100,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         overrides["permission_mode"] = str(data["permission_mode"])
     for key in ("max_budget_usd", "approval_timeout_s"):
         if key in data:
-            value = data[key]
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-                raise SettingsError(f"{where}: {key!r} must be a positive number")
-            overrides[key] = float(value)
+            overrides[key] = float(data[key])
     settings = replace(settings, **overrides)
     return settings
 
@@ -155,41 +115,24 @@ def _aliases(table: Mapping[str, Any]) -> dict[str, str]:
 def _sandbox(data: Mapping[str, Any], where: str) -> SandboxPolicy:
     """`[sandbox]`: mode (off, workspace, strict), writable (a list of paths), network (bool)."""
     table = _table(data, "sandbox", where)
-    unknown = sorted(set(table) - {"mode", "writable", "network"})
-    if unknown:
-        raise SettingsError(f"{where}: [sandbox] has no setting {unknown[0]!r}")
-    mode = table.get("mode", "workspace")
-    if mode not in MODES:
-        raise SettingsError(f"{where}: [sandbox] mode must be one of {', '.join(MODES)}")
-    writable = table.get("writable", [])
-    if not isinstance(writable, list) or not all(isinstance(path, str) for path in writable):
-        raise SettingsError(f"{where}: [sandbox] writable must be a list of paths")
-    network = table.get("network", True)
-    if not isinstance(network, bool):
-        raise SettingsError(f"{where}: [sandbox] network must be true or false")
-    return SandboxPolicy(mode=mode, writable=tuple(writable), network=network)
+    SANDBOX.check(table, f"{where}: [sandbox]")
+    return SandboxPolicy(
+        mode=table.get("mode", "workspace"),
+        writable=tuple(table.get("writable", [])),
+        network=table.get("network", True),
+    )
 
 
 def _context(data: Mapping[str, Any], where: str) -> ContextSettings:
     """`[context]`: compact_at (a share, 0.3-0.95), tail_tokens, summary_tokens, summary_model."""
     table = _table(data, "context", where)
-    unknown = sorted(set(table) - {"compact_at", "tail_tokens", "summary_tokens", "summary_model"})
-    if unknown:
-        raise SettingsError(f"{where}: [context] has no setting {unknown[0]!r}")
+    CONTEXT.check(table, f"{where}: [context]")
     context = ContextSettings()
-    compact_at = table.get("compact_at", context.compact_at)
-    if isinstance(compact_at, bool) or not isinstance(compact_at, (int, float)) or not 0.3 <= compact_at <= 0.95:
-        raise SettingsError(f"{where}: [context] compact_at must be a share of the window from 0.3 to 0.95")
-    sizes = {}
-    for key in ("tail_tokens", "summary_tokens"):
-        value = table.get(key, getattr(context, key))
-        if isinstance(value, bool) or not isinstance(value, int) or value < 256:
-            raise SettingsError(f"{where}: [context] {key} must be a number of tokens (>= 256)")
-        sizes[key] = value
+    sizes = {key: table.get(key, getattr(context, key)) for key in ("tail_tokens", "summary_tokens")}
     fast_configured = any(name in _table(data, "aliases", where) for name in ("fast", "@fast"))
     summary_model = table.get("summary_model", "@fast" if fast_configured else None)
     return ContextSettings(
-        compact_at=float(compact_at),
+        compact_at=float(table.get("compact_at", context.compact_at)),
         summary_model=None if summary_model is None else str(summary_model),
         **sizes,
     )
@@ -222,16 +165,6 @@ def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float
     return prices
 
 
-_MACHINE_TYPES: dict[str, type] = {
-    "host": str,
-    "user": str,
-    "port": int,
-    "tags": list,
-    "cmdop": str,
-    "writable": list,
-}
-
-
 def _groups(table: Mapping[str, Any], where: str) -> dict[str, tuple[str, ...]]:
     """`[groups]`: each a list of machine names, `tag:T` and other groups."""
     groups = {}
@@ -244,13 +177,9 @@ def _groups(table: Mapping[str, Any], where: str) -> dict[str, tuple[str, ...]]:
 
 def _ansible_inventory(table: Mapping[str, Any], source: Path | None, where: str) -> Path | None:
     """`[inventory] ansible = "path"` (relative to the settings file's folder)."""
-    unknown = sorted(set(table) - {"ansible"})
-    if unknown:
-        raise SettingsError(f"{where}: [inventory] has no setting {unknown[0]!r} (known: ansible)")
+    INVENTORY.check(table, f"{where}: [inventory]")
     if "ansible" not in table:
         return None
-    if not isinstance(table["ansible"], str):
-        raise SettingsError(f"{where}: [inventory] 'ansible' must be a path")
     path = Path(table["ansible"]).expanduser()
     return path if path.is_absolute() or source is None else source.parent / path
 
@@ -259,12 +188,7 @@ def _machine_from(name: str, table: Any, where: str) -> MachineSpec:
     place = f"{where}: [machines.{name}]"
     if not isinstance(table, dict):
         raise SettingsError(f"{place} must be a table")
-    for key, value in table.items():
-        expected = _MACHINE_TYPES.get(key)
-        if expected is None:
-            raise SettingsError(f"{place}: unknown key {key!r} (known: {', '.join(_MACHINE_TYPES)})")
-        if not isinstance(value, expected) or isinstance(value, bool):
-            raise SettingsError(f"{place}: {key!r} must be {expected.__name__}")
+    MACHINE.check(table, place)
     try:
         return _machine(name, table)
     except MachineError as exc:

@@ -14,7 +14,8 @@ from cmdop_tui.config.defaults import (
     DEFAULT_ALIASES,
     DEFAULT_PRICES,
 )
-from cmdop_tui.config.loading import MCP_TABLES, TOP_LEVEL_KEYS, load_settings, read_toml, settings_from
+from cmdop_tui.config.keys import MCP_TABLES, TOP_LEVEL_KEYS
+from cmdop_tui.config.loading import load_settings, read_toml, settings_from
 from cmdop_tui.config.mcp_servers import mcp_server_from
 from cmdop_tui.config.model import (
     MCP_CONNECT_TIMEOUT_S,
