@@ -122,3 +122,17 @@ def test_context_settings_reach_the_loop(tmp_path):
         with pytest.raises(SettingsError) as error:
             settings_with(tmp_path, bad)
         assert message in str(error.value)
+
+
+def test_each_key_is_declared_once_beside_its_field():
+    from dataclasses import fields
+
+    from cmdop_tui.config.keys import CONTEXT, MACHINE, PROFILE, SANDBOX
+    from cmdop_tui.config.model import AgentProfile, ContextSettings
+    from cmdop_tui.machines.spec import MachineSpec
+
+    assert set(PROFILE.names) == {f.name for f in fields(AgentProfile)} - {"name"}
+    assert set(CONTEXT.names) == {f.name for f in fields(ContextSettings)}
+    assert set(MACHINE.names) <= {f.name for f in fields(MachineSpec)}
+    for key in (*CONTEXT.names, *SANDBOX.names):
+        assert f"# {key} = " in FIRST_RUN_TEMPLATE  # the template shows every key of its sections
