@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from rich.console import RenderableType
@@ -28,7 +29,6 @@ from textual.widgets import Button, Footer
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui import transcripts
-from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
@@ -40,6 +40,7 @@ from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.transcripts import SessionError
+from cmdop_tui.tui.approvals import ask_approval
 from cmdop_tui.tui.commands import (
     CmdopCommands,
     CommandRegistry,
@@ -48,7 +49,6 @@ from cmdop_tui.tui.commands import (
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
 from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror
-from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.slash_commands import build_registry
@@ -276,7 +276,7 @@ class CmdopApp(App[None]):
         session = self._opening = session_class(
             self.settings,
             platform="tui",
-            ask=self.ask_approval,
+            ask=partial(ask_approval, self),
             ui_cancel=self.ui_cancel,
             client=self._client,
             retry=self._retry,
@@ -580,52 +580,6 @@ class CmdopApp(App[None]):
                 self.exit()
 
         self.push_screen(ConfirmScreen("A turn is running. Stop it and quit?", yes="Quit", no="Stay"), answered)
-
-    async def ask_approval(self, call: ToolCall) -> Approval:
-        """The approval modal, awaited by the loop. Stop dismisses it."""
-        answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
-        screen = ApprovalScreen(
-            call.name,
-            call.machine,
-            call.input,
-            timeout_s=self.settings.approval_timeout_s,
-            escalation=call.escalation,
-            preview=call.preview,
-            person_only=call.person_only,
-        )
-
-        def answered(choice: ApprovalChoice | None) -> None:
-            if not answer.done():
-                answer.set_result(choice)
-
-        self.push_screen(screen, answered)
-        try:
-            choice = await answer
-        finally:
-            if screen.is_attached and screen is self.screen:
-                screen.dismiss(ApprovalChoice.DENY)
-        if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and self.permissions is not None:
-            await self._remember_allowed(call, session=choice is ApprovalChoice.SESSION)
-        if choice is ApprovalChoice.STOP:
-            self.action_stop()
-        if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
-            return Approval(True)
-        return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
-
-    async def _remember_allowed(self, call: ToolCall, *, session: bool) -> None:
-        """The rule "This session" or "Always" makes; a rule that cannot be written as it would
-        read back is not saved, and the call is still allowed this once."""
-        assert self.permissions is not None
-        try:
-            rule = self.permissions.allow_always(call.name, call.input, call.machine, session=session, spec=call.tool)
-        except PermissionsError as exc:
-            await self.chat.add_notice(f"Allowed this once; {exc}", "warning")
-            return
-        except OSError as exc:  # the rules file could not be written (a read-only dir, a full disk)
-            await self.chat.add_notice(f"Allowed this once; the rule was not saved: {exc.strerror or exc}", "warning")
-            return
-        where = "for this session" if session else "from now on (saved)"
-        await self.chat.add_notice(f"Allowed {where}: {rule.text}")
 
 
 async def _open_or_explain(session: Session) -> str | None:

@@ -595,6 +595,7 @@ async def test_the_status_line_shows_how_full_the_context_is_and_context_says_wh
 async def test_a_rule_that_cannot_be_saved_is_said_and_the_call_still_runs_once(fake_api):
     from cmdop_tui.agent.approval import ToolCall
     from cmdop_tui.permissions import PermissionsError
+    from cmdop_tui.tui.approvals import remember_allowed
 
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
@@ -604,6 +605,6 @@ async def test_a_rule_that_cannot_be_saved_is_said_and_the_call_still_runs_once(
             raise PermissionsError("not saved: the rule would not read back as written")
 
         app.permissions.allow_always = refuse  # type: ignore[method-assign]  (the store's refusal)
-        await app._remember_allowed(ToolCall("t1", "execute_command", {"command": "uptime"}, None), session=False)
+        await remember_allowed(app, ToolCall("t1", "execute_command", {"command": "uptime"}, None), session=False)
         await pilot.pause()
         assert notices(app, "warning")[-1] == "Allowed this once; not saved: the rule would not read back as written"

@@ -1,0 +1,82 @@
+"""The approval modal, awaited by the loop: a person's answer to a tool call, and the rule
+"This session" or "Always" makes of it.
+
+The loop calls `ask_approval` (through the session's gate) for each call that needs asking; the
+app hands itself in as an `ApprovalHost`, the few things the modal needs of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol
+
+from textual.screen import Screen
+
+from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.permissions import Permissions, PermissionsError
+from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
+from cmdop_tui.tui.widgets.chat_log import ChatLog
+
+
+class ApprovalHost(Protocol):
+    """What the approval modal uses of the app."""
+
+    settings: Settings
+
+    @property
+    def chat(self) -> ChatLog: ...
+    @property
+    def permissions(self) -> Permissions | None: ...
+    @property
+    def screen(self) -> Screen[object]: ...
+    def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
+    def action_stop(self) -> None: ...
+
+
+async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
+    """The approval modal, awaited by the loop. Stop dismisses it."""
+    answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
+    screen = ApprovalScreen(
+        call.name,
+        call.machine,
+        call.input,
+        timeout_s=host.settings.approval_timeout_s,
+        escalation=call.escalation,
+        preview=call.preview,
+        person_only=call.person_only,
+    )
+
+    def answered(choice: ApprovalChoice | None) -> None:
+        if not answer.done():
+            answer.set_result(choice)
+
+    host.push_screen(screen, answered)
+    try:
+        choice = await answer
+    finally:
+        if screen.is_attached and screen is host.screen:
+            screen.dismiss(ApprovalChoice.DENY)
+    if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and host.permissions is not None:
+        await remember_allowed(host, call, session=choice is ApprovalChoice.SESSION)
+    if choice is ApprovalChoice.STOP:
+        host.action_stop()
+    if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
+        return Approval(True)
+    return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+
+
+async def remember_allowed(host: ApprovalHost, call: ToolCall, *, session: bool) -> None:
+    """The rule "This session" or "Always" makes; a rule that cannot be written as it would
+    read back is not saved, and the call is still allowed this once."""
+    assert host.permissions is not None
+    try:
+        rule = host.permissions.allow_always(call.name, call.input, call.machine, session=session, spec=call.tool)
+    except PermissionsError as exc:
+        await host.chat.add_notice(f"Allowed this once; {exc}", "warning")
+        return
+    except OSError as exc:  # the rules file could not be written (a read-only dir, a full disk)
+        await host.chat.add_notice(f"Allowed this once; the rule was not saved: {exc.strerror or exc}", "warning")
+        return
+    where = "for this session" if session else "from now on (saved)"
+    await host.chat.add_notice(f"Allowed {where}: {rule.text}")
