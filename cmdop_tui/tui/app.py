@@ -11,15 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import os
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from rich.console import RenderableType
 from textual import constants as textual_constants
 from textual import work
 from textual.app import App, ComposeResult
@@ -48,7 +46,7 @@ from cmdop_tui.tui.commands import (
 )
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
-from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror
+from cmdop_tui.tui.frames import MirroredApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.slash_commands import build_registry
@@ -67,7 +65,6 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
     import anthropic
-    from textual.screen import Screen
 
     from cmdop_tui.agent.runner import Runner
     from cmdop_tui.permissions import Permissions
@@ -108,7 +105,7 @@ def settle_heap(*, whole: bool = True) -> None:
     gc.freeze()
 
 
-class CmdopApp(App[None]):
+class CmdopApp(MirroredApp):
     event_router: EventRouter  # made on mount, when the widgets it posts to exist
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
@@ -161,27 +158,6 @@ class CmdopApp(App[None]):
         self._panels_user_set = False
         self.theme_problems: list[str] = []
         self._offer_local = offer_local_model
-        self._mirror = ScreenMirror(
-            self.console, scrolls=os.environ.get("CMDOP_TUI_NO_SCROLL_REGIONS", "") in ("", "0")
-        )
-
-    # --- frames --------------------------------------------------------------------------------
-
-    def _display(self, screen: Screen[Any], renderable: RenderableType | None) -> None:
-        """Textual's frame writer, handed only the cells that changed (see tui/screen_mirror.py)."""
-        writes_now = self._running and not self._closed and not self.is_headless and not self._batch_count
-        if writes_now and self._driver is not None and not self._driver.is_inline:
-            renderable = self._mirror.take(renderable)
-            unmoved = self.screen.outer_size.clamp_offset(self.cursor_position) == self._previous_cursor_position
-            if renderable is NOTHING_CHANGED and unmoved:
-                return  # nothing on screen would change: not even a cursor move goes out
-        super()._display(screen, renderable)
-
-    def action_redraw(self) -> None:
-        """Paint the whole screen again, as a terminal's Ctrl+L does: for a terminal that lost
-        what it showed (a resize back to the same size, a resume), which the mirror cannot see."""
-        self._mirror.reset()
-        self.screen.refresh()
 
     # --- set-up --------------------------------------------------------------------------------
 

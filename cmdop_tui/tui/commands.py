@@ -14,15 +14,17 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, ClassVar, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from textual.binding import BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.session.recorder import SessionRecorder
-from cmdop_tui.session.session import Session
 from cmdop_tui.tui.widgets.chat_log import ChatLog
+
+if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
+    from cmdop_tui.session.recorder import SessionRecorder
+    from cmdop_tui.session.session import Session
 
 
 class CommandHost(Protocol):

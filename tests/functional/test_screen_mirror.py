@@ -133,3 +133,26 @@ def test_a_strip_whose_cells_cannot_be_counted_is_written_whole():
     assert written.startswith("\x1b[1;1Hx")  # the row is forgotten: written as Textual would
     again = mirror.take(one_row("abd", 10)[1]).render_segments(console)
     assert again.startswith("\x1b[1;1Habd")  # and stays written whole until the next full frame
+
+
+def test_every_textual_internal_the_frame_writer_reads_is_in_this_textual():
+    """cmdop_tui/tui/frames.py names each private part of Textual (and Rich) it and the mirror
+    read; on the Textual pyproject.toml allows, each one is there."""
+    import importlib
+    import re
+    from importlib.metadata import requires, version
+
+    from rich.console import Console
+    from textual.app import App
+
+    from cmdop_tui.tui.frames import TEXTUAL_INTERNALS
+
+    pinned = next(r for r in requires("cmdop-tui") or [] if re.match(r"textual\b", r))
+    low, high = re.search(r">=([\d.]+)", pinned), re.search(r"<(\d+)", pinned)
+    assert low and high, pinned
+    installed = tuple(int(n) for n in version("textual").split(".")[:3])
+    assert tuple(int(n) for n in low[1].split(".")) <= installed < (int(high[1]),), (pinned, installed)
+    instances = {"App": App(), "Console": Console()}
+    for module, owner, name in TEXTUAL_INTERNALS:
+        holder = instances[owner] if owner else importlib.import_module(module)
+        assert hasattr(holder, name), f"{module}.{owner}.{name}".replace("..", ".")
