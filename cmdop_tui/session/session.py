@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -38,6 +39,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.status import ContextReport, SessionStatus
 from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
 
@@ -91,6 +93,8 @@ class Session:
         self._recorder: SessionRecorder | None = None
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
+        # told whenever what `status()` says may have changed (model, budget, loop, target)
+        self.status_listeners: list[Callable[[], None]] = []
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -273,6 +277,7 @@ class Session:
         config = runner_config(settings, self.runner.cwd)
         self.settings = settings
         self.runner.reconfigure(config, max_budget_usd=self.runner.config.max_budget_usd)
+        self._status_changed()
         return config
 
     async def context_window(self) -> int:
@@ -306,15 +311,18 @@ class Session:
         """
         model = self.settings.resolve_model(name)
         self.runner.reconfigure(model=model)
+        self._status_changed()
         return model
 
     def set_loop(self, enabled: bool) -> None:
         """Loop mode on or off, from the next prompt."""
         self.runner.reconfigure(loop=replace(self.runner.config.loop, enabled=enabled))
+        self._status_changed()
 
     def set_budget(self, usd: float | None) -> None:
         """The session's spending limit (None: none); what was spent so far stays counted."""
         self.runner.reconfigure(max_budget_usd=usd)
+        self._status_changed()
 
     def set_target(self, machine: str) -> MachineSpec | None:
         """Work on `machine` from the next turn (the local one: no scope). Raises MachineError."""
@@ -322,4 +330,48 @@ class Session:
             raise RuntimeError("the session is not open")
         target = self.fleet.set_target(machine)
         self.runner.facts = replace(self.runner.facts, target_machine=self.fleet.target_name)
+        self._status_changed()
         return target
+
+    # --- what a surface shows -----------------------------------------------------------------
+
+    def _status_changed(self) -> None:
+        for listener in self.status_listeners:
+            listener()
+
+    @property
+    def model_name(self) -> str:
+        """The model the next request goes to."""
+        return self.runner.config.model
+
+    @property
+    def working_dir(self) -> Path:
+        """The directory the conversation works in (where skills and .mcp.json are found)."""
+        return self.runner.cwd
+
+    @property
+    def spent_usd(self) -> float:
+        """About what this session has cost so far."""
+        return self.runner.spent_usd
+
+    @property
+    def budget_usd(self) -> float | None:
+        """The session's spending limit (None: none)."""
+        return self.runner.config.max_budget_usd
+
+    def status(self) -> SessionStatus:
+        """What the status line says of this session."""
+        config = self.runner.config
+        return SessionStatus(
+            model=config.model,
+            budget_usd=config.max_budget_usd,
+            machine=(self.fleet.target_name if self.fleet else None) or "local",
+            sandbox=self.fleet.sandbox.label if self.fleet else "",
+            loop_enabled=config.loop.enabled,
+            max_loops=config.loop.max_loops,
+        )
+
+    async def context_report(self) -> ContextReport:
+        """What fills the context: the window, the last request's size, the next one's estimate."""
+        window = await self.context_window()
+        return ContextReport(window, self.runner.context_usage(), self.runner.last_context_tokens)

@@ -2,7 +2,7 @@
 
 `slash_commands.build_registry()` makes the registry: each slash command's usage, help and palette
 entries with its handler; the app adds its own palette actions (copy, toggle a panel) and holds the
-registry (`CommandHost.commands`). /help, the palette and the app's dispatcher (`CmdopApp.run_slash`)
+registry (`CommandHost.commands`). /help, the palette and the app's dispatcher (`CommandRegistry.run`)
 all read it, in the order of registration. A handler sees the app only as a `CommandHost`: the few
 things a command may use, so the commands do not depend on the app.
 """
@@ -23,7 +23,6 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
-    from cmdop_tui.session.recorder import SessionRecorder
     from cmdop_tui.session.session import Session
 
 
@@ -32,21 +31,18 @@ class CommandHost(Protocol):
 
     BINDINGS: ClassVar[list[BindingType]]
     settings: Settings
-    session: Session | None
     session_ready: asyncio.Event
     commands: CommandRegistry
 
     @property
+    def session(self) -> Session | None: ...
+    @property
     def chat(self) -> ChatLog: ...
     @property
     def running(self) -> bool: ...
-    @property
-    def recorder(self) -> SessionRecorder | None: ...
     async def ready_session(self) -> Session | None: ...
     async def reset_display(self) -> None: ...
     async def show_history(self) -> None: ...
-    def show_context_window(self) -> object: ...
-    def show_status(self) -> None: ...
     def run_compaction(self, instructions: str) -> object: ...
     def action_stop(self) -> None: ...
     async def action_request_quit(self) -> None: ...
@@ -140,6 +136,17 @@ class CommandRegistry:
 
     def find(self, name: str) -> SlashCommand | None:
         return self._slash_commands.get(name)
+
+    async def run(self, host: CommandHost, text: str) -> None:
+        """Run the slash command `text` ("/model @fast"), or say that there is none such."""
+        command = parse_slash(text)
+        if command is None:
+            return
+        slash_command = self.find(command.name)
+        if slash_command is None:
+            await host.chat.add_notice(self.unknown_command_hint(command.name), "warning")
+            return
+        await slash_command.handler(host, command.argument)
 
     def unknown_command_hint(self, name: str) -> str:
         close = [c.usage for n, c in self._slash_commands.items() if n.startswith(name[:2])] if name else []

@@ -10,10 +10,10 @@ and a tool's live output is redrawn at most every PROGRESS_REFRESH_S per call (a
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
-from textual.widget import Widget
 
 from cmdop_tui.agent import events as ev
 from cmdop_tui.tui.vocabulary.messages import (
@@ -24,6 +24,12 @@ from cmdop_tui.tui.vocabulary.messages import (
     TextBatch,
 )
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.widgets.chat_log import ChatLog
+from cmdop_tui.tui.widgets.status_line import StatusLine
+from cmdop_tui.tui.widgets.tool_panel import ToolPanel
+
+if TYPE_CHECKING:
+    from cmdop_tui.agent.history import Message
 
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 
@@ -34,7 +40,7 @@ class EventRouter:
     `records` holds every tool call of the conversation shown, by call id.
     """
 
-    def __init__(self, app: App[Any], *, chat: Widget, status: Widget, tool_panel: Widget) -> None:
+    def __init__(self, app: App[Any], *, chat: ChatLog, status: StatusLine, tool_panel: ToolPanel) -> None:
         self.app = app
         self.chat = chat
         self.status = status
@@ -43,6 +49,19 @@ class EventRouter:
         self._batch: tuple[type, TextBatch] | None = None
         self._progress_posted: dict[str, float] = {}
         self._progress_scheduled: set[str] = set()
+
+    async def reset(self) -> None:
+        """Forget what is shown: the chat, the tool calls, the turn counters."""
+        self.records.clear()
+        self.tool_panel.clear()
+        await self.chat.clear()
+        self.status.update_facts(turn=0, loop=0)
+
+    async def show_conversation(self, messages: Sequence[Message]) -> None:
+        """Show `messages` in place of what is shown: prompts, replies and tool calls with their
+        results (and the summary it starts with, folded, when it was compacted)."""
+        await self.reset()
+        await self.chat.show_messages(messages, self.records)
 
     def deliver(self, event: ev.Event) -> None:
         """The loop's event sink: wrap each event in a message for the widgets it concerns."""

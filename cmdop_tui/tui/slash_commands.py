@@ -34,7 +34,7 @@ from cmdop_tui.tui.commands import (
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
 if TYPE_CHECKING:
-    from cmdop_tui.agent.context_usage import ContextUsage
+    from cmdop_tui.session.status import ContextReport
 
 
 async def slash_help(app: CommandHost, argument: str) -> None:
@@ -59,7 +59,7 @@ async def slash_clear(app: CommandHost, argument: str) -> None:
 
 async def slash_model(app: CommandHost, argument: str) -> None:
     if not argument or app.session is None:
-        current = app.session.runner.config.model if app.session else "(none)"
+        current = app.session.model_name if app.session else "(none)"
         await app.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(app.settings.aliases)})")
         return
     try:
@@ -68,8 +68,6 @@ async def slash_model(app: CommandHost, argument: str) -> None:
         await app.chat.add_notice(str(exc), "error")
         return
     await app.chat.add_notice(f"Model: {model}")
-    app.show_context_window()
-    app.show_status()
 
 
 async def slash_loop(app: CommandHost, argument: str) -> None:
@@ -78,16 +76,12 @@ async def slash_loop(app: CommandHost, argument: str) -> None:
         return
     app.session.set_loop(argument == "on")
     await app.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
-    app.show_status()
 
 
 async def slash_context(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
-    window = await session.context_window()
-    await app.chat.add_notice(
-        context_report(session.runner.context_usage(), window, session.runner.last_context_tokens)
-    )
+    await app.chat.add_notice(context_text(await session.context_report()))
 
 
 async def slash_compact(app: CommandHost, argument: str) -> None:
@@ -118,7 +112,7 @@ async def slash_memory(app: CommandHost, argument: str) -> None:
 
 
 async def slash_skills(app: CommandHost, argument: str) -> None:
-    cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
+    cwd = app.session.working_dir if app.session is not None else Path.cwd()
     found = find_skills(cwd)
     if found.skills:
         lines = [f"Skills ({len(found.skills)}):"]
@@ -133,7 +127,7 @@ async def slash_skills(app: CommandHost, argument: str) -> None:
 
 
 async def slash_mcp(app: CommandHost, argument: str) -> None:
-    cwd = app.session.runner.cwd if app.session is not None else Path.cwd()
+    cwd = app.session.working_dir if app.session is not None else Path.cwd()
     if argument.strip() == "trust":
         servers, notes = project_servers(cwd)
         if not servers:
@@ -159,7 +153,6 @@ async def slash_mcp(app: CommandHost, argument: str) -> None:
 async def slash_budget(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
-    runner = session.runner
     wanted = argument.strip().lower().lstrip("$")
     if wanted:
         budget = None if wanted == "off" else positive_number(wanted)
@@ -167,10 +160,9 @@ async def slash_budget(app: CommandHost, argument: str) -> None:
             await app.chat.add_notice("Usage: /budget USD (a positive amount), or /budget off", "warning")
             return
         session.set_budget(budget)
-    limit = runner.config.max_budget_usd
+    limit = session.budget_usd
     limit_text = f"the budget is {format_usd(limit)}" if limit is not None else "there is no budget"
-    await app.chat.add_notice(f"Spent about {format_usd(runner.spent_usd)} this session; {limit_text}.")
-    app.show_status()
+    await app.chat.add_notice(f"Spent about {format_usd(session.spent_usd)} this session; {limit_text}.")
 
 
 async def slash_agent(app: CommandHost, argument: str) -> None:
@@ -186,9 +178,7 @@ async def slash_agent(app: CommandHost, argument: str) -> None:
         await app.chat.add_notice(str(exc), "error")
         return
     app.settings = session.settings
-    app.show_context_window()
     await app.chat.add_notice(f"Agent profile {argument} (model {config.model}) from the next prompt.")
-    app.show_status()
 
 
 async def slash_sessions(app: CommandHost, argument: str) -> None:
@@ -199,13 +189,14 @@ async def slash_sessions(app: CommandHost, argument: str) -> None:
 
 
 async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
-    if session_id is None or app.recorder is None or session_id == app.recorder.session_id:
+    recorder = app.session.recorder if app.session is not None else None
+    if session_id is None or recorder is None or session_id == recorder.session_id:
         return
     if app.running:
         await app.chat.add_notice("Stop the running turn before switching sessions.", "warning")
         return
     try:
-        notes = app.recorder.resume(session_id)
+        notes = recorder.resume(session_id)
     except SessionError as exc:
         await app.chat.add_notice(str(exc), "error")
         return
@@ -248,8 +239,9 @@ def positive_number(text: str) -> float | None:
     return value if value > 0 else None
 
 
-def context_report(usage: ContextUsage, window: int, last: int | None) -> str:
+def context_text(report: ContextReport) -> str:
     """/context's answer: the window, the last request's real size, and the parts estimated."""
+    usage, window, last = report.usage, report.window, report.last_tokens
     rows = [
         ("System prompt and tools", usage.system_and_tools),
         ("Summary of earlier turns", usage.summary),

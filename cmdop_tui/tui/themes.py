@@ -67,6 +67,13 @@ class _ThemeHost(Protocol):
     def register_theme(self, theme: Theme) -> None: ...
 
 
+class _ThemedApp(_ThemeHost, Protocol):
+    theme: str
+
+    @property
+    def available_themes(self) -> dict[str, Theme]: ...
+
+
 def builtin_themes_dir() -> Traversable:
     """The folder holding the built-in theme files (``themes/`` in a source checkout)."""
     try:
@@ -215,3 +222,17 @@ def register_themes(app: _ThemeHost, themes: Iterable[Theme]) -> None:
     """Register every theme with a Textual App (an existing name is replaced)."""
     for theme in themes:
         app.register_theme(theme)
+
+
+def apply_theme(app: _ThemedApp, wanted: str) -> list[str]:
+    """Register the built-in and the user's themes with `app` and use `wanted` (else the default);
+    what went wrong, for the user."""
+    themes, problems = load_themes()
+    register_themes(app, themes)
+    if wanted in app.available_themes:
+        app.theme = wanted
+    else:
+        app.theme = DEFAULT_THEME
+        known = ", ".join(sorted(app.available_themes))
+        problems.append(f"Unknown theme {wanted!r}; using {DEFAULT_THEME}. Themes: {known}")
+    return problems

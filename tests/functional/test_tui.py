@@ -222,7 +222,7 @@ async def test_slash_commands(fake_api):
         assert "/model NAME" in notices(app)[-1] and "ctrl+q" in notices(app)[-1]
         await submit(pilot, "/model @fast")
         await pilot.pause()
-        assert app.runner.config.model == "claude-haiku-5-5" and "claude-haiku-5-5" in status_text(app)
+        assert app.session.runner.config.model == "claude-haiku-5-5" and "claude-haiku-5-5" in status_text(app)
         await submit(pilot, "/model @nope")
         await pilot.pause()
         assert "unknown model alias" in notices(app, "error")[-1]
@@ -242,7 +242,7 @@ async def test_palette_runs_the_same_actions(fake_api):
         await pilot.press(*"loop mode on")
         await pilot.pause()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.runner.config.loop.enabled, what="loop mode on from the palette")
+        await wait_until(pilot, lambda: app.session.runner.config.loop.enabled, what="loop mode on from the palette")
 
 
 async def test_prompt_keys_newline_and_history(fake_api):
@@ -405,7 +405,7 @@ async def test_sessions_are_recorded_resumed_and_exported(fake_api, tmp_path, mo
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "first topic")
         await finish_turn(pilot)
-        first_session = app.recorder.session_id
+        first_session = app.session.recorder.session_id
         await submit(pilot, "/clear")
         await pilot.pause()
         await submit(pilot, "second topic")
@@ -416,10 +416,15 @@ async def test_sessions_are_recorded_resumed_and_exported(fake_api, tmp_path, mo
         app.screen.query_one("#sessions-list").focus()
         await pilot.press("down", "enter")  # newest first: the first session is second
         await wait_until(pilot, lambda: replies(app) == ["First answer."], what="the resumed conversation")
-        assert app.recorder.session_id == first_session and app.query_one(ToolCard).record.output.startswith(
+        assert app.session.recorder.session_id == first_session and app.query_one(ToolCard).record.output.startswith(
             "exit code: 0"
         )
-        assert [m["role"] for m in app.runner.conversation.messages] == ["user", "assistant", "user", "assistant"]
+        assert [m["role"] for m in app.session.runner.conversation.messages] == [
+            "user",
+            "assistant",
+            "user",
+            "assistant",
+        ]
         await submit(pilot, "/export")
         await pilot.pause()
         exported = (tmp_path / f"cmdop-session-{first_session}.md").read_text()
@@ -495,20 +500,20 @@ async def test_budget_command_warning_and_hard_stop(fake_api, tmp_path):
     fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
     app = make_app(fake_api, settings=with_(Settings(), prices=prices), max_turns=40)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.runner is not None)
+        await wait_until(pilot, lambda: app.session.runner is not None)
         await submit(pilot, "/budget 0.02")
         await pilot.pause()
-        assert app.runner.config.max_budget_usd == 0.02 and "/0.02" in status_text(app)
+        assert app.session.runner.config.max_budget_usd == 0.02 and "/0.02" in status_text(app)
         await submit(pilot, "work a lot")
         await finish_turn(pilot)
         # The request that would pass 80 % would also cross the budget: one notice says both.
         assert not any(n.startswith("Budget: $") for n in notices(app, "warning"))
         (stop,) = [n for n in notices(app, "error") if "would cross the budget" in n]
         assert "of $0.02 spent" in stop
-        assert app.runner.spent_usd <= 0.02
+        assert app.session.runner.spent_usd <= 0.02
         await submit(pilot, "/budget off")
         await pilot.pause()
-        assert app.runner.config.max_budget_usd is None and "there is no budget" in notices(app)[-1]
+        assert app.session.runner.config.max_budget_usd is None and "there is no budget" in notices(app)[-1]
     fake_api.discard_pending()
 
 
@@ -516,10 +521,10 @@ async def test_agent_profiles_switch_by_command(fake_api):
     fake_api.enqueue(text_reply("Working."), text_reply("The task is done."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.runner is not None)
+        await wait_until(pilot, lambda: app.session.runner is not None)
         await submit(pilot, "/agent autonomous")
         await pilot.pause()
-        assert app.runner.config.loop.enabled and "loop 0/20" in status_text(app)
+        assert app.session.runner.config.loop.enabled and "loop 0/20" in status_text(app)
         await submit(pilot, "go")
         await finish_turn(pilot)
         assert replies(app) == ["Working.", "The task is done."]
@@ -581,7 +586,7 @@ async def test_the_status_line_shows_how_full_the_context_is_and_context_says_wh
         await submit(pilot, "list")
         await finish_turn(pilot)
         status = app.query_one(StatusLine)
-        last = app.runner.last_context_tokens
+        last = app.session.runner.last_context_tokens
         assert status.facts.context_window == 20_000 and last is not None and last > 0
         assert f"ctx {last / 20_000:.0%}" in str(status.render())
         await submit(pilot, "/context")

@@ -78,7 +78,7 @@ async def test_stop_during_compact_leaves_the_conversation_as_it_was(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)
-        before = copy.deepcopy(app.runner.conversation.messages)
+        before = copy.deepcopy(app.session.runner.conversation.messages)
         await submit(pilot, "/compact")
         await wait_until(pilot, lambda: items(app) and items(app)[0].state == "running", what="compacting")
         (item,) = items(app)
@@ -89,7 +89,7 @@ async def test_stop_during_compact_leaves_the_conversation_as_it_was(fake_api):
         await wait_until(pilot, lambda: not app.running, what="the end of the compaction worker")
         assert item.headline == STOPPED
         assert notices(app, "stopped") == []  # the item says it; no second line
-        assert app.runner.conversation.messages == before
+        assert app.session.runner.conversation.messages == before
         assert app.query_one("#stop").disabled
         gate.set()
 
@@ -121,14 +121,14 @@ async def test_a_failed_compact_is_a_warning_line_and_the_conversation_stays(fak
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)
-        before = copy.deepcopy(app.runner.conversation.messages)
+        before = copy.deepcopy(app.session.runner.conversation.messages)
         await submit(pilot, "/compact")
         await finish_turn(pilot)
         (item,) = items(app)
         assert item.state == "failed" and item.headline.startswith("Compaction failed: ")
         assert "the summary request was refused" in item.headline
         assert notices(app, "error") == []
-        assert app.runner.conversation.messages == before
+        assert app.session.runner.conversation.messages == before
 
 
 async def test_the_status_line_context_follows_the_compaction(fake_api):
@@ -142,7 +142,7 @@ async def test_the_status_line_context_follows_the_compaction(fake_api):
         assert before > 0
         await submit(pilot, "/compact")
         await finish_turn(pilot)
-        after = app.runner.last_context_tokens
+        after = app.session.runner.last_context_tokens
         assert after is not None and 0 < after < before
         assert status.facts.context_tokens == after
         assert f"ctx {after / 20_000:.0%}" in str(status.render())
@@ -163,7 +163,7 @@ async def test_export_after_a_compaction_has_the_whole_history(fake_api, tmp_pat
         await finish_turn(pilot)
         await submit(pilot, "/export")
         await wait_until(pilot, lambda: any("Exported" in n for n in notices(app)), what="the export")
-        exported = (tmp_path / f"cmdop-session-{app.recorder.session_id}.md").read_text()
+        exported = (tmp_path / f"cmdop-session-{app.session.recorder.session_id}.md").read_text()
     assert "## Compaction" in exported and "nginx 1.24" in exported
     for text in ("first topic", "First answer.", "second topic", "third topic", "Third answer."):
         assert text in exported

@@ -351,7 +351,7 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
         await pilot.press("down", "enter")  # local is first; alpha next
         await wait_until(pilot, lambda: fleet.target_name == "alpha", what="alpha as the target")
         assert "alpha" in str(app.query_one(StatusLine).render())
-        assert app.runner.facts.target_machine == "alpha"
+        assert app.session.runner.facts.target_machine == "alpha"
         assert any("Working on alpha now" in n for n in notices(app))
         await pilot.press("up", "enter")
         await wait_until(pilot, lambda: fleet.target_name is None, what="back to the local machine")
@@ -360,8 +360,8 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
 async def _fleet_of(app, pilot):
     from tui_helpers import wait_until
 
-    await wait_until(pilot, lambda: app.runner is not None, what="the engine")
-    return app.runner.machines
+    await wait_until(pilot, lambda: app.session.runner is not None, what="the engine")
+    return app.session.runner.machines
 
 
 async def test_remote_write_keeps_modes_and_writes_through_symlinks(fleet, tmp_path, remote_home):

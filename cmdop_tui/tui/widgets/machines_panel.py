@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from textual import work
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.message import Message
@@ -19,7 +21,11 @@ from cmdop_tui.machines.remote_sandbox import sandbox_label
 from cmdop_tui.machines.spec import LOCAL, Health
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
+if TYPE_CHECKING:
+    from cmdop_tui.machines.fleet import Fleet
+
 LOAD_REFRESH_S = 5.0
+HEALTH_REFRESH_S = 30.0  # remote machines are probed this often, in the background
 STATE_STYLE = {"unknown": "$text-muted", "online": "$success", "degraded": "$warning", "offline": "$error"}
 
 
@@ -77,6 +83,7 @@ class MachinesPanel(SidePanel):
         self.remotes: list[str] = []
         self.health: dict[str, Health] = {}
         self.target = LOCAL
+        self._fleet: Fleet | None = None
 
     def compose(self) -> ComposeResult:
         yield OptionList(id="machine-list")
@@ -88,6 +95,25 @@ class MachinesPanel(SidePanel):
     def on_mount(self) -> None:
         self.redraw()
         self.set_interval(LOAD_REFRESH_S, self.redraw)
+
+    def follow(self, fleet: Fleet | None) -> None:
+        """Show the fleet's machines and the one worked on, and their health as it changes:
+        with remote machines, probed in the background every HEALTH_REFRESH_S."""
+        if fleet is None:
+            return
+        self.set_machines([spec.name for spec in fleet.inventory if not spec.is_local])
+        self.set_target(fleet.target_name or LOCAL)
+        fleet.listeners.append(lambda spec, health: self.set_health(spec.name, health))
+        if len(fleet.inventory) > 1:
+            self._fleet = fleet
+            self.probe()
+            self.set_interval(HEALTH_REFRESH_S, self.probe)
+
+    @work(group="health", exclusive=True, exit_on_error=False)
+    async def probe(self) -> None:
+        """Probe every machine of the fleet; the panel updates as the answers come."""
+        if self._fleet is not None:
+            await self._fleet.probe_all()
 
     def set_machines(self, remotes: list[str]) -> None:
         self.remotes = remotes

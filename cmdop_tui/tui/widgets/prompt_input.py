@@ -35,6 +35,7 @@ class PromptInput(TextArea):
     def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
         self.placeholder = placeholder
+        self.cursor_blink = False  # a blinking cursor repaints forever over SSH
         self.sent: list[str] = []
         self._recall_index: int | None = None
         self._draft = ""

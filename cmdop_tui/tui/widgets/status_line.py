@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
+from textual import work
 from textual.content import Content
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -11,6 +13,10 @@ from textual.widget import Widget
 from cmdop_tui.agent.budget import cache_read_share, format_usd
 from cmdop_tui.agent.events import UsageTotals
 from cmdop_tui.tui.vocabulary.messages import Agent
+
+if TYPE_CHECKING:
+    from cmdop_tui.session.session import Session
+    from cmdop_tui.session.status import SessionStatus
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,25 @@ class StatusLine(Widget):
 
     def update_facts(self, **changes: object) -> None:
         self.facts = replace(self.facts, **changes)  # type: ignore[arg-type]
+
+    @work(group="window", exclusive=True, exit_on_error=False)
+    async def learn_window(self, session: Session) -> None:
+        """Learn the model's context window (the Models API may be asked once a model)."""
+        self.update_facts(context_window=await session.context_window())
+
+    def show_session(self, status: SessionStatus | None) -> None:
+        """What the session says of itself (None: no session is open)."""
+        if status is None:
+            self.update_facts(model="(no model)", machine="local", sandbox="", budget_usd=None, loop_enabled=False)
+            return
+        self.update_facts(
+            model=status.model,
+            machine=status.machine,
+            sandbox=status.sandbox,
+            budget_usd=status.budget_usd,
+            loop_enabled=status.loop_enabled,
+            max_loops=status.max_loops,
+        )
 
     def on_agent_turn_started(self, message: Agent.TurnStarted) -> None:
         event = message.event

@@ -43,6 +43,8 @@ class ToolPanel(SidePanel):
         record = self.highlighted()
         if record is not None:
             self.post_message(ToolOutputCopyRequested(record))
+        else:
+            self.notify("No tool call to copy from yet.", severity="warning")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

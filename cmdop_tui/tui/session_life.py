@@ -1,0 +1,223 @@
+"""The session's life in the app: loading, open or failed, as one value the app holds reactively.
+
+The session opens after the first paint (it loads the model SDK, about a second): the prompt is
+usable meanwhile, and a prompt sent early waits for `SessionOpener.ready`. A resumed session's tail
+is drawn straight from its transcript while that happens. With no API key and the bundled local
+model at hand, the user is offered it; the local model's loading is counted on screen. The opener
+draws what opening brought (a resumed conversation, notes, the error) and then hands the app its
+new `SessionState`, whose watcher updates the rest of the screen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from cmdop_tui import transcripts
+from cmdop_tui.agent.approval import Approver
+from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.context import SessionFacts
+from cmdop_tui.agent.policies import RetryPolicy
+from cmdop_tui.config.settings import Settings, SettingsError
+from cmdop_tui.machines.spec import MachineError
+from cmdop_tui.permissions import PermissionsError
+from cmdop_tui.session import load_session_class
+from cmdop_tui.session.errors import MissingKeyError
+from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
+from cmdop_tui.transcripts import SessionError
+from cmdop_tui.tui.screens.confirm import ConfirmScreen
+from cmdop_tui.tui.widgets.chat_log import ChatLog
+from cmdop_tui.tui.widgets.notice import Notice
+
+if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
+    import anthropic
+    from textual.timer import Timer
+
+    from cmdop_tui.session.session import Session
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+
+LOCAL_OFFER = (
+    "No API key is set. Start a local model instead? It runs on this machine with no key "
+    "(llama.cpp with a small model: it answers, but seldom uses tools well)."
+)
+NO_KEY_HELP = (
+    "No API key. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment and start "
+    "cmdop-tui again; for another Anthropic-compatible endpoint also set ANTHROPIC_BASE_URL."
+)
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """Where the app's session is in its life: still loading, open, or failed (and why)."""
+
+    phase: Literal["loading", "open", "failed"] = "loading"
+    session: Session | None = None
+    error: str | None = None  # why it failed, for the user
+
+
+@dataclass(frozen=True)
+class Opening:
+    """What the opener is given: the app's cancel channel and what tests pin."""
+
+    ui_cancel: UICancel
+    client: anthropic.AsyncAnthropic | None = None
+    retry: RetryPolicy | None = None
+    facts: SessionFacts | None = None
+    offer_local_model: bool = True
+
+
+class OpenerHost(Protocol):
+    """What the opener uses of the app."""
+
+    settings: Settings
+    session_state: SessionState
+
+    @property
+    def chat(self) -> ChatLog: ...
+    @property
+    def tool_records(self) -> dict[str, ToolRecord]: ...
+    async def show_history(self) -> None: ...
+    def set_interval(self, interval: float, callback: Callable[[], object]) -> Timer: ...
+    def push_screen(self, screen: Any, callback: Any = None) -> Any: ...
+    def run_worker(self, work: Any, *, group: str = "default", exit_on_error: bool = True) -> Any: ...
+
+
+class SessionOpener:
+    """Opens the app's session, once at start and again with the local model when accepted."""
+
+    def __init__(self, host: OpenerHost, ask: Approver, opening: Opening) -> None:
+        self.host = host
+        self.ask = ask
+        self.opening = opening
+        self.ready = asyncio.Event()  # set once the first attempt has ended, either way
+        self.pending: Session | None = None  # a session still opening (its model stops on quit)
+        self._previewed: tuple[str, int] | None = None  # a resumed session drawn from its transcript
+
+    def start(self) -> None:
+        """After the first paint: draw a resumed session's tail, and open the session."""
+        if self.host.settings.resume or self.host.settings.continue_latest:
+            self.host.run_worker(self.preview(), group="preview", exit_on_error=False)
+        self.host.run_worker(self.open_first(), group="setup", exit_on_error=False)
+
+    async def preview(self) -> None:
+        """Draw the tail of the session being resumed from its transcript, while the session
+        (and the SDK) still load: a long session is on screen at once."""
+        session_id = self.host.settings.resume or await asyncio.to_thread(transcripts.latest)
+        if session_id is None:
+            return
+        try:
+            loaded = await asyncio.to_thread(transcripts.load, session_id)
+        except (OSError, transcripts.SessionError):
+            return  # the session's own opening says what is wrong
+        if self.host.session_state.session is None:  # else the session was quicker and has drawn it
+            self._previewed = (loaded.id, len(loaded.messages))
+            await self.host.chat.show_messages(loaded.messages, self.host.tool_records)
+
+    async def open_first(self) -> None:
+        """Load the SDK and open the session; offer the local model when there is no key."""
+        try:
+            session_class = await asyncio.to_thread(load_session_class)
+            state, notes = await self._open(session_class)
+        finally:
+            self.ready.set()
+        await self._opened(state, notes)
+        if state.error == NO_KEY_HELP and self.opening.offer_local_model and local_model_available(self.host.settings):
+            offer = ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now")
+            self.host.push_screen(offer, self._local_offer_answered)
+
+    def _local_offer_answered(self, start: bool | None) -> None:
+        if start:
+            self.host.settings = replace(self.host.settings, local=True)
+            self.host.run_worker(self.open_local(), group="setup", exit_on_error=False)
+
+    async def open_local(self) -> None:
+        """After the offer: open the session again, now with the local model."""
+        await self._opened(*await self._open(load_session_class()))
+
+    async def close(self) -> None:
+        """Close the session, and one still opening (its local model stops)."""
+        for session in (self.host.session_state.session, self.pending):
+            if session is not None:
+                await session.close()
+
+    async def _open(self, session_class: type[Session]) -> tuple[SessionState, list[str]]:
+        """Open a session for the settings: its state, and notes for the user."""
+        given = self.opening
+        session = self.pending = session_class(
+            self.host.settings,
+            platform="tui",
+            ask=self.ask,
+            ui_cancel=given.ui_cancel,
+            client=given.client,
+            retry=given.retry or RetryPolicy(),
+            facts=given.facts,
+        )
+        loaded = await self._show_local_model_loading() if self.host.settings.local else None
+        try:
+            error = await _open_or_explain(session)
+        finally:
+            self.pending = None
+        if loaded is not None:
+            loaded(session.local_model if error is None else None)
+        if error is not None:
+            await session.close()
+            return SessionState("failed", error=error), []
+        try:
+            notes = session.start_transcript()
+        except SessionError as exc:
+            session.recorder.new()
+            notes = [f"{exc}; this is a new session"]
+        return SessionState("open", session=session), notes
+
+    async def _opened(self, state: SessionState, notes: list[str]) -> None:
+        """Show what opening brought (a resumed conversation, notes, the error), then hand the
+        app the new state."""
+        if state.session is not None:
+            self.host.settings = state.session.settings
+            self.host.session_state = state
+            messages = state.session.runner.conversation.messages
+            if messages and self._previewed != (state.session.recorder.session_id, len(messages)):
+                await self.host.show_history()  # not drawn from the transcript yet
+        for note in notes:
+            await self.host.chat.add_notice(note)
+        if state.error:
+            await self.host.chat.add_notice(state.error, "error")
+            self.host.session_state = state
+
+    async def _show_local_model_loading(self) -> Callable[[LocalModelServer | None], None]:
+        """A notice that counts the seconds while the local model loads; call what this returns
+        with the server once it serves (None: it did not start)."""
+        notice = Notice("Loading the local model…")
+        await self.host.chat.add(notice)
+        started = time.monotonic()
+        ticker = self.host.set_interval(
+            0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s")
+        )
+
+        def loaded(server: LocalModelServer | None) -> None:
+            ticker.stop()
+            if server is None:
+                notice.update("The local model did not start.")
+                return
+            notice.update(
+                f"Local model {server.gguf.stem} ready in {time.monotonic() - started:.1f}s: no API key needed "
+                "(a small model answers, but seldom uses tools well)."
+            )
+
+        return loaded
+
+
+async def _open_or_explain(session: Session) -> str | None:
+    """Open `session`; None when it opened, else why not, for the user."""
+    try:
+        await session.open()
+    except MissingKeyError:
+        return NO_KEY_HELP
+    except LocalModelError as exc:
+        return f"The local model did not start: {exc}"
+    except (SettingsError, MachineError, PermissionsError) as exc:
+        return str(exc)
+    return None
