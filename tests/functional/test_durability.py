@@ -72,6 +72,9 @@ def test_kill_9_during_a_command_then_continue_repairs_the_turn(fake_api, env):
     )
     child = start(["-p", "run something long", "--output-format", "stream-json", "--yes"], env)
     read_until(child, lambda e: e["type"] == "tool_progress" and "started" in e["text"])
+    deadline = time.monotonic() + 10  # the shell starts sleep just after it printed "started"
+    while not running("sleep", "3017.5") and time.monotonic() < deadline:
+        time.sleep(0.02)
     assert running("sleep", "3017.5")  # found by its command line: inside the sandbox its pid is its own
     kill_nine(child)
     deadline = time.monotonic() + 10  # the command dies with the app, even after kill -9

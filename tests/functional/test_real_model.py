@@ -102,7 +102,7 @@ async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.session.runner is not None, timeout=60, what="the local model")
+        await wait_until(pilot, lambda: app.session is not None, timeout=60, what="the local model")
         assert any("ready in" in n for n in notices(app)) and app.session.runner.config.model.startswith("local:")
         await submit(pilot, "Say hi.")
         await finish_turn(pilot)

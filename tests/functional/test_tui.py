@@ -500,7 +500,7 @@ async def test_budget_command_warning_and_hard_stop(fake_api, tmp_path):
     fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
     app = make_app(fake_api, settings=with_(Settings(), prices=prices), max_turns=40)
     async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.session.runner is not None)
+        await wait_until(pilot, lambda: app.session is not None)
         await submit(pilot, "/budget 0.02")
         await pilot.pause()
         assert app.session.runner.config.max_budget_usd == 0.02 and "/0.02" in status_text(app)
@@ -521,7 +521,7 @@ async def test_agent_profiles_switch_by_command(fake_api):
     fake_api.enqueue(text_reply("Working."), text_reply("The task is done."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.session.runner is not None)
+        await wait_until(pilot, lambda: app.session is not None)
         await submit(pilot, "/agent autonomous")
         await pilot.pause()
         assert app.session.runner.config.loop.enabled and "loop 0/20" in status_text(app)

@@ -360,7 +360,7 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
 async def _fleet_of(app, pilot):
     from tui_helpers import wait_until
 
-    await wait_until(pilot, lambda: app.session.runner is not None, what="the engine")
+    await wait_until(pilot, lambda: app.session is not None, what="the engine")
     return app.session.runner.machines
 
 
