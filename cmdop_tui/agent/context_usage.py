@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cmdop_tui.agent.history import Message, blocks_of
+from cmdop_tui.agent.messages import Message, blocks_of
 
 CHARS_PER_TOKEN = 4
 

@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
+from cmdop_tui.agent.history import is_summary_block
+from cmdop_tui.agent.messages import Message, blocks_of
 from cmdop_tui.support.secrets import Redactor
 
 _BACKTICKS = re.compile(r"`{3,}+")

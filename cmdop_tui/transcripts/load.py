@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmdop_tui.agent.history import Conversation, Message, blocks_of, is_summary_block, without_summaries
+from cmdop_tui.agent.history import Conversation, is_summary_block, without_summaries
+from cmdop_tui.agent.messages import Message, blocks_of
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.transcripts.paths import resolve
 from cmdop_tui.transcripts.records import ROLES, VERSION, parse_record, valid_blocks, valid_message
@@ -49,7 +50,7 @@ class LoadedSession:
 
     def conversation(self) -> Conversation:
         """A `Conversation` holding (a copy of) the repaired history."""
-        return Conversation(messages=[dict(m) for m in self.messages])
+        return Conversation(messages=[m.copy() for m in self.messages])
 
 
 @dataclass(frozen=True)

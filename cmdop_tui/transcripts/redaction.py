@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmdop_tui.agent.history import blocks_of
+from cmdop_tui.agent.messages import blocks_of
 from cmdop_tui.support.secrets import Redactor
 from cmdop_tui.transcripts.records import ROLES, json_default
 
