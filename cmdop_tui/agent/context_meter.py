@@ -28,7 +28,7 @@ from cmdop_tui.agent.llm import (
     describe_error,
     server_compaction_refused,
 )
-from cmdop_tui.agent.messages import ApiRequest, Message
+from cmdop_tui.agent.messages import ApiRequest, Message, is_compaction
 from cmdop_tui.agent.reduction import OutputReducer
 from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
@@ -259,10 +259,10 @@ class ContextMeter:
     def adopt_server_compaction(self, reply: ModelReply, emit: EventSink) -> None:
         """The endpoint compacted everything before this reply: its summary becomes ours (so the
         transcript, resume and export treat it like any compaction) and leaves the reply."""
-        compactions = [block for block in reply.content if block.get("type") == "compaction"]
+        compactions = [block for block in reply.content if is_compaction(block)]
         if not compactions:
             return
-        reply.content = [block for block in reply.content if block.get("type") != "compaction"]
+        reply.content = [block for block in reply.content if not is_compaction(block)]
         summary = str(compactions[-1].get("content") or "").strip()
         if not summary:
             return  # a compaction that failed: the endpoint treats it as nothing

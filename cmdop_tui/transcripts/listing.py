@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cmdop_tui.agent.messages import is_text
 from cmdop_tui.transcripts.paths import session_directory, session_files
 from cmdop_tui.transcripts.records import (
     APPEND_ASSISTANT_PREFIX,
@@ -169,9 +170,7 @@ def _prompt_text(message: Mapping[str, Any]) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return " ".join(
-        b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
+    return " ".join(b["text"] for b in content if is_text(b) and isinstance(b.get("text"), str))
 
 
 def _shorten(text: str, limit: int = TITLE_LENGTH) -> str:

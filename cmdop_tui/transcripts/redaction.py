@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmdop_tui.agent.messages import blocks_of
+from cmdop_tui.agent.messages import blocks_of, is_thinking
 from cmdop_tui.support.secrets import Redactor
 from cmdop_tui.transcripts.records import ROLES, json_default
 
@@ -68,7 +68,7 @@ class RecordRedactor:
         for block in blocks:
             if not isinstance(block, Mapping):
                 block = json_default(block)  # an SDK block object: its dict
-            if isinstance(block, Mapping) and block.get("type") == "thinking":
+            if is_thinking(block):
                 text = block.get("thinking")
                 if isinstance(text, str) and self.redactor.text(text) != text:
                     continue  # redacted thinking would no longer match its signature: drop it
