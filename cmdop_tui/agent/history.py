@@ -93,9 +93,7 @@ def previous_summary(messages: Sequence[Message]) -> str:
 
 def without_summaries(messages: Iterable[Message]) -> list[Message]:
     """`messages` with the summary blocks taken out (and messages left empty dropped)."""
-    kept: list[Message] = [
-        {"role": m["role"], "content": [b for b in blocks_of(m) if not is_summary_block(b)]} for m in messages
-    ]
+    kept: list[Message] = [{**m, "content": [b for b in blocks_of(m) if not is_summary_block(b)]} for m in messages]
     return [m for m in kept if m["content"]]
 
 

@@ -50,9 +50,7 @@ def _is_loop_block(block: Block, loop_message: str) -> bool:
 def remove_loop_messages(messages: Sequence[Message], loop_message: str) -> list[Message]:
     """History without earlier loop messages, and with the assistant replies around them merged."""
     kept: list[Message] = [
-        {"role": "user", "content": [b for b in blocks_of(m) if not _is_loop_block(b, loop_message)]}
-        if m["role"] == "user"
-        else m
+        {**m, "content": [b for b in blocks_of(m) if not _is_loop_block(b, loop_message)]} if m["role"] == "user" else m
         for m in messages
     ]
     return merge_adjacent(kept)

@@ -64,7 +64,7 @@ class OutputReducer:
                 if sent is not block and block.get("tool_use_id") in batch:
                     self.freed += _tokens(block) - _tokens(sent)
                 blocks.append(sent)
-            reduced.append({"role": message["role"], "content": blocks})
+            reduced.append({**message, "content": blocks})
         return reduced
 
     def _clear_a_batch(self, messages: list[Message], window: int) -> set[str]:

@@ -47,7 +47,7 @@ def _with_breakpoint(message: Message) -> Message:
     marked = content[-1].copy()
     marked["cache_control"] = EPHEMERAL
     content[-1] = marked
-    return {"role": message["role"], "content": content}
+    return {**message, "content": content}
 
 
 def with_history_breakpoints(messages: Sequence[Message], count: int = HISTORY_BREAKPOINTS) -> list[Message]:
