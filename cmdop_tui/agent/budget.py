@@ -11,9 +11,9 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
 from cmdop_tui.agent.events import Usage, UsageTotals
+from cmdop_tui.agent.messages import ApiRequest
 
 WARN_AT = 0.8  # share of the budget at which the user is warned
 EXPECTED_OUTPUT_TOKENS = 500  # what the next reply is assumed to cost, before it exists
@@ -62,7 +62,7 @@ def cache_read_share(usage: UsageTotals) -> float:
     return usage.cache_read_input_tokens / total if total else 0.0
 
 
-def estimate_request_cost(model: str, request: dict[str, Any], last: Usage | None, prices: Prices) -> float | None:
+def estimate_request_cost(model: str, request: ApiRequest, last: Usage | None, prices: Prices) -> float | None:
     """A cautious estimate of what sending `request` will cost, before sending it.
 
     Input: the part the last request already had is priced as the API billed it then (mostly

@@ -20,21 +20,23 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.context_usage import estimate_tokens
 from cmdop_tui.agent.events import Compacted, CompactionStarted, Event, Retrying, Usage
-from cmdop_tui.agent.history import (
-    Conversation,
+from cmdop_tui.agent.history import Conversation, previous_summary, summary_block, summary_of, without_summaries
+from cmdop_tui.agent.llm import ContextOverflow, ModelClient, describe_error
+from cmdop_tui.agent.messages import (
+    ApiRequest,
     Message,
     blocks_of,
-    previous_summary,
-    summary_block,
-    summary_of,
-    without_summaries,
+    is_text,
+    is_tool_result,
+    is_tool_use,
+    text_of,
+    tool_results,
 )
-from cmdop_tui.agent.llm import ContextOverflow, ModelClient, describe_error
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.support.text import truncate_middle
 
@@ -93,7 +95,7 @@ def _clean_start(message: Message) -> bool:
     """Whether a tail may start here: an assistant turn, or a user turn with no tool results."""
     if message["role"] == "assistant":
         return True
-    return not any(block.get("type") == "tool_result" for block in blocks_of(message))
+    return not tool_results(blocks_of(message))
 
 
 def split_point(messages: Sequence[Message], tail_tokens: int) -> Split:
@@ -119,22 +121,19 @@ def render_head(messages: Sequence[Message], output_chars: int, budget_chars: in
     for message in without_summaries(messages):
         speaker = "User" if message["role"] == "user" else "Operator"
         for block in blocks_of(message):
-            kind = block.get("type")
-            if kind == "text" and block.get("text", "").strip():
-                lines.append(f"{speaker}: {block['text'].strip()}")
-            elif kind == "tool_use":
+            if is_text(block) and text_of(block).strip():
+                lines.append(f"{speaker}: {text_of(block).strip()}")
+            elif is_tool_use(block):
                 arguments = truncate_middle(json.dumps(block.get("input") or {}, ensure_ascii=False), 600)
                 lines.append(f"Operator called {block.get('name')} {arguments} [id {block.get('id')}]")
-            elif kind == "tool_result":
+            elif is_tool_result(block):
                 label = "Error from" if block.get("is_error") else "Output of"
                 output = truncate_middle(result_text(block).strip(), output_chars)
                 lines.append(f"{label} {block.get('tool_use_id')}:\n{output}")
     return truncate_middle("\n\n".join(lines), budget_chars)
 
 
-def summary_request(
-    model: str, previous: str, head: str, summary_tokens: int, instructions: str = ""
-) -> dict[str, Any]:
+def summary_request(model: str, previous: str, head: str, summary_tokens: int, instructions: str = "") -> ApiRequest:
     """The one request that writes the new summary."""
     words = summary_tokens * 3 // 4
     parts = []
@@ -165,7 +164,7 @@ def capped(summary: str, summary_tokens: int) -> str:
 
 def _tail_has_prompt(messages: Sequence[Message], prompt: str | None) -> bool:
     return prompt is None or any(
-        block.get("type") == "text" and block.get("text") == prompt
+        is_text(block) and block.get("text") == prompt
         for message in messages
         if message["role"] == "user"
         for block in blocks_of(message)

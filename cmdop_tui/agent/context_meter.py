@@ -17,7 +17,7 @@ from cmdop_tui.agent.compaction import FALLBACK_WINDOW, Compactor, NothingToComp
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.context_usage import ContextUsage, estimate_tokens, measure
 from cmdop_tui.agent.events import Compacted, CompactionFailed, Usage
-from cmdop_tui.agent.history import Conversation, Message, sanitize, summary_block, summary_of
+from cmdop_tui.agent.history import Conversation, sanitize, summary_block, summary_of
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import (
     ContextOverflow,
@@ -28,6 +28,7 @@ from cmdop_tui.agent.llm import (
     describe_error,
     server_compaction_refused,
 )
+from cmdop_tui.agent.messages import ApiRequest, Message, is_compaction
 from cmdop_tui.agent.reduction import OutputReducer
 from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
@@ -99,7 +100,7 @@ class ContextMeter:
             self.host.facts, tools_available=bool(tools), extra_instructions=self.config.extra_instructions
         )
 
-    def build_request(self, tools: list[Tool]) -> tuple[dict[str, Any], int]:
+    def build_request(self, tools: list[Tool]) -> tuple[ApiRequest, int]:
         """The next request, with the cheap reductions applied, and its estimated size."""
         system = self.system_prompt(tools)
         options = RequestOptions(
@@ -164,7 +165,7 @@ class ContextMeter:
 
     # --- when to compact -----------------------------------------------------------------------
 
-    async def prepare_request(self, tools: list[Tool], emit: EventSink, operation: Operation) -> dict[str, Any]:
+    async def prepare_request(self, tools: list[Tool], emit: EventSink, operation: Operation) -> ApiRequest:
         """The next request; the conversation is compacted first when it would pass the threshold.
 
         A compaction that cannot be made is reported and the request goes as it is: it may
@@ -204,7 +205,7 @@ class ContextMeter:
         return last is None or size > last.tokens_after + window // 10
 
     async def complete(
-        self, request: dict[str, Any], tools: list[Tool], emit: EventSink, operation: Operation
+        self, request: ApiRequest, tools: list[Tool], emit: EventSink, operation: Operation
     ) -> ModelReply:
         """The model's reply; a request refused as too long leads to one compaction and a retry,
         one refused for its server-side compaction to a retry without it."""
@@ -258,10 +259,10 @@ class ContextMeter:
     def adopt_server_compaction(self, reply: ModelReply, emit: EventSink) -> None:
         """The endpoint compacted everything before this reply: its summary becomes ours (so the
         transcript, resume and export treat it like any compaction) and leaves the reply."""
-        compactions = [block for block in reply.content if block.get("type") == "compaction"]
+        compactions = [block for block in reply.content if is_compaction(block)]
         if not compactions:
             return
-        reply.content = [block for block in reply.content if block.get("type") != "compaction"]
+        reply.content = [block for block in reply.content if not is_compaction(block)]
         summary = str(compactions[-1].get("content") or "").strip()
         if not summary:
             return  # a compaction that failed: the endpoint treats it as nothing

@@ -7,10 +7,10 @@ real count of the last request comes with its usage.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from cmdop_tui.agent.history import Message, blocks_of
+from cmdop_tui.agent.messages import Message, blocks_of, is_tool_result
 
 CHARS_PER_TOKEN = 4
 
@@ -34,14 +34,16 @@ class ContextUsage:
         return self.system_and_tools + self.summary + self.conversation + self.tool_outputs
 
 
-def measure(system: str, tools: list[dict[str, Any]], messages: list[Message], summary: str = "") -> ContextUsage:
+def measure(
+    system: str, tools: Sequence[Mapping[str, object]], messages: list[Message], summary: str = ""
+) -> ContextUsage:
     """Estimate what a request made of these parts holds."""
     outputs = 0
     rest = 0
     for message in messages:
         for block in blocks_of(message):
             size = estimate_tokens(json.dumps(block, ensure_ascii=False))
-            if block.get("type") == "tool_result":
+            if is_tool_result(block):
                 outputs += size
             else:
                 rest += size

@@ -19,9 +19,10 @@ from cmdop_tui.agent.agent_config import AgentConfig
 from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
-from cmdop_tui.agent.history import CANCELLED_RESULT, Block, Conversation, blocks_of, tool_result_block
+from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation
 from cmdop_tui.agent.llm import EventSink, ModelReply
 from cmdop_tui.agent.loop_mode import RepeatGuard
+from cmdop_tui.agent.messages import ToolResultBlock, blocks_of, result_for, tool_result_block
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import SandboxRefusal
@@ -52,7 +53,7 @@ class ToolExecutor:
 
     def __init__(self, host: ToolHost) -> None:
         self.host = host
-        self.finished: dict[str, Block] = {}
+        self.finished: dict[str, ToolResultBlock] = {}
         self._approval_lock = asyncio.Lock()
 
     async def execute(
@@ -96,9 +97,8 @@ class ToolExecutor:
         """The whole output of an earlier tool call of this session (for `recall`), also one a
         compaction took out of the conversation (from the transcript, where there is one)."""
         for message in self.host.conversation.messages:
-            for block in blocks_of(message):
-                if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
-                    return result_text(block)
+            if (block := result_for(blocks_of(message), call_id)) is not None:
+                return result_text(block)
         return self.host.recall_fallback(call_id) if self.host.recall_fallback is not None else None
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:

@@ -14,10 +14,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeGuard
 
-Message = dict[str, Any]
-Block = dict[str, Any]
+from cmdop_tui.agent.messages import (
+    Block,
+    Message,
+    OperationRecord,
+    Role,
+    TextBlock,
+    ToolResultBlock,
+    are_blocks,
+    are_messages,
+    blocks_of,
+    is_text,
+    is_tool_result,
+    is_tool_use,
+    text_block,
+    tool_result_block,
+    tool_results,
+    tool_uses,
+)
 
 CANCELLED_RESULT = "Cancelled by the user before this tool call finished."
 SUMMARY_OPEN = "<conversation-summary>"
@@ -28,40 +44,22 @@ SUMMARY_PREAMBLE = (
 )
 
 
-def text_block(text: str) -> Block:
-    return {"type": "text", "text": text}
-
-
-def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> Block:
-    block: Block = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
-    if is_error:
-        block["is_error"] = True
-    return block
-
-
-def blocks_of(message: Mapping[str, Any]) -> list[Block]:
-    content = message.get("content")
-    if isinstance(content, str):
-        return [text_block(content)] if content else []
-    return list(content or [])
-
-
-def tool_use_ids(message: Mapping[str, Any]) -> list[str]:
+def tool_use_ids(message: Mapping[str, object]) -> list[str]:
     if message.get("role") != "assistant":
         return []
-    return [b["id"] for b in blocks_of(message) if b.get("type") == "tool_use"]
+    return [b["id"] for b in tool_uses(blocks_of(message))]
 
 
-def tool_result_ids(message: Mapping[str, Any]) -> list[str]:
+def tool_result_ids(message: Mapping[str, object]) -> list[str]:
     if message.get("role") != "user":
         return []
-    return [b["tool_use_id"] for b in blocks_of(message) if b.get("type") == "tool_result"]
+    return [b["tool_use_id"] for b in tool_results(blocks_of(message))]
 
 
 CURRENT_REQUEST_LABEL = "The user's current request, verbatim:"
 
 
-def summary_block(summary: str, current_request: str | None = None) -> Block:
+def summary_block(summary: str, current_request: str | None = None) -> TextBlock:
     """The text block that stands for the compacted head of a conversation."""
     parts = [SUMMARY_OPEN, SUMMARY_PREAMBLE, "", summary.strip()]
     if current_request:
@@ -69,8 +67,8 @@ def summary_block(summary: str, current_request: str | None = None) -> Block:
     return text_block("\n".join([*parts, SUMMARY_CLOSE]))
 
 
-def is_summary_block(block: Mapping[str, Any]) -> bool:
-    return block.get("type") == "text" and str(block.get("text", "")).startswith(SUMMARY_OPEN)
+def is_summary_block(block: object) -> TypeGuard[TextBlock]:
+    return is_text(block) and str(block.get("text", "")).startswith(SUMMARY_OPEN)
 
 
 def summary_of(messages: Sequence[Message]) -> str | None:
@@ -95,13 +93,8 @@ def previous_summary(messages: Sequence[Message]) -> str:
 
 def without_summaries(messages: Iterable[Message]) -> list[Message]:
     """`messages` with the summary blocks taken out (and messages left empty dropped)."""
-    kept = [{**m, "content": [b for b in blocks_of(m) if not is_summary_block(b)]} for m in messages]
+    kept: list[Message] = [{**m, "content": [b for b in blocks_of(m) if not is_summary_block(b)]} for m in messages]
     return [m for m in kept if m["content"]]
-
-
-def message_text(message: Mapping[str, Any]) -> str:
-    """The plain text of a message (text blocks only)."""
-    return "".join(b.get("text", "") for b in blocks_of(message) if b.get("type") == "text")
 
 
 # --- sanitize ------------------------------------------------------------------------------
@@ -120,12 +113,12 @@ def _is_valid(messages: Sequence[Message]) -> bool:
             return False
         blocks = content if isinstance(content, list) else ()
         if role == "user":
-            answered = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+            answered = {b.get("tool_use_id") for b in tool_results(blocks)}
             if answered != asked:
                 return False
             asked = set()
         else:
-            asked = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+            asked = {b.get("id") for b in tool_uses(blocks)}
         previous_role = role
     return not asked
 
@@ -136,13 +129,11 @@ def _drop_unpaired_tool_blocks(messages: Sequence[Message]) -> list[Message]:
     for index, message in enumerate(messages):
         blocks = blocks_of(message)
         if message.get("role") == "assistant":
-            following = messages[index + 1] if index + 1 < len(messages) else {}
-            answered = set(tool_result_ids(following))
-            blocks = [b for b in blocks if b.get("type") != "tool_use" or b.get("id") in answered]
+            answered = set(tool_result_ids(messages[index + 1])) if index + 1 < len(messages) else set()
+            blocks = [b for b in blocks if not is_tool_use(b) or b.get("id") in answered]
         elif message.get("role") == "user":
-            preceding = messages[index - 1] if index > 0 else {}
-            asked = set(tool_use_ids(preceding))
-            blocks = [b for b in blocks if b.get("type") != "tool_result" or b.get("tool_use_id") in asked]
+            asked = set(tool_use_ids(messages[index - 1])) if index > 0 else set()
+            blocks = [b for b in blocks if not is_tool_result(b) or b.get("tool_use_id") in asked]
         kept.append({**message, "content": blocks})
     return kept
 
@@ -168,8 +159,8 @@ def merge_adjacent(messages: Iterable[Message]) -> list[Message]:
 
 
 def _tool_results_first(blocks: list[Block]) -> list[Block]:
-    results = [b for b in blocks if b.get("type") == "tool_result"]
-    return results + [b for b in blocks if b.get("type") != "tool_result"]
+    results: list[Block] = [b for b in blocks if is_tool_result(b)]
+    return results + [b for b in blocks if not is_tool_result(b)]
 
 
 def sanitize(messages: Sequence[Message]) -> list[Message]:
@@ -202,10 +193,10 @@ class Conversation:
     """
 
     messages: list[Message] = field(default_factory=list)
-    listeners: list[Callable[[dict[str, Any]], None]] = field(default_factory=list, compare=False, repr=False)
+    listeners: list[Callable[[OperationRecord], None]] = field(default_factory=list, compare=False, repr=False)
 
     def append_user(self, content: str | list[Block]) -> None:
-        blocks = [text_block(content)] if isinstance(content, str) else list(content)
+        blocks: list[Block] = [text_block(content)] if isinstance(content, str) else list(content)
         if not blocks:
             return
         self._append("user", blocks)
@@ -218,11 +209,11 @@ class Conversation:
         if results:
             self._append("user", results)
 
-    def _append(self, role: str, blocks: list[Block]) -> None:
+    def _append(self, role: Role, blocks: list[Block]) -> None:
         self._merge_in(role, blocks)
         self._tell({"op": "append", "role": role, "blocks": blocks})
 
-    def _merge_in(self, role: str, blocks: list[Block]) -> None:
+    def _merge_in(self, role: Role, blocks: list[Block]) -> None:
         if self.messages and self.messages[-1]["role"] == role:
             merged = self.messages[-1]["content"] + blocks
             if role == "user":
@@ -237,7 +228,7 @@ class Conversation:
             return []
         return tool_use_ids(self.messages[-1])
 
-    def close_open_tool_calls(self, done: Mapping[str, Block], note: str = CANCELLED_RESULT) -> None:
+    def close_open_tool_calls(self, done: Mapping[str, ToolResultBlock], note: str = CANCELLED_RESULT) -> None:
         """Answer every open tool call: with its result if it finished, else with an error `note`.
 
         This is the cancel repair: after it the history is valid for the next request.
@@ -248,7 +239,7 @@ class Conversation:
                 [done.get(call_id) or tool_result_block(call_id, note, is_error=True) for call_id in open_ids]
             )
 
-    def compact(self, summary: Block, drop: int, **facts: Any) -> None:
+    def compact(self, summary: TextBlock, drop: int, **facts: object) -> None:
         """Replace the first `drop` messages by one user message holding `summary` (a compaction).
 
         `facts` (sizes, counts) travel with the record for the transcript; replaying needs only
@@ -257,7 +248,7 @@ class Conversation:
         self._compact(summary, drop)
         self._tell({"op": "compact", "summary": summary, "drop": drop, **facts})
 
-    def _compact(self, summary: Block, drop: int) -> None:
+    def _compact(self, summary: TextBlock, drop: int) -> None:
         self.messages[:] = merge_adjacent([{"role": "user", "content": [summary]}, *self.messages[drop:]])
 
     def retract(self, blocks: int) -> None:
@@ -283,20 +274,29 @@ class Conversation:
         self.messages.clear()
         self._tell({"op": "clear"})
 
-    def apply(self, record: Mapping[str, Any]) -> None:
-        """Replay one operation record (without telling the listeners again)."""
-        op = record.get("op")
-        if op == "append":
-            self._merge_in(str(record["role"]), list(record["blocks"]))
-        elif op == "replace":
-            self.messages[:] = list(record["messages"])
+    def apply(self, record: Mapping[str, object]) -> None:
+        """Replay one operation record (without telling the listeners again).
+
+        The record was checked when it was read (`transcripts/records.py`); a field of the wrong
+        shape makes the record a no-op rather than a corrupt history.
+        """
+        op, role, blocks = record.get("op"), record.get("role"), record.get("blocks")
+        if op == "append" and role in ("user", "assistant") and are_blocks(blocks):
+            self._merge_in("user" if role == "user" else "assistant", list(blocks))
+        elif op == "replace" and are_messages(messages := record.get("messages")):
+            self.messages[:] = list(messages)
         elif op == "clear":
             self.messages.clear()
-        elif op == "compact":
-            self._compact(dict(record["summary"]), int(record["drop"]))
+        elif op == "compact" and is_text(summary := record.get("summary")):
+            self._compact(summary.copy(), _count(record.get("drop")))
         elif op == "retract":
-            self._retract(int(record["blocks"]))
+            self._retract(_count(record.get("blocks")))
 
-    def _tell(self, record: dict[str, Any]) -> None:
+    def _tell(self, record: OperationRecord) -> None:
         for listener in self.listeners:
             listener(record)
+
+
+def _count(value: object) -> int:
+    """A record's count field (`drop`, `blocks`) as an int, as `int()` reads it."""
+    return int(value) if isinstance(value, int | float | str) else 0

@@ -7,12 +7,12 @@ the last request's usage, the warning given once at 80 %).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from cmdop_tui.agent.agent_config import LoopConfig
 from cmdop_tui.agent.budget import WARN_AT, estimate_cost, estimate_request_cost, format_usd
 from cmdop_tui.agent.events import BudgetWarning, Usage
 from cmdop_tui.agent.llm import EventSink
+from cmdop_tui.agent.messages import ApiRequest
 
 
 class Ledger:
@@ -24,7 +24,7 @@ class Ledger:
         self.last_usage: Usage | None = None
         self._budget_warned = False
 
-    def over_budget(self, request: dict[str, Any], emit: EventSink) -> str | None:
+    def over_budget(self, request: ApiRequest, emit: EventSink) -> str | None:
         """Why the next request must not be sent (it would take the session past its budget).
 
         The warning comes when the session is about to pass 80 % of it; not when this request

@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 import httpx2
@@ -23,7 +23,18 @@ from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_aft
 
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage
-from cmdop_tui.agent.history import Block
+from cmdop_tui.agent.messages import (
+    ApiRequest,
+    Block,
+    JsonObject,
+    ToolUseBlock,
+    is_compaction,
+    is_text,
+    is_thinking,
+    is_tool_use,
+    text_of,
+    tool_uses,
+)
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 
 EventSink = Callable[[Event], None]
@@ -47,12 +58,12 @@ class ModelReply:
     input_errors: dict[str, str] = field(default_factory=dict)
 
     @property
-    def tool_calls(self) -> list[Block]:
-        return [b for b in self.content if b.get("type") == "tool_use"]
+    def tool_calls(self) -> list[ToolUseBlock]:
+        return tool_uses(self.content)
 
     @property
     def text(self) -> str:
-        return "".join(b.get("text", "") for b in self.content if b.get("type") == "text")
+        return "".join(text_of(b) for b in self.content)
 
 
 # --- errors --------------------------------------------------------------------------------
@@ -190,7 +201,7 @@ class ReplyAssembler:
 
     def _on_content_block_start(self, event: Any) -> None:
         block = _block_to_param(event.content_block)
-        if block.get("type") == "tool_use":
+        if is_tool_use(block):
             block["input"] = {}
         self._blocks[event.index] = _BlockBuilder(block)
 
@@ -199,27 +210,30 @@ class ReplyAssembler:
         if builder is None:
             return
         delta, block = event.delta, builder.block
+        # A delta extends the block its index opened, which is of the delta's kind.
         if delta.type == "text_delta":
-            block["text"] = block.get("text", "") + delta.text
+            if is_text(block):
+                block["text"] = block.get("text", "") + delta.text
             self._emit(Token(delta.text))
         elif delta.type == "thinking_delta":
-            block["thinking"] = block.get("thinking", "") + delta.thinking
+            if is_thinking(block):
+                block["thinking"] = block.get("thinking", "") + delta.thinking
             self._emit(Thinking(delta.thinking))
-        elif delta.type == "signature_delta":
+        elif delta.type == "signature_delta" and is_thinking(block):
             block["signature"] = delta.signature
         elif delta.type == "input_json_delta":
             builder.partial_json += delta.partial_json
-        elif delta.type == "compaction_delta":  # server-side compaction: the summary
+        elif delta.type == "compaction_delta" and is_compaction(block):  # server-side compaction: the summary
             block["content"] = (block.get("content") or "") + (delta.content or "")
 
     def _on_content_block_stop(self, event: Any) -> None:
         builder = self._blocks.get(event.index)
-        if builder is None or builder.block.get("type") != "tool_use":
+        if builder is None or not is_tool_use(block := builder.block):
             return
         parsed, error = parse_tool_input(builder.partial_json)
-        builder.block["input"] = parsed
+        block["input"] = parsed
         if error:
-            self.input_errors[builder.block["id"]] = error
+            self.input_errors[block["id"]] = error
 
     def _on_message_delta(self, event: Any) -> None:
         self.stop_reason = event.delta.stop_reason or self.stop_reason
@@ -252,7 +266,7 @@ class ReplyAssembler:
         )
 
 
-def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
+def parse_tool_input(raw: str) -> tuple[JsonObject, str | None]:
     """The tool input object, or ({}, why not) for malformed JSON from the model."""
     if not raw.strip():
         return {}, None
@@ -266,7 +280,7 @@ def parse_tool_input(raw: str) -> tuple[dict[str, Any], str | None]:
 
 
 def _is_empty_text(block: Block) -> bool:
-    return block.get("type") == "text" and not block.get("text")
+    return is_text(block) and not block.get("text")
 
 
 def _block_to_param(block: Any) -> Block:
@@ -280,8 +294,9 @@ def _block_to_param(block: Any) -> Block:
         return {"type": "redacted_thinking", "data": block.data}
     if kind == "tool_use":
         return {"type": "tool_use", "id": block.id, "name": block.name, "input": dict(block.input or {})}
-    dumped: dict[str, Any] = block.model_dump(exclude_none=True)
-    return dumped
+    # Another kind (a server tool's call or result, a compaction) goes back as the API sent it:
+    # the guards know it by its tag, and no other code reads its fields.
+    return cast("Block", block.model_dump(exclude_none=True))
 
 
 def reply_from_message(message: Any) -> ModelReply:
@@ -319,7 +334,7 @@ class ModelClient:
         self.retry = retry
         self.stream = stream
 
-    async def complete(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+    async def complete(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
         """One model reply, retried as the policy says; raises the last error when out of attempts."""
 
         def announce(state: RetryCallState) -> None:
@@ -339,7 +354,7 @@ class ModelClient:
         )
         return await retrying(self._attempt, request, emit, operation)
 
-    async def _attempt(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+    async def _attempt(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
         if not self.stream.enabled:
             return await self._call_once(request, operation)
         try:
@@ -350,16 +365,16 @@ class ModelClient:
                 return await self._call_once(request, operation)
             raise
 
-    def _create(self, request: dict[str, Any]) -> Any:
+    def _create(self, request: ApiRequest) -> Any:
         """The SDK's create: the beta one for a request that names betas (server-side compaction)."""
         return self.client.beta.messages.create if "betas" in request else self.client.messages.create
 
-    async def _call_once(self, request: dict[str, Any], operation: Operation) -> ModelReply:
+    async def _call_once(self, request: ApiRequest, operation: Operation) -> ModelReply:
         timeout = operation.bound(self.stream.request_timeout_s)
         message = await self._create(request)(**request, timeout=timeout)
         return reply_from_message(message)
 
-    async def _stream_once(self, request: dict[str, Any], emit: EventSink, operation: Operation) -> ModelReply:
+    async def _stream_once(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
         assembler = ReplyAssembler(emit)
         first_wait = operation.bound(self.stream.first_event_timeout_s)
         stream = await self._create(request)(**request, stream=True, timeout=first_wait)
@@ -380,7 +395,7 @@ class ModelClient:
             raise DeadStreamError("the stream ended before message_stop")
         return assembler.reply()
 
-    async def classify(self, request: dict[str, Any], operation: Operation) -> str:
+    async def classify(self, request: ApiRequest, operation: Operation) -> str:
         """A short non-streamed call for the intent router; returns the reply text."""
         reply = await self._call_once(request, operation)
         return reply.text

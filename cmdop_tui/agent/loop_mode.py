@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from cmdop_tui.agent.history import Block, Conversation, Message, blocks_of, merge_adjacent
+from cmdop_tui.agent.history import Conversation, merge_adjacent
+from cmdop_tui.agent.messages import Block, Message, blocks_of, is_text
 
 DEFAULT_LOOP_MESSAGE = (
     "Proceed. You CAN run code on my machine. If the entire task I asked for is done, say exactly "
@@ -43,12 +44,12 @@ def contains_breaker(text: str, breakers: Sequence[str]) -> bool:
 
 
 def _is_loop_block(block: Block, loop_message: str) -> bool:
-    return block.get("type") == "text" and block.get("text") == loop_message
+    return is_text(block) and block.get("text") == loop_message
 
 
 def remove_loop_messages(messages: Sequence[Message], loop_message: str) -> list[Message]:
     """History without earlier loop messages, and with the assistant replies around them merged."""
-    kept = [
+    kept: list[Message] = [
         {**m, "content": [b for b in blocks_of(m) if not _is_loop_block(b, loop_message)]} if m["role"] == "user" else m
         for m in messages
     ]

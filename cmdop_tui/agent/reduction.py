@@ -15,12 +15,21 @@ Only the request changes; the conversation (and so the transcript) keeps every o
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from cmdop_tui.agent.context_usage import estimate_tokens
-from cmdop_tui.agent.history import Block, Message, blocks_of
+from cmdop_tui.agent.messages import (
+    Block,
+    Message,
+    ToolResultBlock,
+    ToolUseBlock,
+    blocks_of,
+    is_tool_result,
+    result_content_text,
+    tool_results,
+    tool_uses,
+)
 
 STUB_ARGUMENTS_CHARS = 80  # of the call's arguments, in a stub
 
@@ -45,7 +54,7 @@ class OutputReducer:
         """`messages` as the request should carry them; `estimate` is the request's size."""
         self.freed = 0
         batch = self._clear_a_batch(messages, window) if window and estimate > self.policy.reduce_at * window else set()
-        calls = {block["id"]: block for block in _blocks(messages, "tool_use")}
+        calls = {block["id"]: block for block in tool_uses(_blocks(messages))}
         first_with: dict[str, str] = {}  # output -> the first call that gave it
         reduced: list[Message] = []
         for message in messages:
@@ -68,24 +77,31 @@ class OutputReducer:
         self.cleared |= set(batch)
         return set(batch)
 
-    def _worth_a_stub(self, block: Block) -> bool:
+    def _worth_a_stub(self, block: ToolResultBlock) -> bool:
         return len(result_text(block)) >= self.policy.min_output_chars
 
-    def _reduced(self, block: Block, calls: dict[str, Block], first_with: dict[str, str]) -> Block:
-        if block.get("type") != "tool_result":
+    def _reduced(self, block: Block, calls: dict[str, ToolUseBlock], first_with: dict[str, str]) -> Block:
+        if not is_tool_result(block):
             return block
         call_id, text = block["tool_use_id"], result_text(block)
         if call_id in self.cleared:
-            return {**block, "content": stub(calls.get(call_id), call_id, text)}
+            return _with_content(block, stub(calls.get(call_id), call_id, text))
         if len(text) < self.policy.min_output_chars:
             return block
         first = first_with.setdefault(text, call_id)
         if first == call_id:
             return block
-        return {**block, "content": f"[the same output as call {first} above, word for word]"}
+        return _with_content(block, f"[the same output as call {first} above, word for word]")
 
 
-def stub(call: Block | None, call_id: str, text: str) -> str:
+def _with_content(block: ToolResultBlock, content: str) -> ToolResultBlock:
+    """A copy of the result `block` that says `content` instead."""
+    sent = block.copy()
+    sent["content"] = content
+    return sent
+
+
+def stub(call: ToolUseBlock | None, call_id: str, text: str) -> str:
     """The one line a cleared output is sent as."""
     name = call.get("name", "a tool") if call else "a tool"
     given = call.get("input") if call else None
@@ -103,23 +119,20 @@ def _tokens(block: Block) -> int:
     return estimate_tokens(json.dumps(block, ensure_ascii=False))
 
 
-def _old_results(messages: list[Message], keep_turns: int) -> list[Block]:
+def _old_results(messages: list[Message], keep_turns: int) -> list[ToolResultBlock]:
     """Tool results older than the last `keep_turns` assistant turns."""
     assistant_turns = [i for i, message in enumerate(messages) if message["role"] == "assistant"]
     if len(assistant_turns) <= keep_turns:
         return []
     boundary = assistant_turns[-keep_turns] if keep_turns else len(messages)
-    return list(_blocks(messages[:boundary], "tool_result"))
+    return tool_results(_blocks(messages[:boundary]))
 
 
-def _blocks(messages: list[Message], kind: str) -> Iterator[Block]:
+def _blocks(messages: list[Message]) -> Iterator[Block]:
     for message in messages:
-        yield from (block for block in blocks_of(message) if block.get("type") == kind)
+        yield from blocks_of(message)
 
 
-def result_text(block: Block) -> str:
+def result_text(block: Mapping[str, object]) -> str:
     """What a tool_result block says, as text."""
-    content: Any = block.get("content")
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+    return result_content_text(block.get("content"))

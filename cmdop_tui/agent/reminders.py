@@ -5,9 +5,10 @@ Today: the model's own checklist (the latest `todo` call), so the plan stays in 
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard
+from collections.abc import Mapping
+from typing import TypeGuard
 
-from cmdop_tui.agent.history import Message, blocks_of, text_block
+from cmdop_tui.agent.messages import Message, blocks_of, is_tool_use, text_block
 from cmdop_tui.tools.todo import STATUSES, render_checklist
 
 CHECKLIST_TOOL = "todo"
@@ -17,14 +18,14 @@ def latest_checklist(messages: list[Message]) -> str | None:
     """The checklist of the latest valid `todo` call of the conversation, rendered (None: none)."""
     for message in reversed(messages):
         for block in reversed(blocks_of(message)):
-            if block.get("type") == "tool_use" and block.get("name") == CHECKLIST_TOOL:
+            if is_tool_use(block) and block.get("name") == CHECKLIST_TOOL:
                 items = (block.get("input") or {}).get("items")
                 if _valid(items):
                     return render_checklist(items)
     return None
 
 
-def _valid(items: object) -> TypeGuard[list[dict[str, Any]]]:
+def _valid(items: object) -> TypeGuard[list[Mapping[str, object]]]:
     """A list the todo tool accepted (a refused call leaves no checklist behind)."""
     return isinstance(items, list) and all(
         isinstance(item, dict) and isinstance(item.get("text"), str) and item.get("status") in STATUSES

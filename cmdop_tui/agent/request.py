@@ -12,15 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cmdop_tui.agent.context import split_at_boundary
-from cmdop_tui.agent.history import Message
+from cmdop_tui.agent.messages import ApiRequest, CacheControl, Message, TextBlock, text_block
 from cmdop_tui.tools.base import Tool
 
 MAX_CACHE_BREAKPOINTS = 4
 HISTORY_BREAKPOINTS = 2
-EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL: CacheControl = {"type": "ephemeral"}
 MIN_ANSWER_TOKENS = 1024  # room left for the answer when a thinking budget is set
 COMPACTION_BETA = "compact-2026-01-12"  # server-side compaction: the `compact_20260112` edit
 
@@ -34,18 +33,20 @@ class RequestOptions:
     server_compaction_at: int | None = None  # input tokens past which the endpoint compacts (beta)
 
 
-def system_blocks(system_prompt: str) -> list[dict[str, Any]]:
+def system_blocks(system_prompt: str) -> list[TextBlock]:
     """The system prompt as text blocks, with a breakpoint closing the static prefix."""
     static, rest = split_at_boundary(system_prompt)
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": static, "cache_control": EPHEMERAL}]
+    blocks: list[TextBlock] = [{"type": "text", "text": static, "cache_control": EPHEMERAL}]
     if rest:
-        blocks.append({"type": "text", "text": rest})
+        blocks.append(text_block(rest))
     return blocks
 
 
 def _with_breakpoint(message: Message) -> Message:
     content = list(message["content"])
-    content[-1] = {**content[-1], "cache_control": EPHEMERAL}
+    marked = content[-1].copy()
+    marked["cache_control"] = EPHEMERAL
+    content[-1] = marked
     return {**message, "content": content}
 
 
@@ -64,11 +65,11 @@ def with_history_breakpoints(messages: Sequence[Message], count: int = HISTORY_B
 
 def build_request(
     options: RequestOptions, system_prompt: str, messages: Sequence[Message], tools: Sequence[Tool]
-) -> dict[str, Any]:
+) -> ApiRequest:
     """Keyword arguments for `client.messages.create`."""
     system = system_blocks(system_prompt)
     history_budget = min(HISTORY_BREAKPOINTS, MAX_CACHE_BREAKPOINTS - 1)
-    request: dict[str, Any] = {
+    request: ApiRequest = {
         "model": options.model,
         "max_tokens": options.max_tokens,
         "system": system,

@@ -22,7 +22,7 @@ from outside through `Runner.reconfigure`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +35,11 @@ from cmdop_tui.agent.context_meter import ContextMeter, describe_failure
 from cmdop_tui.agent.context_usage import ContextUsage
 from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued, TurnStarted, Usage
 from cmdop_tui.agent.executor import ToolExecutor
-from cmdop_tui.agent.history import Conversation, message_text
+from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply, describe_error
 from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_next_loop
+from cmdop_tui.agent.messages import ApiRequest, message_text
 from cmdop_tui.agent.outcome import Progress, RunResult, Status
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
@@ -241,8 +242,8 @@ class Runner:
         """The intent router: one cheap classifier call. Any failure routes to AGENT."""
         if not self.config.intent_router:
             return "agent"
-        last = self.conversation.messages[-1] if self.conversation.messages else {}
-        request = {
+        last: Mapping[str, object] = self.conversation.messages[-1] if self.conversation.messages else {}
+        request: ApiRequest = {
             "model": self.config.router_model or self.config.model,
             "max_tokens": 8,
             "system": INTENT_SYSTEM_PROMPT,

@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import Event
-from cmdop_tui.agent.history import Message
+from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings, load_settings
 from cmdop_tui.machines.spec import MachineSpec

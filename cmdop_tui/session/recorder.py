@@ -8,7 +8,8 @@ from typing import Any
 
 from cmdop_tui import transcripts
 from cmdop_tui.agent.events import Event
-from cmdop_tui.agent.history import Message, summary_of
+from cmdop_tui.agent.history import summary_of
+from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import Runner
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.secrets import configured_secrets

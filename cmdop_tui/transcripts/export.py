@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from cmdop_tui.agent.history import Message, blocks_of, is_summary_block
+from cmdop_tui.agent.history import is_summary_block
+from cmdop_tui.agent.messages import Message, blocks_of, is_kind, is_text, is_tool_result, is_tool_use, kind_of
 from cmdop_tui.support.secrets import Redactor
 
 _BACKTICKS = re.compile(r"`{3,}+")
@@ -40,10 +41,9 @@ def export_markdown(
     for message in messages:
         role = message.get("role")
         for block in blocks_of(message):
-            kind = block.get("type")
-            if kind in _NOT_EXPORTED:
+            if is_kind(block, _NOT_EXPORTED):
                 continue
-            if kind == "tool_result":
+            if is_tool_result(block):
                 out += _result_markdown(block, redactor, tool_names)
                 continue
             if is_summary_block(block):
@@ -73,11 +73,11 @@ def _result_markdown(block: Mapping[str, Any], redactor: Redactor, tool_names: M
 
 def _block_markdown(block: Mapping[str, Any], redactor: Redactor, tool_names: dict[str, str]) -> list[str]:
     """One text, tool call or other block of a turn; records each tool call's name in `tool_names`."""
-    kind = block.get("type")
-    if kind == "text":
+    kind = kind_of(block)
+    if is_text(block):
         text = redactor.text(str(block.get("text", ""))).strip()
         return [text, ""] if text else []
-    if kind == "tool_use":
+    if is_tool_use(block):
         name = str(block.get("name", "tool"))
         tool_names[str(block.get("id"))] = name
         return [f"**Tool call** `{name}`", "", *_fence(_json_text(block.get("input", {}), redactor), "json"), ""]
@@ -100,7 +100,7 @@ def _result_text(content: Any) -> str:
     if isinstance(content, list):
         parts = []
         for item in content:
-            if isinstance(item, dict) and item.get("type") == "text":
+            if is_text(item):
                 parts.append(str(item.get("text", "")))
             elif isinstance(item, dict):
                 parts.append(f"[{item.get('type', 'content')}]")

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from cmdop_tui.agent.messages import OperationRecord, is_text
 from cmdop_tui.transcripts.paths import session_directory, session_files
 from cmdop_tui.transcripts.records import (
     APPEND_ASSISTANT_PREFIX,
@@ -104,7 +105,7 @@ class _Summary:
     count goes up only when the role changes.
     """
 
-    header: dict[str, Any] = field(default_factory=dict)
+    header: OperationRecord = field(default_factory=dict)
     title: str | None = None
     count: int = 0
     last_role: str | None = None
@@ -131,14 +132,15 @@ class _Summary:
             if record is not None:
                 self.title = _prompt_text({"content": record.get("blocks")}) or None
 
-    def _other(self, record: dict[str, Any]) -> None:
+    def _other(self, record: OperationRecord) -> None:
         op = record["op"]
         if op == "session" and not self.header:
             self.header = record
-        elif op == "replace" and isinstance(record.get("messages"), list):
-            self._replace(record["messages"])
-        elif op == "append" and record.get("role") in ROLES and valid_blocks(record.get("blocks")) and record["blocks"]:
-            self._message(record["role"])
+        elif op == "replace" and isinstance(messages := record.get("messages"), list):
+            self._replace(messages)
+        elif op == "append" and isinstance(role := record.get("role"), str) and role in ROLES:
+            if valid_blocks(blocks := record.get("blocks")) and blocks:
+                self._message(role)
 
     def _replace(self, messages: list[Any]) -> None:
         if not all(valid_message(m) for m in messages):
@@ -169,9 +171,7 @@ def _prompt_text(message: Mapping[str, Any]) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return " ".join(
-        b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
-    )
+    return " ".join(b["text"] for b in content if is_text(b) and isinstance(b.get("text"), str))
 
 
 def _shorten(text: str, limit: int = TITLE_LENGTH) -> str:

@@ -17,16 +17,16 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from cmdop_tui.agent.history import Conversation, Message, blocks_of, is_summary_block, without_summaries
+from cmdop_tui.agent.history import Conversation, is_summary_block, without_summaries
+from cmdop_tui.agent.messages import Message, OperationRecord, blocks_of, result_for
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.transcripts.paths import resolve
 from cmdop_tui.transcripts.records import ROLES, VERSION, parse_record, valid_blocks, valid_message
 from cmdop_tui.transcripts.repair import repair_history
 from cmdop_tui.transcripts.transcript import Transcript
 
-_NumberedRecord = tuple[int, dict[str, Any]]  # (line number from 1, record)
+_NumberedRecord = tuple[int, OperationRecord]  # (line number from 1, record)
 
 
 @dataclass(frozen=True)
@@ -35,12 +35,12 @@ class LoadedSession:
 
     id: str
     path: Path
-    header: dict[str, Any]
+    header: OperationRecord
     messages: list[Message]  # repaired: `sanitize(messages) == messages`
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[OperationRecord] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # what was skipped or repaired, for the user
     replayed: list[Message] = field(default_factory=list)  # the history as stored, before repair
-    repair_records: list[dict[str, Any]] = field(default_factory=list)  # ops turning replayed into messages
+    repair_records: list[OperationRecord] = field(default_factory=list)  # ops turning replayed into messages
     whole: list[Message] = field(default_factory=list)  # every message, compacted ones too (for export)
 
     @property
@@ -49,14 +49,14 @@ class LoadedSession:
 
     def conversation(self) -> Conversation:
         """A `Conversation` holding (a copy of) the repaired history."""
-        return Conversation(messages=[dict(m) for m in self.messages])
+        return Conversation(messages=[m.copy() for m in self.messages])
 
 
 @dataclass(frozen=True)
 class _Replay:
-    header: dict[str, Any]
+    header: OperationRecord
     messages: list[Message]
-    events: list[dict[str, Any]]
+    events: list[OperationRecord]
     whole: list[Message]
 
 
@@ -135,19 +135,17 @@ def _read_records(data: bytes) -> tuple[list[_NumberedRecord], list[str]]:
 
 def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
     """Rebuild the stored history and collect the header and events; what is skipped goes to `notes`."""
-    header: dict[str, Any] = {}
+    header: OperationRecord = {}
     conversation = Conversation()
-    events: list[dict[str, Any]] = []
+    events: list[OperationRecord] = []
     compacted: list[Message] = []  # what compactions took out of the conversation, with their summaries
     for number, record in records:
         op = record["op"]
         if op == "session":
             if not header:
                 header = record
-                if isinstance(record.get("version"), int) and record["version"] > VERSION:
-                    notes.append(
-                        f"written by a newer cmdop-tui (format version {record['version']}); read as version {VERSION}"
-                    )
+                if isinstance(version := record.get("version"), int) and version > VERSION:
+                    notes.append(f"written by a newer cmdop-tui (format version {version}); read as version {VERSION}")
         elif op == "event":
             events.append(record)
         elif op in ("append", "replace", "clear", "compact", "retract"):
@@ -156,8 +154,7 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
             if problem:
                 notes.append(f"line {number}: {problem}; skipped")
             elif op == "compact":
-                compacted += without_summaries(before[: record["drop"]])
-                compacted.append({"role": "user", "content": [record["summary"]]})
+                compacted += _taken_by_compaction(before, record)
             elif op == "clear":
                 compacted.clear()
         else:
@@ -165,7 +162,15 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
     return _Replay(header, conversation.messages, events, compacted + without_summaries(conversation.messages))
 
 
-def _apply(conversation: Conversation, record: dict[str, Any]) -> str | None:
+def _taken_by_compaction(before: list[Message], record: OperationRecord) -> list[Message]:
+    """What a compaction (checked by `_apply`) took out of the conversation, then its summary."""
+    summary, drop = record.get("summary"), record.get("drop")
+    if not is_summary_block(summary) or not isinstance(drop, int):
+        return []
+    return [*without_summaries(before[:drop]), {"role": "user", "content": [summary]}]
+
+
+def _apply(conversation: Conversation, record: OperationRecord) -> str | None:
     """Replay one operation record; a description of what is wrong with it, or None."""
     op = record["op"]
     if op == "append":
@@ -203,9 +208,8 @@ def tool_output(session: str | Path, call_id: str, directory: Path | str | None 
         if needle not in line:
             continue
         record = parse_record(line)
-        if record is None or record.get("op") != "append" or not valid_blocks(record.get("blocks")):
+        if record is None or record.get("op") != "append" or not valid_blocks(blocks := record.get("blocks")):
             continue
-        for block in record["blocks"]:
-            if block.get("type") == "tool_result" and block.get("tool_use_id") == call_id:
-                return result_text(block)
+        if (block := result_for(blocks, call_id)) is not None:
+            return result_text(block)
     return None

@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
+
+from cmdop_tui.agent.messages import Block, OperationRecord, are_blocks
 
 VERSION = 1
 ROLES = ("user", "assistant")
@@ -61,7 +63,7 @@ def encode_record(record: Mapping[str, Any]) -> bytes:
         return (json.dumps(record, separators=(",", ":"), default=json_default) + "\n").encode("ascii")
 
 
-def parse_record(line: bytes) -> dict[str, Any] | None:
+def parse_record(line: bytes) -> OperationRecord | None:
     """The record on `line`; None when it is not JSON or not an object with a string ``op``."""
     try:
         record = json.loads(line)
@@ -70,9 +72,9 @@ def parse_record(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) and isinstance(record.get("op"), str) else None
 
 
-def valid_blocks(blocks: Any) -> bool:
+def valid_blocks(blocks: object) -> TypeGuard[list[Block]]:
     """Whether `blocks` is a list of content blocks, each a dict with a string ``type``."""
-    return isinstance(blocks, list) and all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks)
+    return are_blocks(blocks)
 
 
 def valid_message(message: Any) -> bool:

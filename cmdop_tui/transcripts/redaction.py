@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cmdop_tui.agent.history import blocks_of
+from cmdop_tui.agent.messages import OperationRecord, blocks_of, is_thinking
 from cmdop_tui.support.secrets import Redactor
 from cmdop_tui.transcripts.records import ROLES, json_default
 
@@ -24,7 +24,7 @@ class RecordRedactor:
 
     redactor: Redactor
 
-    def record(self, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    def record(self, record: Mapping[str, Any]) -> OperationRecord | None:
         """The record to store; None for an append left with no blocks (nothing to replay).
 
         Raises ValueError for a record without a string ``op`` or a malformed append/replace.
@@ -38,7 +38,7 @@ class RecordRedactor:
             return self._replace(record)
         return {"op": op, **self._json({k: v for k, v in record.items() if k != "op"})}
 
-    def _append(self, record: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _append(self, record: Mapping[str, Any]) -> OperationRecord | None:
         role, blocks = record.get("role"), record.get("blocks")
         if role not in ROLES or not isinstance(blocks, list):
             raise ValueError(f"malformed append record: {record!r:.{_RECORD_LIMIT}}")
@@ -48,7 +48,7 @@ class RecordRedactor:
         extra = {k: self._json(v) for k, v in record.items() if k not in ("op", "role", "blocks")}
         return {"op": "append", "role": role, "blocks": kept, **extra}
 
-    def _replace(self, record: Mapping[str, Any]) -> dict[str, Any]:
+    def _replace(self, record: Mapping[str, Any]) -> OperationRecord:
         messages = record.get("messages")
         if not isinstance(messages, list):
             raise ValueError(f"malformed replace record: {record!r:.{_RECORD_LIMIT}}")
@@ -59,7 +59,7 @@ class RecordRedactor:
     def _json(self, value: Any) -> Any:
         return self.redactor.json(value, json_default)
 
-    def _message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+    def _message(self, message: Mapping[str, Any]) -> OperationRecord:
         others = self._json({k: v for k, v in message.items() if k != "content"})
         return {**others, "content": self._blocks(blocks_of(message))}
 
@@ -68,7 +68,7 @@ class RecordRedactor:
         for block in blocks:
             if not isinstance(block, Mapping):
                 block = json_default(block)  # an SDK block object: its dict
-            if isinstance(block, Mapping) and block.get("type") == "thinking":
+            if is_thinking(block):
                 text = block.get("thinking")
                 if isinstance(text, str) and self.redactor.text(text) != text:
                     continue  # redacted thinking would no longer match its signature: drop it

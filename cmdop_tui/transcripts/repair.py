@@ -4,17 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from cmdop_tui.agent.history import (
-    Conversation,
-    Message,
-    blocks_of,
-    sanitize,
-    tool_result_block,
-    tool_result_ids,
-    tool_use_ids,
-)
+from cmdop_tui.agent.history import Conversation, sanitize, tool_result_ids, tool_use_ids
+from cmdop_tui.agent.messages import Message, OperationRecord, blocks_of, is_text, tool_result_block
 
 INTERRUPTED_RESULT = (
     "The session was interrupted before this tool call finished (the app stopped); "
@@ -27,7 +19,7 @@ class RepairedHistory:
     """A history made valid, how it was done, and what the user should hear about it."""
 
     messages: list[Message]  # `sanitize(messages) == messages`
-    records: list[dict[str, Any]]  # the operation records that turn the input into `messages`
+    records: list[OperationRecord]  # the operation records that turn the input into `messages`
     notes: list[str]
 
 
@@ -45,8 +37,8 @@ def repair_history(messages: Sequence[Message]) -> RepairedHistory:
     while they ran (or while their results were coming in). Each gets an ``is_error`` result
     saying the session was interrupted.
     """
-    conversation = Conversation(messages=[dict(m) for m in messages])
-    records: list[dict[str, Any]] = []
+    conversation = Conversation(messages=[m.copy() for m in messages])
+    records: list[OperationRecord] = []
     notes: list[str] = []
     conversation.listeners.append(records.append)
     missing = _open_tool_calls(conversation.messages)
@@ -59,7 +51,7 @@ def repair_history(messages: Sequence[Message]) -> RepairedHistory:
         notes.append("unpaired tool calls or results were dropped to make the history valid again")
     if not missing and conversation.messages and conversation.messages[-1]["role"] == "user":
         # Valid as it is (the next prompt joins this user turn), but worth telling.
-        if any(b.get("type") == "text" for b in blocks_of(conversation.messages[-1])):
+        if any(is_text(b) for b in blocks_of(conversation.messages[-1])):
             notes.append("the last prompt has no answer (the session stopped before the reply was stored)")
         else:
             notes.append("the session stopped before the model answered the last tool results")

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
 
+from cmdop_tui.agent.messages import OperationRecord
 from cmdop_tui.support.secrets import Redactor
 from cmdop_tui.transcripts.errors import SessionError, SessionLockedError
 from cmdop_tui.transcripts.paths import (
@@ -181,7 +182,7 @@ class Transcript:
         return f"Transcript({self.id!r}, path={str(self.path)!r}{', closed' if self.closed else ''})"
 
 
-def _header(session_id: str, **fields: str) -> dict[str, Any]:
+def _header(session_id: str, **fields: str) -> OperationRecord:
     """The ``session`` record that starts a file; `fields` are cwd and model when known."""
     created = datetime.now(UTC).isoformat(timespec="milliseconds")
     return {"op": "session", "version": VERSION, "id": session_id, "created": created, **fields}
@@ -256,7 +257,7 @@ def _last_line(fd: int, size: int) -> bytes:
     return tail
 
 
-def _read_header(fd: int) -> dict[str, Any] | None:
+def _read_header(fd: int) -> OperationRecord | None:
     first = b""
     offset = 0
     while b"\n" not in first and offset < _HEADER_LIMIT:

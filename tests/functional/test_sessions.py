@@ -19,15 +19,8 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from cmdop_tui.agent.history import (
-    Conversation,
-    Message,
-    sanitize,
-    text_block,
-    tool_result_block,
-    tool_result_ids,
-    tool_use_ids,
-)
+from cmdop_tui.agent.history import Conversation, sanitize, tool_result_ids, tool_use_ids
+from cmdop_tui.agent.messages import Message, text_block, tool_result_block
 from cmdop_tui.support.secrets import MARKER
 from cmdop_tui.transcripts import (
     INTERRUPTED_RESULT,

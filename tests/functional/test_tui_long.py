@@ -7,7 +7,8 @@ from fake_anthropic import text_reply
 from textual import events
 from tui_helpers import finish_turn, make_app, replies, submit, wait_until
 
-from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
+from cmdop_tui.agent.history import Conversation
+from cmdop_tui.agent.messages import text_block, tool_result_block
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.transcripts import Transcript
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply

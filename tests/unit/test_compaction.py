@@ -19,7 +19,8 @@ from cmdop_tui.agent.compaction import (
     split_point,
 )
 from cmdop_tui.agent.events import Cancelled, Compacted, CompactionStarted, Error, Final
-from cmdop_tui.agent.history import summary_block, summary_of, text_block, tool_result_block
+from cmdop_tui.agent.history import summary_block, summary_of
+from cmdop_tui.agent.messages import text_block, tool_result_block
 
 OUTPUT = "".join(f"line {n}: " + "x" * 70 + "\n" for n in range(100))  # ~8 kB, ~2k tokens
 

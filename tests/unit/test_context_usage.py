@@ -1,7 +1,7 @@
 """What fills the context, estimated by part."""
 
 from cmdop_tui.agent.context_usage import estimate_tokens, measure
-from cmdop_tui.agent.history import text_block, tool_result_block
+from cmdop_tui.agent.messages import text_block, tool_result_block
 
 
 def test_tool_outputs_are_counted_apart_from_the_conversation():

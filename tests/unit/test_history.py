@@ -1,13 +1,7 @@
 """The history invariants: sanitize, merge, conversation appends and cancel repair."""
 
-from cmdop_tui.agent.history import (
-    CANCELLED_RESULT,
-    Conversation,
-    merge_adjacent,
-    sanitize,
-    text_block,
-    tool_result_block,
-)
+from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation, merge_adjacent, sanitize
+from cmdop_tui.agent.messages import text_block, tool_result_block
 
 
 def user(*blocks):

@@ -1,4 +1,4 @@
-from cmdop_tui.agent.history import Conversation, text_block
+from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.loop_mode import (
     DEFAULT_LOOP_BREAKERS,
     RepeatGuard,
@@ -6,6 +6,7 @@ from cmdop_tui.agent.loop_mode import (
     prepare_next_loop,
     remove_loop_messages,
 )
+from cmdop_tui.agent.messages import text_block
 
 LOOP = "Proceed."
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator, Settings
-from cmdop_tui.agent.history import text_block, tool_result_block
+from cmdop_tui.agent.messages import text_block, tool_result_block
 from cmdop_tui.agent.reduction import OutputReducer, ReductionPolicy
 
 

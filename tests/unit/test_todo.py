@@ -7,7 +7,7 @@ import json
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator
-from cmdop_tui.agent.history import text_block
+from cmdop_tui.agent.messages import text_block
 from cmdop_tui.agent.reminders import latest_checklist, with_reminders
 
 PLAN = [

@@ -12,13 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.history import Message, blocks_of, is_summary_block, previous_summary
+from cmdop_tui.agent.history import is_summary_block, previous_summary
+from cmdop_tui.agent.messages import (
+    Block,
+    Message,
+    blocks_of,
+    is_text,
+    is_tool_result,
+    is_tool_use,
+    result_content_text,
+)
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
@@ -171,24 +179,21 @@ class ChatLog(VerticalScroll, can_focus=True):
             if isinstance(widget, AssistantReply):
                 widget.finish()
 
-    def _entry(self, role: str, block: dict[str, Any]) -> Widget | None:
+    def _entry(self, role: str, block: Block) -> Widget | None:
         """The chat entry for one block of a stored message (a tool result finishes its call's card)."""
-        kind = block.get("type")
-        if kind == "text" and role == "user":
+        if is_text(block) and role == "user":
             return UserMessage(block.get("text", ""))
-        if kind == "text":
+        if is_text(block):
             return AssistantReply(block.get("text", ""))
-        if kind == "tool_use":
+        if is_tool_use(block):
             used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
             used.status = "ok"
             self._records[used.call_id] = used
             card = ToolCard(used)
             self._cards[used.call_id] = card
             return card
-        if kind == "tool_result" and (answered := self._records.get(block.get("tool_use_id", ""))):
-            content = block.get("content")
-            text = content if isinstance(content, str) else "".join(b.get("text", "") for b in content or [])
-            answered.finish(text, bool(block.get("is_error")), 0.0)
+        if is_tool_result(block) and (answered := self._records.get(block.get("tool_use_id", ""))):
+            answered.finish(result_content_text(block.get("content")), bool(block.get("is_error")), 0.0)
         return None
 
     # --- streaming -----------------------------------------------------------------------------
