@@ -11,6 +11,7 @@ from typing import Any
 
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.placement import LOCAL, Placement
 
 
 @dataclass(frozen=True)
@@ -19,12 +20,19 @@ class ToolCall:
     name: str
     input: dict[str, Any]
     tool: Tool | None
-    machine: str = "local"  # where it runs: its `machine` argument, else the session's target
+    # where it runs: its `machine` argument, else the machines it fans out to, else the session's
+    # target (tools/placement.py `place`, computed once by the loop); permissions decide from it
+    placement: Placement = LOCAL
     escalation: SandboxRefusal | None = None  # asked again to run outside the sandbox: what it refused
     preview: str | None = None  # what it would change (a write's or an edit's diff), read before asking
     # Why only a person may decide this call (the floor could not tell what it does, and it could
     # reach a protected place); set by the gate before it asks. None: rules and modes may answer.
     person_only: str | None = None
+
+    @property
+    def machine(self) -> str:
+        """Where it runs, for people: the one machine's name, or "3 machines"."""
+        return self.placement.label
 
     @property
     def needs_person(self) -> bool:

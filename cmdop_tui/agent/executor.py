@@ -27,6 +27,7 @@ from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.placement import Placement
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
 
 
@@ -45,7 +46,7 @@ class ToolHost(Protocol):
     conversation: Conversation
     recall_fallback: Callable[[str], str | None] | None  # outputs compaction let go
 
-    def machine_label(self, call: ToolCall) -> str: ...
+    def placement(self, call: ToolCall) -> Placement: ...
 
 
 class ToolExecutor:
@@ -74,7 +75,7 @@ class ToolExecutor:
         repeated: str | None = None
         for block in reply.tool_calls:
             call = ToolCall(block["id"], block["name"], block.get("input") or {}, allowed.get(block["name"]))
-            call = replace(call, machine=self.host.machine_label(call))
+            call = replace(call, placement=self.host.placement(call))
             if repeated is not None or guard.observe(call.name, call.input):
                 repeated = repeated or call.name
                 self._record(call, ToolResult.error("Not run: this exact call repeated too many times in a row."))

@@ -43,8 +43,8 @@ from cmdop_tui.agent.messages import ApiRequest, message_text
 from cmdop_tui.agent.outcome import Progress, RunResult, Status
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
-from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.placement import Placement, place
 from cmdop_tui.tools.registry import ToolRegistry
 
 __all__ = ["AgentConfig", "EventSink", "RunResult", "Runner", "Status"]
@@ -307,26 +307,10 @@ class Runner:
         self.conversation.close_open_tool_calls(self.executor.finished)
         return repeated
 
-    def machine_label(self, call: ToolCall) -> str:
-        """Where a call runs, for display: its machine argument, else the session's target."""
-        named = call.input.get("machine") or call.input.get("hostname")
-        if isinstance(named, str) and named:
-            return self.machines.canonical(named) if self.machines is not None else named
-        hostnames = call.input.get("hostnames") or call.input.get("machines")
-        if isinstance(hostnames, list) and hostnames:
-            return self._fleet_label([str(name) for name in hostnames])
-        target = self.machines.target_name if self.machines is not None else None
-        return target or "local"
-
-    def _fleet_label(self, selectors: list[str]) -> str:
-        """The machines a fan-out names, counted after tags and groups are resolved."""
-        try:
-            chosen = [spec.name for spec in self.machines.inventory.select(selectors)] if self.machines else selectors
-        except MachineError:
-            chosen = selectors  # the tool itself will say which selector is unknown
-        if len(chosen) == 1:
-            return chosen[0]
-        return f"{len(chosen)} machines"
+    def placement(self, call: ToolCall) -> Placement:
+        """Where a call runs: its machine argument, else the machines it fans out to (tags and
+        groups resolved in the inventory), else the session's target."""
+        return place(call.input, self.machines)
 
     # --- endings -----------------------------------------------------------------------------
 

@@ -48,7 +48,7 @@ API
     The same for one shell command line.
 ``floor_violation(tool, args, *, spec=None) -> str | None``, ``check_command(command, *, cwd=None)``
     The floor's refusals alone: a reason the model can read, or None.
-``Rule``, ``Rule.parse(text, verdict)``; ``derive_rule(tool, args, machine, *, spec=None)``
+``Rule``, ``Rule.parse(text, verdict)``; ``derive_rule(tool, args, machine, *, placement=None, spec=None)``
     Rules and the rule "Allow always" would add (for a call over several machines, scoped to
     them: ``fanout_hosts(args)``, named for people by ``fanout_label(hosts)``).
 ``main_argument(tool, args, *, spec=None)``
@@ -60,13 +60,15 @@ API
 ``Permissions`` (thread-safe)
     ``Permissions.load(path=None, mode=None, *, audit_path=None, audit=True)``: the global rules
     file (default ``config_dir()/permissions.toml``); `mode` wins over the file's ``mode``.
-    ``decide(tool, args, *, machine=None, mutating=None, cwd=None, spec=None, selected=None,
-    scopes=()) -> Decision``: pure, records nothing (`selected`: the machines a fan-out's
-    selectors chose, each with the other names whose rules apply to it, ``{"db1": ["tag:db"]}``;
-    `scopes`: those names for a call on one machine). ``check(...)``: decide, then record. ``record(decision, tool, args,
+    ``decide(tool, args, *, machine=None, placement=None, mutating=None, cwd=None, spec=None)
+    -> Decision``: pure, records nothing (`placement`: where the call runs, ``Placement`` of
+    ``tools/placement.py``: its machines, each with the names whose rules apply to it,
+    ``{"db1": ("db1", "tag:db")}``; a fan-out is judged on each; without it, `machine`).
+    ``check(...)``: decide, then record. ``record(decision, tool, args,
     machine=None, outcome=None, *, call_id=None, spec=None)``: one audit line.
     ``add_session_rule``, ``add_rule`` (saved at once), ``remove_rule``, ``allow_always(tool,
-    args, machine="local", *, cwd=None, session=False, any_machine=False, spec=None) -> Rule``,
+    args, machine="local", *, placement=None, cwd=None, session=False, any_machine=False,
+    spec=None) -> Rule``,
     ``save()``.
 ``list_rules_text(permissions=None, *, path=None) -> str``
     The rules with their source, for ``cmdop-tui permissions list``.

@@ -9,8 +9,9 @@ from dataclasses import replace
 from typing import Any
 
 from cmdop_tui.tools.base import RuleReach, Tool
+from cmdop_tui.tools.placement import Placement
 
-from .arguments import command_parts, declaration, fanout_hosts, main_argument, names_many
+from .arguments import command_parts, declaration, fanout_hosts, main_argument
 from .rules import Rule, local_home, normalise_rule_path
 from .scanning import words
 
@@ -35,6 +36,7 @@ def derive_rule(
     args: Mapping[str, Any],
     machine: str = "local",
     *,
+    placement: Placement | None = None,
     cwd: str | None = None,
     any_machine: bool = False,
     spec: Tool | None = None,
@@ -49,11 +51,12 @@ def derive_rule(
       with their subcommand for systemctl/docker/kubectl) gives the exact command line.
     * read_file, write_file, grep, list_dir: the directory of the path with ``/**``
       (``~/projects/app/src/x.py`` -> ``~/projects/app/src/**``); list_dir the directory itself.
-    * glob: its pattern; ask_machine: the host; ask_machines: ``{a,b}`` of the hosts (given the
-      loop's label of a call over several machines, ``N machines``, not scoped to that label).
+    * glob: its pattern; ask_machine: the host; ask_machines: ``{a,b}`` of the hosts (a call
+      placed on several machines is not scoped to them: the hosts are its argument).
 
     `spec` is the tool's declaration (None: the built-in tool called `tool`). The rule is
-    scoped to `machine` (``web1:...``, ``local:...``) unless `any_machine`; a call that runs on
+    scoped to where the call runs, `placement` (the loop's; without it, `machine`): ``web1:...``,
+    ``local:...``, ``{web1,web2}:...`` for several, unless `any_machine`; a call that runs on
     several machines (run_on_machines) is scoped to the machines it names, whatever `machine`
     says (``{web1,web2}:run_on_machines(uptime *)``; ``tag\\:web:...`` for a tag), and its
     note names them (``2 machines: web1, web2``).
@@ -62,7 +65,10 @@ def derive_rule(
     if hosts and not any_machine:
         rule = derive_rule(tool, args, cwd=cwd, any_machine=True, spec=spec)
         return replace(rule, machine=_machines_glob(hosts), note=fanout_label(hosts))
-    prefix = None if any_machine else (machine or "local")
+    placed = placement if placement is not None and placement.machines else Placement.one(machine or "local")
+    machine = placed.machines[0]
+    several = len(placed.machines) > 1
+    prefix = None if any_machine else (_machines_glob(list(placed.machines)) if several else machine)
     declared = declaration(tool, spec)
     subject = declared.subject if declared is not None else None
     argument = main_argument(tool, args, spec=declared)
@@ -73,7 +79,7 @@ def derive_rule(
     elif subject is not None and subject.many:
         hosts = list(dict.fromkeys(argument if isinstance(argument, list) else []))
         pattern = _names_glob(hosts)
-        if prefix is not None and names_many(machine):  # the hosts are its argument: no `N machines:` scope
+        if prefix is not None and several:  # the hosts are its argument: not scoped to the machines
             return Rule(tool=tool, pattern=pattern, machine=None, source="global", note=fanout_label(hosts))
     else:
         pattern = _escape_path_glob(argument) if isinstance(argument, str) and argument else "*"

@@ -8,7 +8,6 @@ a line that could not be parsed, is *untrusted*: no allow rule covers it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,8 +22,6 @@ from .scanning import substitutions
 _GUESSED_ARGUMENTS = ("command", "path", "pattern", "hostname")
 # the argument naming the machines of a call that runs on many (run_on_machines)
 FANOUT_ARGUMENT = "machines"
-# how the loop names where such a call runs (agent/runner.py machine_label): "3 machines"
-_MANY_LABEL = re.compile(r"\d+ machines")
 # redirections that write nowhere that matters
 _SAFE_TARGETS = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
@@ -64,12 +61,6 @@ def fanout_hosts(args: Mapping[str, Any]) -> list[str]:
     if not isinstance(raw, list):
         return []
     return list(dict.fromkeys(str(item).strip() for item in raw if str(item).strip()))
-
-
-def names_many(machine: str | None) -> bool:
-    """Whether `machine` is not one machine but the loop's label of a call over several
-    (`3 machines`) or unknown: such a call is then judged machine by machine."""
-    return machine is None or _MANY_LABEL.fullmatch(machine) is not None
 
 
 @dataclass(frozen=True)

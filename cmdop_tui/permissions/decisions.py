@@ -115,19 +115,22 @@ def _for_a_person(judged: FloorVerdict, verdict: str | None, rule: Rule | None, 
     return Decision("ask", judged.reason, None, person_only=True)
 
 
-def decide_many(hosts: Sequence[str], decide_on: Callable[[str], Decision]) -> Decision:
+def decide_many(hosts: Sequence[str], decide_on: Callable[[str], Decision], *, skips_hosts: bool = True) -> Decision:
     """A call that runs on several machines (run_on_machines), judged on each of `hosts`
     (`decide_on(host)`): the floor refuses it everywhere; a host a rule scoped to machines
     denies is left out (it is skipped when the call runs, and reported); of the others, one
     deny or one ask is enough, and an allow must hold on every one. A rule that "Allow always"
     scoped to the hosts of a call (`{web1,web2}:run_on_machines(...)`) thus allows that call,
     or one over fewer of them, and asks again for a call that reaches another machine.
+    `skips_hosts`: the tool checks each host before it runs there (run_on_machines); else
+    (ask_machines) nothing is left out, and a deny on any host denies the call.
     """
     decided = [(host, decide_on(host)) for host in hosts]
     for _, decision in decided:
         if decision.floor:
             return decision
-    considered = [(host, d) for host, d in decided if not _skipped_on_host(host, d)] or decided
+    skipped = [(host, d) for host, d in decided if skips_hosts and _skipped_on_host(host, d)]
+    considered = [(host, d) for host, d in decided if (host, d) not in skipped] or decided
     for wanted in ("deny", "ask"):
         for host, decision in considered:
             if decision.verdict == wanted:

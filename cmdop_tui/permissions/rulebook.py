@@ -7,16 +7,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.placement import Placement
 
 from . import decisions, store
 from .allow_always import derive_rule
-from .arguments import declaration, fanout_hosts, main_argument, names_many
+from .arguments import declaration, fanout_hosts, main_argument
 from .decisions import Decision, Mode, check_mode, machine_of
 from .rules import Rule
 from .store import PermissionsError, read_rules_file, write_rules_file
@@ -163,6 +164,7 @@ class Permissions:
         args: Mapping[str, Any],
         machine: str = "local",
         *,
+        placement: Placement | None = None,
         cwd: str | None = None,
         session: bool = False,
         any_machine: bool = False,
@@ -172,14 +174,15 @@ class Permissions:
 
         Saved to the global file, or kept for this session with `session=True`. A call only a
         person may allow (the floor cannot tell what it does) gets no rule: PermissionsError
-        says so, and the call the person approved runs once.
+        says so, and the call the person approved runs once. `placement`: where the call runs
+        (`ToolCall.placement`; without it, on `machine`).
         """
-        if self.decide(tool, args, machine=machine, cwd=cwd, spec=spec).person_only:
+        if self.decide(tool, args, machine=machine, placement=placement, cwd=cwd, spec=spec).person_only:
             raise PermissionsError(
                 "not saved: the safety floor cannot tell what this call does, so only a person may "
                 "allow it, each time it is made (no rule can)"
             )
-        rule = derive_rule(tool, args, machine, cwd=cwd, any_machine=any_machine, spec=spec)
+        rule = derive_rule(tool, args, machine, placement=placement, cwd=cwd, any_machine=any_machine, spec=spec)
         _check_reads_back(rule)
         return self.add_session_rule(replace(rule, source="session")) if session else self.add_rule(rule)
 
@@ -191,40 +194,38 @@ class Permissions:
         args: Mapping[str, Any],
         *,
         machine: str | None = None,
+        placement: Placement | None = None,
         mutating: bool | None = None,
         cwd: str | None = None,
         spec: Tool | None = None,
-        selected: Mapping[str, Sequence[str]] | None = None,
-        scopes: Sequence[str] = (),
     ) -> Decision:
         """Decide one tool call: floor, then rules (session, then global), then the mode.
 
-        `machine` is the machine the call runs on (``"local"`` for this one; None: the call's
-        own ``machine`` argument, else ``"local"``; pass the fleet's resolved name when a session
-        is scoped to a machine). `spec` is the tool's declaration (None: the built-in tool
-        called `tool`; a tool nobody declared is mutating and has no subject). `mutating`
+        `placement` is where the call runs (the loop's, carried on the call: `ToolCall.placement`);
+        without it, `machine` is the one machine it runs on (``"local"`` for this one; pass the
+        fleet's resolved name when a session is scoped to a machine), and given neither, the
+        call's own ``machine`` argument, else each machine its ``machines`` argument names
+        (run_on_machines), else ``"local"``. `spec` is the tool's declaration (None: the built-in
+        tool called `tool`; a tool nobody declared is mutating and has no subject). `mutating`
         overrides ``spec.mutating``. `cwd`, the session's directory, resolves relative paths in
-        path rules. A call that runs on several machines (`machines`: run_on_machines) given no
-        machine, or the loop's label (``"3 machines"``), is judged on each one it names
-        (:func:`.decisions.decide_many`). `selected` (the session gate gives it) is where the call
-        really runs: each machine its selectors chose, with those selectors (`{"db1": ["tag:db"]}`);
-        then the call is judged on each of those machines, by the rules scoped to it or to a
-        selector that chose it (the gate adds the machine's tags and groups: a rule scoped to
-        `tag:db` covers db1 whatever name the call uses). `scopes`: the same for a call on one
-        machine, the other names (`tag:db`, groups) whose rules apply to it. Pure: nothing is
-        recorded (see :meth:`check`).
+        path rules. A call that fans out is judged on each machine of its placement
+        (:func:`.decisions.decide_many`), by the rules scoped to that machine or to a selector
+        that chose it (the gate adds each machine's tags and groups: a rule scoped to `tag:db`
+        covers db1 whatever name the call uses); a call on one machine, by the rules scoped to
+        it or to its placement's other names for it. Pure: nothing is recorded (see :meth:`check`).
         """
         args = args if isinstance(args, Mapping) else {}
+        placed = placement if placement is not None and placement.machines else placed_by(args, machine)
         with self._lock:
             session, global_ = list(self._session), list(self._global)
 
-        def on(host: str, floor: bool = True, selectors: Sequence[str] = ()) -> Decision:
+        def on(host: str, floor: bool = True) -> Decision:
             return decisions.decide(
                 tool,
                 args,
                 machine=host,
                 floor=floor,
-                selectors=selectors,
+                selectors=placed.selectors.get(host, ()),
                 mutating=mutating,
                 cwd=cwd,
                 spec=declaration(tool, spec),
@@ -233,17 +234,13 @@ class Permissions:
                 global_=global_,
             )
 
-        if selected:
-            host, selectors = next(iter(selected.items()))
-            first = on(host, selectors=selectors)  # the floor does not depend on the machine
-            if _floor_decided(first):
-                return first
-            return decisions.decide_many(list(selected), lambda h: on(h, floor=False, selectors=selected[h]))
-        hosts = fanout_hosts(args)
-        if hosts and names_many(machine):  # the whole call (the gate): judged on each machine it names
-            first = on(hosts[0])  # the floor does not depend on the machine: judged once
-            return first if _floor_decided(first) else decisions.decide_many(hosts, lambda h: on(h, floor=False))
-        return on(machine_of(machine, args), selectors=scopes)
+        if not placed.fans_out:
+            return on(placed.machines[0])
+        first = on(placed.machines[0])  # the floor does not depend on the machine: judged once
+        if _floor_decided(first):
+            return first
+        skips_hosts = bool(fanout_hosts(args))  # run_on_machines checks each host before it runs there
+        return decisions.decide_many(list(placed.machines), lambda h: on(h, floor=False), skips_hosts=skips_hosts)
 
     # --- the audit log -------------------------------------------------------------------------
 
@@ -309,6 +306,15 @@ class Permissions:
             except OSError as exc:
                 self.last_audit_error = exc
                 log.warning("cannot write the audit log %s: %s", target, exc)
+
+
+def placed_by(args: Mapping[str, Any], machine: str | None) -> Placement:
+    """Where a call runs when no placement was given: `machine`, else the machines its
+    `machines` argument names (as given), else its own `machine` argument, else local."""
+    hosts = fanout_hosts(args)
+    if machine or not hosts:
+        return Placement.one(machine_of(machine, args))
+    return Placement.fanout(hosts, named=hosts)
 
 
 def _floor_decided(decision: Decision) -> bool:

@@ -10,9 +10,9 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import TAG_PREFIX, Inventory
 from cmdop_tui.machines.spec import MachineError
-from cmdop_tui.permissions import Decision, Permissions, fanout_hosts
-from cmdop_tui.permissions.arguments import names_many
+from cmdop_tui.permissions import Decision, Permissions
 from cmdop_tui.support.secrets import configured_secrets, redact_json
+from cmdop_tui.tools.placement import Placement
 
 NO_ESCALATION = (
     "the sandbox refused it and only a person can allow it outside the sandbox; no one can be asked "
@@ -43,8 +43,9 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
     a person answers, whatever the rules and the mode (`--yes` included): leaving the sandbox
     (`ToolCall.escalation`) and what the floor leaves to a person (`Decision.person_only`; the
     call is asked with `ToolCall.person_only` set to why). Every decision is audited. A call
-    over several machines is judged on the machines its selectors choose in `fleet` (see
-    :func:`selection`), so a rule that asks on db1 is not passed by naming db1's tag.
+    is judged where it runs, `ToolCall.placement` (the loop resolved its selectors once): a call
+    over several machines on each machine its selectors chose, so a rule that asks on db1 is not
+    passed by naming db1's tag; `fleet` adds each machine's tags and groups (see :func:`selection`).
     """
 
     async def gate(call: ToolCall) -> Approval:
@@ -69,11 +70,12 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
 def _decide(permissions: Permissions, call: ToolCall, fleet: Fleet | None) -> Decision:
     """The rules' decision on `call`, judged on the machines it runs on, each by its own name and
     by every name that covers it (see :func:`machine_scopes`)."""
-    selected = selection(call, fleet)
-    scopes = machine_scopes(call.machine, fleet) if selected is None else []
-    return permissions.decide(
-        call.name, call.input, machine=call.machine, spec=call.tool, selected=selected, scopes=scopes
-    )
+    return permissions.decide(call.name, call.input, placement=scoped(call.placement, fleet), spec=call.tool)
+
+
+def scoped(placement: Placement, fleet: Fleet | None) -> Placement:
+    """`placement` with each machine also named by its tags and groups in `fleet`."""
+    return placement.widened({name: machine_scopes(name, fleet) for name in placement.machines})
 
 
 def machine_scopes(name: str, fleet: Fleet | None) -> list[str]:
@@ -109,26 +111,13 @@ def _group_members(inventory: Inventory, group: str, seen: tuple[str, ...]) -> s
 
 
 def selection(call: ToolCall, fleet: Fleet | None) -> dict[str, list[str]] | None:
-    """Where a call over several machines (`machines`: names, `tag:T`, groups) runs: each machine
-    its selectors choose in `fleet`'s inventory, with the selectors that chose it and its tags
-    and groups (:func:`machine_scopes`; their rules, `tag\\:db:...`, apply to it too). Without
-    a fleet, a call the loop found to run on one machine (its label is that machine) runs there,
-    chosen by every selector. None: judged on the selectors themselves (not a fan-out, no fleet,
-    or a selector that names nothing: the tool refuses the call then)."""
-    selectors = fanout_hosts(call.input)
-    if not selectors:
+    """Where a call that fans out runs: each machine of its placement, with the selectors that
+    chose it and its tags and groups (:func:`machine_scopes`; their rules, `tag\\:db:...`,
+    apply to it too). None for a call on one machine."""
+    if not call.placement.fans_out:
         return None
-    if fleet is None:
-        return None if names_many(call.machine) else {call.machine: selectors}
-    try:
-        chosen = {selector: {spec.name for spec in fleet.inventory.select([selector])} for selector in selectors}
-        machines = [spec.name for spec in fleet.inventory.select(selectors)]
-    except MachineError:
-        return None
-    return {
-        name: list(dict.fromkeys([*(s for s in selectors if name in chosen[s]), *machine_scopes(name, fleet)]))
-        for name in machines
-    }
+    placement = scoped(call.placement, fleet)
+    return {name: list(placement.selectors[name]) for name in placement.machines}
 
 
 def host_rules(permissions: Permissions, fleet: Fleet | None = None) -> HostRules:
@@ -145,8 +134,9 @@ def host_rules(permissions: Permissions, fleet: Fleet | None = None) -> HostRule
         if isinstance(command, str):
             checks.append(("execute_command", {"command": command}, None))
         chose = (selection(call, fleet) or {}).get(machine) or machine_scopes(machine, fleet)
+        here = Placement.one(machine, chose)  # this host alone, by every name that chose it
         for name, args, spec in checks:
-            decision = permissions.decide(name, args, machine=machine, spec=spec, selected={machine: chose})
+            decision = permissions.decide(name, args, placement=here, spec=spec)
             rule = decision.rule
             if rule is None or decision.verdict == "allow":
                 continue
@@ -169,7 +159,7 @@ _ASKED_KEPT = 256  # calls; a call's hosts are checked while it runs, long befor
 
 
 def _note_asked(permissions: Permissions, call: ToolCall, approval: Approval) -> None:
-    if approval.allowed and fanout_hosts(call.input):
+    if approval.allowed and call.placement.fans_out:
         asked = _ASKED.setdefault(permissions, {})
         asked[call.id] = None
         while len(asked) > _ASKED_KEPT:

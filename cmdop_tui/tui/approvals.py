@@ -71,7 +71,9 @@ async def remember_allowed(host: ApprovalHost, call: ToolCall, *, session: bool)
     read back is not saved, and the call is still allowed this once."""
     assert host.permissions is not None
     try:
-        rule = host.permissions.allow_always(call.name, call.input, call.machine, session=session, spec=call.tool)
+        rule = host.permissions.allow_always(
+            call.name, call.input, placement=call.placement, session=session, spec=call.tool
+        )
     except PermissionsError as exc:
         await host.chat.add_notice(f"Allowed this once; {exc}", "warning")
         return

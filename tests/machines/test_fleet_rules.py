@@ -12,6 +12,7 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.permissions import Permissions, Rule, derive_rule
 from cmdop_tui.tools.fanout import RUN_ON_MACHINES
+from cmdop_tui.tools.placement import Placement, place
 
 
 def call(*machines: str, command: str = "uptime -p") -> dict:
@@ -19,8 +20,8 @@ def call(*machines: str, command: str = "uptime -p") -> dict:
 
 
 def decide(perms: Permissions, args: dict, machine: str | None = None) -> str:
-    label = machine if machine is not None else f"{len(args['machines'])} machines"  # as the loop names it
-    return perms.decide("run_on_machines", args, machine=label, spec=RUN_ON_MACHINES).verdict
+    where = place(args, None) if machine is None else Placement.one(machine)  # as the loop places it
+    return perms.decide("run_on_machines", args, placement=where, spec=RUN_ON_MACHINES).verdict
 
 
 def test_the_rule_is_scoped_to_the_machines_and_says_so():
@@ -73,7 +74,9 @@ def test_a_host_scoped_deny_skips_that_host_and_an_unscoped_one_denies_the_call(
 def test_the_floor_refuses_it_on_every_machine():
     perms = Permissions(mode="auto", audit=False)
     perms.add_session_rule("{web1,web2}:run_on_machines(*)")
-    decision = perms.decide("run_on_machines", call("web1", "web2", command="rm -rf /"), machine="2 machines")
+    decision = perms.decide(
+        "run_on_machines", call("web1", "web2", command="rm -rf /"), placement=Placement.fanout(["web1", "web2"])
+    )
     assert decision.verdict == "deny" and decision.floor
 
 
@@ -132,10 +135,12 @@ def db_rules() -> Permissions:
     return Permissions(rules, mode="default", audit=False)
 
 
-def tool_call(machines: list[str], label: str, call_id: str = "toolu_1"):
+def tool_call(machines: list[str], fleet, call_id: str = "toolu_1"):
+    """The call as the loop builds it: placed on the machines `fleet` resolves its selectors to."""
     from cmdop_tui.agent.approval import ToolCall
 
-    return ToolCall(call_id, "run_on_machines", call(*machines, command="echo ran"), RUN_ON_MACHINES, label)
+    args = call(*machines, command="echo ran")
+    return ToolCall(call_id, "run_on_machines", args, RUN_ON_MACHINES, place(args, fleet))
 
 
 async def test_a_rule_that_asks_on_a_machine_is_not_passed_by_its_tag():
@@ -150,17 +155,17 @@ async def test_a_rule_that_asks_on_a_machine_is_not_passed_by_its_tag():
         return Approval(True)
 
     gate = permission_gate(perms, ask, fleet)
-    assert selection(tool_call(["tag:db", "web1"], "3 machines"), fleet) == {
+    assert selection(tool_call(["tag:db", "web1"], fleet), fleet) == {
         "db1": ["tag:db"],
         "db2": ["tag:db"],
         "web1": ["web1"],
     }
-    assert (await gate(tool_call(["db1", "db2"], "2 machines"))).allowed
-    assert (await gate(tool_call(["tag:db"], "2 machines"))).allowed
+    assert (await gate(tool_call(["db1", "db2"], fleet))).allowed
+    assert (await gate(tool_call(["tag:db"], fleet))).allowed
     assert asked == [["db1", "db2"], ["tag:db"]]  # asked both times: db1 is in either
-    assert (await gate(tool_call(["db2", "web1"], "2 machines"))).allowed and len(asked) == 2  # no db1: allowed
+    assert (await gate(tool_call(["db2", "web1"], fleet))).allowed and len(asked) == 2  # no db1: allowed
     nobody = permission_gate(perms, None, fleet)
-    assert not (await nobody(tool_call(["tag:db"], "2 machines"))).allowed
+    assert not (await nobody(tool_call(["tag:db"], fleet))).allowed
 
 
 async def test_always_on_a_tag_of_one_machine_is_the_rule_its_next_call_meets():
@@ -170,16 +175,16 @@ async def test_always_on_a_tag_of_one_machine_is_the_rule_its_next_call_meets():
 
     fleet = tagged_fleet(("db1", "10.0.0.1", ("solo",)), ("db2", "10.0.0.2", ()))
     perms = Permissions(mode="default", audit=False)
-    first = tool_call(["tag:solo"], "db1")
+    first = tool_call(["tag:solo"], fleet)
     assert not (await permission_gate(perms, None, fleet)(first)).allowed  # asks: nobody here
-    rule = perms.allow_always(first.name, first.input, first.machine, session=True, spec=RUN_ON_MACHINES)
+    rule = perms.allow_always(first.name, first.input, placement=first.placement, session=True, spec=RUN_ON_MACHINES)
     assert rule.text == "tag\\:solo:run_on_machines(echo *)"
     for gate in (permission_gate(perms, None, fleet), permission_gate(perms, None)):
-        assert (await gate(tool_call(["tag:solo"], "db1", "toolu_2"))).allowed
+        assert (await gate(tool_call(["tag:solo"], fleet, "toolu_2"))).allowed
     # The rule says the machines tagged solo: given the fleet, db1 named alone is one of them;
     # without it nothing says db1 is tagged solo, and it is not approved.
-    assert (await permission_gate(perms, None, fleet)(tool_call(["db1"], "db1", "toolu_3"))).allowed
-    assert not (await permission_gate(perms, None)(tool_call(["db1"], "db1", "toolu_4"))).allowed
+    assert (await permission_gate(perms, None, fleet)(tool_call(["db1"], fleet, "toolu_3"))).allowed
+    assert not (await permission_gate(perms, None)(tool_call(["db1"], fleet, "toolu_4"))).allowed
 
 
 async def test_a_tag_scoped_deny_is_not_skipped_host_by_host():
@@ -188,14 +193,14 @@ async def test_a_tag_scoped_deny_is_not_skipped_host_by_host():
     fleet = tagged_fleet(("db1", "10.0.0.1", ("db",)), ("web1", "10.0.0.3", ()))
     perms = Permissions([Rule.parse("run_on_machines(echo *)")], mode="default", audit=False)
     perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
-    approval = await permission_gate(perms, None, fleet)(tool_call(["tag:db", "web1"], "2 machines"))
+    approval = await permission_gate(perms, None, fleet)(tool_call(["tag:db", "web1"], fleet))
     assert not approval.allowed and "tag\\:db:run_on_machines(*)" in approval.reason
 
 
 def one_call(tool: str, args: dict, machine: str, call_id: str = "toolu_1"):
     from cmdop_tui.agent.approval import ToolCall
 
-    return ToolCall(call_id, tool, args, None, machine)
+    return ToolCall(call_id, tool, args, None, Placement.one(machine))
 
 
 def db_fleet():
@@ -216,11 +221,12 @@ async def test_a_tag_scoped_deny_holds_when_the_call_names_the_machine(mode):
 
     perms = Permissions([Rule.parse("run_on_machines(echo *)")], mode=mode, audit=False)
     perms.add_session_rule("tag\\:db:run_on_machines(*)", "deny")
-    gate = permission_gate(perms, None, db_fleet())
-    for machines, label in ((["tag:db"], "db1"), (["db1"], "db1"), (["db1", "web1"], "2 machines")):
-        approval = await gate(tool_call(machines, label))
+    fleet = db_fleet()
+    gate = permission_gate(perms, None, fleet)
+    for machines in (["tag:db"], ["db1"], ["db1", "web1"]):
+        approval = await gate(tool_call(machines, fleet))
         assert not approval.allowed and "tag\\:db:run_on_machines(*)" in approval.reason, machines
-    assert (await gate(tool_call(["web1"], "web1"))).allowed  # not tagged db
+    assert (await gate(tool_call(["web1"], fleet))).allowed  # not tagged db
 
 
 @pytest.mark.parametrize("scope", ["tag\\:db", "ops", "core"])
@@ -258,9 +264,9 @@ def test_host_rules_apply_a_tag_scoped_execute_command_rule_to_the_machine_by_na
 
 
 async def test_through_the_loop_a_host_whose_rule_asks_is_not_run_unasked(fake_api, lab, tmp_path):
-    """As a session wires the gate without its fleet: the call over the tag is allowed by the
-    rule over its selector, and db1 (whose rule asks) is left out when it runs; given the fleet,
-    the gate asks, and once approved the call runs on both."""
+    """The loop places the call over the tag on db1 and db2, so the gate asks (db1's rule asks)
+    with or without its own fleet: a gate without one can no longer allow it by the rule over
+    its selector. Once approved the call runs on both."""
     from agent_helpers import Recorder, make_runner
 
     from cmdop_tui.agent.approval import Approval
@@ -284,11 +290,9 @@ async def test_through_the_loop_a_host_whose_rule_asks_is_not_run_unasked(fake_a
 
     try:
         unwired = await run(wired=False)
-        assert not asked
-        assert "db2: exit 0" in unwired and "ran" in unwired
-        assert "db1: denied: rule db1:run_on_machines(*) asks for approval there and no one was asked" in unwired
+        assert len(asked) == 1 and "2 hosts (db1, db2): exit 0" in unwired and "ran" in unwired
         wired = await run(wired=True)
-        assert len(asked) == 1 and "2 hosts (db1, db2): exit 0" in wired
+        assert len(asked) == 2 and "2 hosts (db1, db2): exit 0" in wired
     finally:
         await fleet.close()
 
@@ -351,14 +355,14 @@ def test_ask_machines_is_scoped_by_its_hosts_not_by_the_label():
     from cmdop_tui.tools.ask import ASK_MACHINES
 
     args = {"hostnames": ["web1", "web2"], "prompt": "p"}
-    rule = derive_rule("ask_machines", args, "2 machines", spec=ASK_MACHINES)
+    rule = derive_rule("ask_machines", args, placement=place(args, None), spec=ASK_MACHINES)
     assert rule.text == "ask_machines({web1,web2})" and rule.note == "2 machines: web1, web2"
     perms = Permissions(mode="default", audit=False)
     perms.add_session_rule(rule)
     ask = {"prompt": "p", "hostnames": ["web2"]}
-    assert perms.decide("ask_machines", ask, machine="1 machines", spec=ASK_MACHINES).verdict == "allow"
+    assert perms.decide("ask_machines", ask, placement=place(ask, None), spec=ASK_MACHINES).verdict == "allow"
     ask["hostnames"] = ["web2", "db1"]
-    assert perms.decide("ask_machines", ask, machine="2 machines", spec=ASK_MACHINES).verdict == "ask"
+    assert perms.decide("ask_machines", ask, placement=place(ask, None), spec=ASK_MACHINES).verdict == "ask"
 
 
 async def test_the_dialog_names_the_machines_of_ask_machines_too():

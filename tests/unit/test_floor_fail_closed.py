@@ -19,6 +19,7 @@ import pytest
 
 from cmdop_tui.permissions import Permissions, PermissionsError, check_command
 from cmdop_tui.permissions.floor import judge_command
+from cmdop_tui.tools.placement import Placement
 
 ASKED: dict[str, list[str]] = {
     "shell code built from a value the command chooses": [
@@ -140,7 +141,7 @@ def test_a_call_over_many_machines_keeps_the_question() -> None:
     args = {"command": 'eval "$(cat f)"', "machines": ["web1", "web2"]}
     decided = permissions.decide("run_on_machines", args)
     assert decided.verdict == "ask" and decided.person_only
-    chosen = permissions.decide("run_on_machines", args, machine="2 machines", selected={"web1": [], "web2": []})
+    chosen = permissions.decide("run_on_machines", args, placement=Placement.fanout(["web1", "web2"]))
     assert chosen.verdict == "ask" and chosen.person_only
 
 

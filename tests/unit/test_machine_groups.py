@@ -179,7 +179,7 @@ def test_the_session_fleet_has_the_ansible_hosts_and_the_groups(tmp_path):
     assert fleet.inventory.resolve("front").host == "10.0.0.9"
 
 
-def test_a_fan_out_is_labelled_by_the_machines_its_selectors_name(fake_api):
+def test_a_fan_out_is_placed_on_the_machines_its_selectors_name(fake_api):
     from agent_helpers import make_runner
 
     from cmdop_tui.agent.approval import ToolCall
@@ -190,9 +190,9 @@ def test_a_fan_out_is_labelled_by_the_machines_its_selectors_name(fake_api):
     runner.machines = Fleet(inventory(), SshOptions())
 
     def label(*machines: str) -> str:
-        return runner.machine_label(
+        return runner.placement(
             ToolCall("t1", "run_on_machines", {"command": "uptime", "machines": list(machines)}, None)
-        )
+        ).label
 
     assert label("tag:web") == "2 machines" and label("front", "db1") == "3 machines"
     assert label("tag:db") == "db1"  # one machine: its name, not "1 machines"
