@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT / "tests" / "support"))
 
 import anthropic  # noqa: E402
 from mcp_servers import tiny_server  # noqa: E402
-from mcp_servers.harness import DEMO, TINY  # noqa: E402
+from mcp_servers.harness import DEMO, TINY, settings_with  # noqa: E402
 
-from cmdop_tui.config.settings import McpServerSpec, Settings  # noqa: E402
 from cmdop_tui.mcp import McpServers  # noqa: E402
+from cmdop_tui.mcp.server_tables import McpServerSpec  # noqa: E402
 from cmdop_tui.session.session import Session  # noqa: E402
 from cmdop_tui.tools.base import ToolContext  # noqa: E402
 from cmdop_tui.tools.registry import ToolRegistry, run_tool  # noqa: E402
@@ -111,7 +111,7 @@ class Stalls:
 
 def session(specs: list[McpServerSpec]) -> Session:
     client = anthropic.AsyncAnthropic(api_key="sk-bench", base_url="http://127.0.0.1:9")  # never called
-    return Session(Settings(mcp_servers=tuple(specs)), platform="tui", client=client, cwd=SCRATCH, record=False)
+    return Session(settings_with(*specs), platform="tui", client=client, cwd=SCRATCH, record=False)
 
 
 async def twenty_connected(make: type | object, label: str) -> None:

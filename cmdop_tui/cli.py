@@ -9,7 +9,14 @@ import sys
 from collections.abc import MutableMapping, Sequence
 
 from cmdop_tui.config.flags import apply_flags, parser
-from cmdop_tui.config.settings import Settings, SettingsError, config_path, ensure_config_file, load_settings
+from cmdop_tui.config.settings import (
+    Settings,
+    SettingsError,
+    config_path,
+    ensure_config_file,
+    keys_help,
+    load_settings,
+)
 from cmdop_tui.support.editor import editor_argv
 
 EXIT_USAGE = 2
@@ -61,6 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         settings = apply_flags(load_settings(), args)
         settings.resolve_model(settings.agent.model)
+        check_mcp_tables(settings)
     except SettingsError as exc:
         return fail(str(exc))
     if args.prompt is None:
@@ -71,11 +79,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return run_headless_cli(settings, prompt, args.output_format)
 
 
+def check_mcp_tables(settings: Settings) -> None:
+    """Read the settings' `[mcp.NAME]` tables now, so a bad one stops the command before anything
+    starts, as every other bad setting does (config/ keeps them raw; cmdop_tui/mcp/ reads them).
+    Raises SettingsError."""
+    from cmdop_tui.mcp.server_tables import settings_servers
+
+    settings_servers(settings)
+
+
+CONFIG_USAGE = "usage: cmdop-tui config path | config edit | config keys"
+
+
 def config_command(argv: list[str]) -> int:
-    """`cmdop-tui config path` prints where the settings live; `config edit` opens $EDITOR."""
+    """`cmdop-tui config path` prints where the settings live; `config edit` opens $EDITOR;
+    `config keys` lists every key of the file: its default (or an example), good values, help."""
     path = config_path()
     if argv == ["path"]:
         print(path)
+        return 0
+    if argv == ["keys"]:
+        print(keys_help())
         return 0
     if argv == ["edit"]:
         ensure_config_file(path)
@@ -84,7 +108,7 @@ def config_command(argv: list[str]) -> int:
             return subprocess.call(command)
         except OSError as exc:
             return fail(f"cannot start the editor {command[0]!r}: {exc.strerror}; set $EDITOR")
-    return fail("usage: cmdop-tui config path | config edit", EXIT_USAGE)
+    return fail(CONFIG_USAGE, EXIT_USAGE)
 
 
 def permissions_command(argv: list[str]) -> int:
@@ -123,6 +147,7 @@ def mcp_command(argv: list[str]) -> int:
 
     try:
         settings = load_settings()
+        check_mcp_tables(settings)
     except SettingsError as exc:
         return fail(str(exc))
     print(asyncio.run(list_servers_text(settings, Path.cwd(), timeout or LIST_TIMEOUT_S)))

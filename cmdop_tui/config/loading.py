@@ -17,8 +17,17 @@ from cmdop_tui.config.defaults import (
     DEFAULT_ALIASES,
     DEFAULT_PRICES,
 )
-from cmdop_tui.config.keys import CONTEXT, INVENTORY, MACHINE, MCP_TABLES, PROFILE, SANDBOX, TOP_LEVEL, TOP_LEVEL_KEYS
-from cmdop_tui.config.mcp_servers import mcp_server_from
+from cmdop_tui.config.keys import (
+    CONTEXT,
+    INVENTORY,
+    MACHINE,
+    MCP_TABLES,
+    MODEL,
+    PROFILE,
+    SANDBOX,
+    TOP_LEVEL,
+    TOP_LEVEL_KEYS,
+)
 from cmdop_tui.config.model import AgentProfile, ContextSettings, Settings, SettingsError, builtin_agents
 from cmdop_tui.config.paths import config_path
 from cmdop_tui.machines.sandbox import SandboxPolicy
@@ -88,11 +97,8 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     overrides["machines"] = tuple(_machine_from(n, t, where) for n, t in _table(data, "machines", where).items())
     overrides["groups"] = _groups(_table(data, "groups", where), where)
     overrides["ansible_inventory"] = _ansible_inventory(_table(data, "inventory", where), source, where)
-    overrides["mcp_servers"] = tuple(
-        mcp_server_from(name, table, f"{where}: [{key}.{name}]")
-        for key in MCP_TABLES
-        for name, table in _table(data, key, where).items()
-    )
+    # kept as written: the MCP servers are read from them by cmdop_tui/mcp/ (above config)
+    overrides["mcp_tables"] = {key: _table(data, key, where) for key in MCP_TABLES if key in data}
     for key in ("ssh_config", "local_model"):
         if key in data:
             overrides[key] = Path(str(data[key])).expanduser()
@@ -142,14 +148,12 @@ def _context_windows(data: Mapping[str, Any], where: str) -> dict[str, int]:
     """`[models."ID"] context_window = N`: the window of a model the Models API does not describe."""
     windows: dict[str, int] = {}
     for model, table in _table(data, "models", where).items():
-        if not isinstance(table, dict) or set(table) - {"context_window"}:
-            raise SettingsError(f'{where}: [models."{model}"] takes context_window only')
-        window = table.get("context_window")
-        if window is None:
-            continue
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1024:
-            raise SettingsError(f'{where}: [models."{model}"] context_window must be a number of tokens (>= 1024)')
-        windows[model] = window
+        place = f'{where}: [models."{model}"]'
+        if not isinstance(table, dict):
+            raise SettingsError(MODEL.unknown.format(place=place))
+        MODEL.check(table, place)
+        if "context_window" in table:
+            windows[model] = table["context_window"]
     return windows
 
 

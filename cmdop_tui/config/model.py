@@ -1,5 +1,5 @@
-"""The settings' data: saved preferences (`Settings`), agent profiles, compaction settings and
-MCP server specs, all frozen; `SettingsError` for what cannot be used.
+"""The settings' data: saved preferences (`Settings`), agent profiles and compaction settings,
+all frozen; `SettingsError` for what cannot be used.
 
 Agent profiles (`[agents.NAME]`) bundle how an agent behaves; `agent = "NAME"` (or `--agent`,
 or CMDOP_AGENT) picks one. Two ship: `default`, and `autonomous`, which loops until the task is
@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from cmdop_tui.config.defaults import (
     AUTONOMOUS_BREAKERS,
@@ -73,34 +74,6 @@ class ContextSettings:
     summary_model: str | None = None  # None: `@fast` when [aliases] sets it, else the session's model
 
 
-MCP_TRANSPORTS = ("stdio", "http", "sse")
-MCP_CONNECT_TIMEOUT_S = 30.0
-
-
-@dataclass(frozen=True)
-class McpServerSpec:
-    """One MCP server: `[mcp.NAME]` in the settings, or an entry of a project's `.mcp.json`.
-
-    `transport` is "stdio" (`command`, `args`, `env`, `cwd`: a child process), "http" (streamable
-    HTTP: `url`, `headers`) or "sse" (the older HTTP transport). `timeout_s` bounds connecting
-    and listing the tools. `problem` says why an entry of `.mcp.json` cannot be used (it is then
-    shown as failed, never fatal). `${VAR}` in any value is expanded when the server starts.
-    """
-
-    name: str
-    transport: str = "stdio"
-    command: str = ""
-    args: tuple[str, ...] = ()
-    env: Mapping[str, str] = field(default_factory=dict)
-    cwd: str | None = None
-    url: str = ""
-    headers: Mapping[str, str] = field(default_factory=dict)
-    enabled: bool = True
-    timeout_s: float = MCP_CONNECT_TIMEOUT_S
-    source: str = "settings"  # "settings" or ".mcp.json"
-    problem: str | None = None
-
-
 @dataclass(frozen=True)
 class Settings:
     agent: AgentProfile = field(default_factory=AgentProfile)  # the profile in use
@@ -128,7 +101,9 @@ class Settings:
     ansible_inventory: Path | None = None  # [inventory] ansible = "path": its hosts as machines
     ssh_config: Path | None = None  # None: the user's ~/.ssh/config (read for Host entries too)
     target_machine: str | None = None  # scope the session to this machine
-    mcp_servers: tuple[McpServerSpec, ...] = ()  # [mcp.NAME] (a project's .mcp.json is read by the session)
+    # [mcp.NAME] and its other spellings, as written: {"mcp": {NAME: table}}; read into servers by
+    # cmdop_tui/mcp/ (server_tables.settings_servers), which also reads a project's .mcp.json
+    mcp_tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     resume: str | None = None  # a session id (or prefix) to continue
     continue_latest: bool = False  # continue the most recent session
     source: Path | None = None

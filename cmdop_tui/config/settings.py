@@ -3,8 +3,10 @@ commented template. The API key is never part of the settings: it comes from the
 so it never lands in a file the app writes.
 
 This module is the front door; the parts live beside it: the data (model.py), what ships
-(defaults.py), reading and checking the file (loading.py), MCP server tables (mcp_servers.py),
-the first-run template (template.py) and where files live (paths.py).
+(defaults.py), every key declared once (keys.py), reading and checking the file (loading.py),
+the first-run template and the keys' help rendered from the declarations (template.py) and
+where files live (paths.py). The `[mcp.NAME]` tables are kept as written (`Settings.mcp_tables`):
+MCP servers are read by cmdop_tui/mcp/, which sits above config.
 """
 
 from cmdop_tui.config.defaults import (
@@ -14,21 +16,17 @@ from cmdop_tui.config.defaults import (
     DEFAULT_ALIASES,
     DEFAULT_PRICES,
 )
-from cmdop_tui.config.keys import MCP_TABLES, TOP_LEVEL_KEYS
+from cmdop_tui.config.keys import MCP_CONNECT_TIMEOUT_S, MCP_TABLES, TOP_LEVEL_KEYS
 from cmdop_tui.config.loading import load_settings, read_toml, settings_from
-from cmdop_tui.config.mcp_servers import mcp_server_from
 from cmdop_tui.config.model import (
-    MCP_CONNECT_TIMEOUT_S,
-    MCP_TRANSPORTS,
     AgentProfile,
     ContextSettings,
-    McpServerSpec,
     Settings,
     SettingsError,
     builtin_agents,
 )
 from cmdop_tui.config.paths import APP_NAME, CONFIG_ENV, config_dir, config_path, data_dir
-from cmdop_tui.config.template import FIRST_RUN_TEMPLATE, ensure_config_file
+from cmdop_tui.config.template import FIRST_RUN_TEMPLATE, ensure_config_file, first_run_template, keys_help
 from cmdop_tui.machines.sandbox import SandboxPolicy
 
 __all__ = [
@@ -42,11 +40,9 @@ __all__ = [
     "FIRST_RUN_TEMPLATE",
     "MCP_CONNECT_TIMEOUT_S",
     "MCP_TABLES",
-    "MCP_TRANSPORTS",
     "TOP_LEVEL_KEYS",
     "AgentProfile",
     "ContextSettings",
-    "McpServerSpec",
     "SandboxPolicy",
     "Settings",
     "SettingsError",
@@ -55,8 +51,9 @@ __all__ = [
     "config_path",
     "data_dir",
     "ensure_config_file",
+    "first_run_template",
+    "keys_help",
     "load_settings",
-    "mcp_server_from",
     "read_toml",
     "settings_from",
 ]

@@ -1,5 +1,6 @@
 """MCP servers: their tools offered to the model as `mcp__SERVER__TOOL`, through the official SDK.
 
+    server_tables  McpServerSpec, read from [mcp.NAME] (kept raw by config/) or an .mcp.json entry
     specs       which servers: [mcp.NAME] in the settings, a project's .mcp.json; ${VAR} expansion
     names       tool names the Messages API accepts
     tools       a server's tool as a `Tool`: schema, tags, mutating, subject (for the floor, rules)
@@ -14,6 +15,7 @@ Nothing imported here loads the SDK.
 from __future__ import annotations
 
 from .configured import configured_servers
+from .server_tables import McpServerSpec, settings_servers
 from .servers import McpServers, ServerState
 
-__all__ = ["McpServers", "ServerState", "configured_servers"]
+__all__ = ["McpServerSpec", "McpServers", "ServerState", "configured_servers", "settings_servers"]

@@ -34,13 +34,13 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
-from cmdop_tui.config.settings import McpServerSpec
 from cmdop_tui.machines.machine import ProgressSink
 from cmdop_tui.support.secrets import CREDENTIAL_ENV
 from cmdop_tui.support.version import VERSION
 from cmdop_tui.tools.base import ToolResult
 
 from .results import tool_result
+from .server_tables import McpServerSpec
 from .tools import RemoteTool
 
 __all__ = ["ConnectError", "Connection"]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cmdop_tui.config.settings import McpServerSpec, Settings
+from cmdop_tui.config.settings import Settings
 
+from .server_tables import McpServerSpec, settings_servers
 from .specs import PROJECT_FILE, project_servers
 from .trust import is_trusted
 
@@ -15,8 +16,9 @@ __all__ = ["configured_servers"]
 
 def configured_servers(settings: Settings, cwd: Path) -> tuple[list[McpServerSpec], list[str]]:
     """The servers to start, in order, and notes for the user (a broken `.mcp.json`, or one the
-    user has not trusted yet: its servers are programs, so they start only once trusted)."""
-    servers = {spec.name: spec for spec in settings.mcp_servers}
+    user has not trusted yet: its servers are programs, so they start only once trusted).
+    Raises SettingsError for a `[mcp.NAME]` table that cannot be used."""
+    servers = {spec.name: spec for spec in settings_servers(settings)}
     project, notes = project_servers(cwd)
     path = cwd / PROJECT_FILE
     if project and not _trusted(path):

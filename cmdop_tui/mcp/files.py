@@ -26,9 +26,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmdop_tui.config.settings import McpServerSpec
-
 from .imports import imported, is_script
+from .server_tables import McpServerSpec
 from .specs import expand
 
 MAX_FILES = 10_000  # past this many files (or MAX_BYTES), a fingerprint fails: never trusted

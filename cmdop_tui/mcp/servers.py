@@ -25,11 +25,11 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
-from cmdop_tui.config.settings import McpServerSpec
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
 from .names import unique_keys
+from .server_tables import McpServerSpec
 from .specs import PROJECT_FILE, PROJECT_SOURCE, describe_target, expand
 from .tools import RemoteTool, mcp_tool
 from .trust import UNTRUSTED_AGAIN, still_trusted

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from cmdop_tui.config.settings import McpServerSpec, SettingsError, mcp_server_from
+from cmdop_tui.config.settings import SettingsError
+
+from .server_tables import McpServerSpec, mcp_server_from
 
 PROJECT_FILE = ".mcp.json"
 PROJECT_SOURCE = ".mcp.json"

@@ -159,6 +159,7 @@ def _check_app_args(app_args: list[str]) -> str | None:
     """A bad flag would otherwise fail in every browser tab, after the page loaded."""
     from cmdop_tui.config.flags import apply_flags, parser
     from cmdop_tui.config.settings import SettingsError, load_settings
+    from cmdop_tui.mcp.server_tables import settings_servers
 
     app_parser = parser()
     app_parser.prog = "cmdop-tui serve"
@@ -173,6 +174,7 @@ def _check_app_args(app_args: list[str]) -> str | None:
     try:
         settings = apply_flags(load_settings(), args)
         settings.resolve_model(settings.agent.model)
+        settings_servers(settings)  # a bad [mcp.NAME] table, said here rather than in every tab
     except SettingsError as exc:
         return str(exc)
     return None

@@ -28,10 +28,10 @@ from cmdop_tui.agent.context import Platform, SessionFacts
 from cmdop_tui.agent.events import Cancelled
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
-from cmdop_tui.config.settings import McpServerSpec, Settings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.mcp import McpServers, configured_servers
+from cmdop_tui.mcp import McpServers, McpServerSpec, configured_servers
 from cmdop_tui.mcp.files import server_files
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from mcp_servers.harness import free_port, http_server, http_spec, new_tag, stdio_spec, tagged, wait_gone
 
-from cmdop_tui.config.settings import McpServerSpec
 from cmdop_tui.mcp import McpServers, ServerState
+from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.tools.base import ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, run_tool
 

@@ -16,15 +16,26 @@ from pathlib import Path
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
-from mcp_servers.harness import DEMO, free_port, http_server, http_spec, new_tag, stdio_spec, tagged, wait_gone
+from mcp_servers.harness import (
+    DEMO,
+    free_port,
+    http_server,
+    http_spec,
+    new_tag,
+    settings_with,
+    stdio_spec,
+    tagged,
+    wait_gone,
+)
 
 from cmdop_tui import Operator
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import Cancelled, ToolEnd, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT
 from cmdop_tui.agent.routing import ToolPolicy
-from cmdop_tui.config.settings import McpServerSpec, Settings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.mcp import McpServers
+from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.mcp.trust import trust
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.gate import permission_gate
@@ -185,10 +196,6 @@ async def test_stop_cancels_an_mcp_call_in_flight_and_the_session_goes_on(fake_a
 
 
 # --- the session and the library -------------------------------------------------------------------
-
-
-def settings_with(*specs: McpServerSpec) -> Settings:
-    return Settings(mcp_servers=specs)
 
 
 async def test_a_session_opens_without_waiting_for_its_servers(fake_api, anthropic_env, tmp_path):

@@ -9,8 +9,8 @@ from mcp_servers.harness import new_tag, stdio_spec, wait_gone
 from textual.app import App, ComposeResult
 from textual.widgets import Static
 
-from cmdop_tui.config.settings import McpServerSpec
 from cmdop_tui.mcp import McpServers
+from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.tools.registry import ToolRegistry
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 

@@ -12,17 +12,11 @@ from dataclasses import replace
 import mcp_types as types
 import pytest
 
-from cmdop_tui.config.settings import (
-    FIRST_RUN_TEMPLATE,
-    McpServerSpec,
-    Settings,
-    SettingsError,
-    mcp_server_from,
-    settings_from,
-)
+from cmdop_tui.config.settings import FIRST_RUN_TEMPLATE, SettingsError, settings_from
 from cmdop_tui.mcp.configured import configured_servers
 from cmdop_tui.mcp.names import server_key, tool_name, unique_keys
 from cmdop_tui.mcp.results import OUTPUT_LIMIT, size_of, tool_result
+from cmdop_tui.mcp.server_tables import McpServerSpec, mcp_server_from, settings_servers
 from cmdop_tui.mcp.specs import expand, project_servers
 from cmdop_tui.mcp.tools import RemoteTool, input_schema, mcp_tool, subject_of
 from cmdop_tui.mcp.trust import trust
@@ -48,7 +42,7 @@ def test_settings_take_stdio_and_http_servers():
             """
         )
     )
-    github, docs = settings.mcp_servers
+    github, docs = settings_servers(settings)
     assert github == McpServerSpec(
         name="github",
         command="npx",
@@ -91,7 +85,7 @@ def test_other_tools_table_names_and_disabling_are_understood():
             "mcp": {"ours": {"command": "srv", "enabled": False}},
         }
     )
-    assert {(s.name, s.enabled) for s in settings.mcp_servers} == {
+    assert {(s.name, s.enabled) for s in settings_servers(settings)} == {
         ("codex_style", True),
         ("claude_style", False),
         ("ours", False),
@@ -114,12 +108,12 @@ def test_other_tools_table_names_and_disabling_are_understood():
 )
 def test_a_server_table_that_cannot_be_used_is_a_settings_error(table, message):
     with pytest.raises(SettingsError, match=message) as raised:
-        settings_from({"mcp": {"x": table}})
+        settings_servers(settings_from({"mcp": {"x": table}}))
     assert "[mcp.x]" in str(raised.value)
 
 
 def test_the_first_run_template_still_changes_nothing():
-    assert settings_from(tomllib.loads(FIRST_RUN_TEMPLATE)).mcp_servers == ()
+    assert settings_servers(settings_from(tomllib.loads(FIRST_RUN_TEMPLATE))) == ()
     commented = "\n".join(line[2:] for line in FIRST_RUN_TEMPLATE.splitlines() if line.startswith("# [mcp"))
     assert commented  # the template shows an MCP server
 
@@ -168,7 +162,7 @@ def test_vs_codes_servers_key_and_no_file_at_all(tmp_path):
 
 
 def test_the_project_wins_over_the_settings_for_the_same_name(tmp_path):
-    settings = Settings(mcp_servers=(McpServerSpec(name="db", command="mine"), McpServerSpec(name="kept", command="k")))
+    settings = settings_from({"mcp": {"db": {"command": "mine"}, "kept": {"command": "k"}}})
     (tmp_path / ".mcp.json").write_text('{"mcpServers": {"db": {"command": "theirs"}}}')
     specs, _ = configured_servers(settings, tmp_path)
     assert [spec.command for spec in specs] == ["mine", "k"]  # not trusted yet: the user's own stay

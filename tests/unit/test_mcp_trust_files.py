@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cmdop_tui.config.settings import McpServerSpec
 from cmdop_tui.mcp import files
 from cmdop_tui.mcp.files import FingerprintLimit, fingerprint, server_files
+from cmdop_tui.mcp.server_tables import McpServerSpec
 
 LAYOUT = {
     "server.py": "import helpers\nfrom tools.io import read\n",

@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from cmdop_tui.config.settings import McpServerSpec
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.mcp.server_tables import McpServerSpec, settings_servers
 
 HERE = Path(__file__).resolve().parent
 DEMO = HERE / "demo_server.py"
@@ -34,6 +35,26 @@ def stdio_spec(name: str = "demo", tag: str = "", **changes: object) -> McpServe
 
 def http_spec(name: str, url: str, **changes: object) -> McpServerSpec:
     return replace(McpServerSpec(name=name, transport="http", url=url), **changes)  # type: ignore[arg-type]
+
+
+def settings_with(*specs: McpServerSpec) -> Settings:
+    """Settings whose `[mcp.NAME]` tables are these servers, as a user would write them."""
+    settings = Settings(mcp_tables={"mcp": {spec.name: server_table(spec) for spec in specs}})
+    assert settings_servers(settings) == specs  # the tables say exactly these servers
+    return settings
+
+
+def server_table(spec: McpServerSpec) -> dict[str, object]:
+    """`spec` as its `[mcp.NAME]` table."""
+    table: dict[str, object] = {"type": spec.transport, "enabled": spec.enabled, "timeout": spec.timeout_s}
+    if spec.command:
+        table |= {"command": spec.command, "args": list(spec.args)}
+    if spec.url:
+        table["url"] = spec.url
+    for key, value in (("env", spec.env), ("headers", spec.headers), ("cwd", spec.cwd)):
+        if value:
+            table[key] = dict(value) if isinstance(value, dict) else value
+    return table
 
 
 def tagged(tag: str) -> list[int]:

@@ -1,19 +1,22 @@
-"""MCP server tables (`[mcp.NAME]` in the settings, entries of a project's `.mcp.json`) read into
-`McpServerSpec`s, with the spellings other tools use."""
+"""MCP servers as configured: `McpServerSpec`, and the tables it is read from (`[mcp.NAME]` in the
+settings, kept raw by config/ as `Settings.mcp_tables`; entries of a project's `.mcp.json`), with
+the spellings other tools use. The keys a settings table takes are declared with the file's
+other keys (config/keys.py: `MCP_SERVER`); their values are read here."""
 
 from __future__ import annotations
 
 import shlex
 import shutil
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cmdop_tui.config.model import MCP_CONNECT_TIMEOUT_S, McpServerSpec, SettingsError
+from cmdop_tui.config.keys import MCP_CONNECT_TIMEOUT_S, MCP_SERVER
+from cmdop_tui.config.model import Settings, SettingsError
 
-_MCP_KEYS = frozenset(
-    {"type", "transport", "command", "args", "env", "cwd", "url", "headers", "enabled", "disabled", "timeout"}
-)
+MCP_TRANSPORTS = ("stdio", "http", "sse")
+_MCP_KEYS = frozenset(MCP_SERVER.names)
 _MCP_TRANSPORT_SPELLINGS = {
     "stdio": "stdio",
     "http": "http",
@@ -21,6 +24,41 @@ _MCP_TRANSPORT_SPELLINGS = {
     "streamable": "http",
     "sse": "sse",
 }
+
+
+@dataclass(frozen=True)
+class McpServerSpec:
+    """One MCP server: `[mcp.NAME]` in the settings, or an entry of a project's `.mcp.json`.
+
+    `transport` is "stdio" (`command`, `args`, `env`, `cwd`: a child process), "http" (streamable
+    HTTP: `url`, `headers`) or "sse" (the older HTTP transport). `timeout_s` bounds connecting
+    and listing the tools. `problem` says why an entry of `.mcp.json` cannot be used (it is then
+    shown as failed, never fatal). `${VAR}` in any value is expanded when the server starts.
+    """
+
+    name: str
+    transport: str = "stdio"
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: Mapping[str, str] = field(default_factory=dict)
+    cwd: str | None = None
+    url: str = ""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    enabled: bool = True
+    timeout_s: float = MCP_CONNECT_TIMEOUT_S
+    source: str = "settings"  # "settings" or ".mcp.json"
+    problem: str | None = None
+
+
+def settings_servers(settings: Settings) -> tuple[McpServerSpec, ...]:
+    """The servers of the settings' `[mcp.NAME]` tables (and their other spellings), in order.
+    Raises SettingsError, naming the file and the table, for one that cannot be used."""
+    where = str(settings.source or "settings")
+    return tuple(
+        mcp_server_from(name, table, f"{where}: [{spelling}.{name}]")
+        for spelling, tables in settings.mcp_tables.items()
+        for name, table in tables.items()
+    )
 
 
 def mcp_server_from(name: str, table: Any, where: str, *, source: str = "settings") -> McpServerSpec:
