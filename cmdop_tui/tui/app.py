@@ -52,7 +52,6 @@ from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 if TYPE_CHECKING:
     import anthropic
 
-    from cmdop_tui.permissions import Permissions
     from cmdop_tui.session.session import Session
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
@@ -166,10 +165,6 @@ class CmdopApp(MirroredApp):
     @property
     def session(self) -> Session | None:
         return self.session_state.session
-
-    @property
-    def permissions(self) -> Permissions | None:
-        return self.session.permissions if self.session else None
 
     @property
     def tool_records(self) -> dict[str, ToolRecord]:

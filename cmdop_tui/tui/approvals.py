@@ -8,15 +8,18 @@ app hands itself in as an `ApprovalHost`, the few things the modal needs of it.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.permissions import Permissions, PermissionsError
+from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
+
+if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
+    from cmdop_tui.session.session import Session
 
 
 class ApprovalHost(Protocol):
@@ -27,7 +30,7 @@ class ApprovalHost(Protocol):
     @property
     def chat(self) -> ChatLog: ...
     @property
-    def permissions(self) -> Permissions | None: ...
+    def session(self) -> Session | None: ...
     @property
     def screen(self) -> Screen[object]: ...
     def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
@@ -57,7 +60,7 @@ async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
     finally:
         if screen.is_attached and screen is host.screen:
             screen.dismiss(ApprovalChoice.DENY)
-    if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS) and host.permissions is not None:
+    if choice in (ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
         await remember_allowed(host, call, session=choice is ApprovalChoice.SESSION)
     if choice is ApprovalChoice.STOP:
         host.action_stop()
@@ -69,9 +72,11 @@ async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
 async def remember_allowed(host: ApprovalHost, call: ToolCall, *, session: bool) -> None:
     """The rule "This session" or "Always" makes; a rule that cannot be written as it would
     read back is not saved, and the call is still allowed this once."""
-    assert host.permissions is not None
+    permissions = host.session.permissions if host.session is not None else None
+    if permissions is None:
+        return
     try:
-        rule = host.permissions.allow_always(
+        rule = permissions.allow_always(
             call.name, call.input, placement=call.placement, session=session, spec=call.tool
         )
     except PermissionsError as exc:

@@ -29,7 +29,7 @@ from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
-    from cmdop_tui.agent.history import Message
+    from cmdop_tui.agent.messages import Message
 
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
 

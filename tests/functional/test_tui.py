@@ -604,12 +604,12 @@ async def test_a_rule_that_cannot_be_saved_is_said_and_the_call_still_runs_once(
 
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_until(pilot, lambda: app.permissions is not None, what="the session")
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
 
         def refuse(*args, **kwargs):
             raise PermissionsError("not saved: the rule would not read back as written")
 
-        app.permissions.allow_always = refuse  # type: ignore[method-assign]  (the store's refusal)
+        app.session.permissions.allow_always = refuse  # type: ignore[method-assign]  (the store's refusal)
         await remember_allowed(app, ToolCall("t1", "execute_command", {"command": "uptime"}, None), session=False)
         await pilot.pause()
         assert notices(app, "warning")[-1] == "Allowed this once; not saved: the rule would not read back as written"
