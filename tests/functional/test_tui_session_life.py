@@ -1,0 +1,117 @@
+"""The app's parts that hold state: the session's life, `running`, the side column's fold, and
+what the session says of itself (status line, /context)."""
+
+from __future__ import annotations
+
+import threading
+
+from fake_anthropic import text_reply
+from textual.widgets import Button
+from tui_helpers import finish_turn, make_app, notices, submit, wait_until
+
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.tui.session_life import NO_KEY_HELP
+from cmdop_tui.tui.widgets.status_line import StatusLine
+
+SIZE = (100, 30)
+
+
+def status_text(app) -> str:
+    return str(app.query_one(StatusLine).render())
+
+
+async def test_the_session_state_goes_from_loading_to_open(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
+        assert app.session is app.session_state.session and app.session_state.error is None
+        assert app.session_ready.is_set()
+        await wait_until(pilot, lambda: "claude" in status_text(app), what="the model in the status line")
+
+
+async def test_without_a_key_the_state_is_failed_and_says_why(monkeypatch):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    app = make_app()  # no client given: the session looks for a key
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "failed", what="the failed opening")
+        assert app.session is None and app.session_state.error == NO_KEY_HELP
+        assert NO_KEY_HELP in notices(app, "error")
+        assert "(no model)" in status_text(app)
+        await submit(pilot, "hello?")
+        await pilot.pause()
+        assert notices(app, "error").count(NO_KEY_HELP) == 2  # the prompt is answered with why, not lost silently
+        assert not app.running
+
+
+async def test_running_drives_stop_and_a_second_enter_is_refused(fake_api):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("slow " * 20, stall_after=4, gate=gate, gate_release_continues=True))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
+        stop = app.query_one("#stop", Button)
+        assert stop.disabled and not app.running
+        await app.send("first")
+        await app.send("second")  # in the same write: the first turn has not even started
+        assert app.running
+        assert any("A turn is running" in n for n in notices(app, "warning"))
+        await wait_until(pilot, lambda: not stop.disabled and "working" in status_text(app), what="Stop enabled")
+        gate.set()
+        await finish_turn(pilot)
+        await wait_until(pilot, lambda: stop.disabled and not app.running, what="Stop disabled again")
+        assert "working" not in status_text(app)
+        assert len(fake_api.requests) == 1  # one turn: the second Enter never became one
+
+
+async def test_the_status_line_follows_what_the_session_changes(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
+        app.session.set_budget(2.5)
+        app.session.set_loop(True)
+        await pilot.pause()
+        assert "/2.50" in status_text(app) and "loop 0/" in status_text(app)
+        assert app.session.status().budget_usd == 2.5 and app.session.budget_usd == 2.5
+        model = app.session.use_model("@fast")
+        await pilot.pause()
+        assert app.session.model_name == model and model in status_text(app)
+
+
+async def test_context_report_comes_from_the_session(fake_api):
+    fake_api.enqueue(text_reply("ok"))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "hello")
+        await finish_turn(pilot)
+        report = await app.session.context_report()
+        assert report.window > 0 and report.usage.conversation > 0 and report.last_tokens
+        await submit(pilot, "/context")
+        await pilot.pause()
+        assert any(f"Context window: {report.window:,} tokens." in n for n in notices(app))
+
+
+async def test_a_panel_choice_holds_at_every_width():
+    app = make_app(settings=Settings())
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        assert app.query_one("#side").display and app.query_one("#tools").display
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not app.query_one("#side").display  # folded by the breakpoint: no choice made yet
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        assert app.query_one("#side").display
+        await pilot.press("f3")  # hide the machines: a choice
+        await pilot.pause()
+        assert app.query_one("#tools").display and not app.query_one("#machines").display
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.query_one("#side").display and app.query_one("#tools").display  # the choice holds
+        assert not app.query_one("#machines").display
+        await pilot.press("f2")
+        await pilot.pause()
+        assert not app.query_one("#side").display  # both hidden: the column goes
+        await pilot.resize_terminal(120, 30)
+        await pilot.pause()
+        assert not app.query_one("#side").display
