@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from textual import work
@@ -102,14 +102,7 @@ class StatusLine(Widget):
         if status is None:
             self.update_facts(model="(no model)", machine="local", sandbox="", budget_usd=None, loop_enabled=False)
             return
-        self.update_facts(
-            model=status.model,
-            machine=status.machine,
-            sandbox=status.sandbox,
-            budget_usd=status.budget_usd,
-            loop_enabled=status.loop_enabled,
-            max_loops=status.max_loops,
-        )
+        self.update_facts(**asdict(status))  # each of its facts is one of the line's, by name
 
     def on_agent_turn_started(self, message: Agent.TurnStarted) -> None:
         event = message.event
