@@ -20,7 +20,7 @@ from cmdop_tui.support.version import VERSION as __version__
 
 if TYPE_CHECKING:
     from cmdop_tui.agent.approval import Approval, ToolCall
-    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.config.settings import RunOptions, Settings
     from cmdop_tui.machines.spec import MachineSpec
     from cmdop_tui.session.operator import Operator, OperatorError
 
@@ -31,9 +31,10 @@ _LAZY = {
     "ToolCall": "cmdop_tui.agent.approval",
     "MachineSpec": "cmdop_tui.machines.spec",
     "Settings": "cmdop_tui.config.settings",
+    "RunOptions": "cmdop_tui.config.settings",
 }
 
-__all__ = ["Approval", "MachineSpec", "Operator", "OperatorError", "Settings", "ToolCall", "__version__"]
+__all__ = ["Approval", "MachineSpec", "Operator", "OperatorError", "RunOptions", "Settings", "ToolCall", "__version__"]
 
 
 def __getattr__(name: str) -> Any:

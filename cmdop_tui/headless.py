@@ -106,7 +106,7 @@ def summary_json(result: RunResult) -> dict[str, object]:
 
 async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     """Run the prompt; return the process exit code."""
-    if settings.local:
+    if settings.run.local:
         sys.stderr.write("cmdop-tui: starting the local model…\n")
     ask = ask_on_terminal if _terminal_can_ask() else None
     async with Session(settings, platform="headless", ask=ask) as session:

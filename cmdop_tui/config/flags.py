@@ -109,19 +109,19 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
         agent = replace(agent, max_loops=args.max_loops)
     if args.allow_tags:
         agent = replace(agent, allow_tags=tuple(t.strip() for t in args.allow_tags.split(",") if t.strip()))
-    settings = replace(settings, agent=agent, auto_approve=settings.auto_approve or args.yes)
+    settings = replace(settings, agent=agent).with_run(auto_approve=settings.run.auto_approve or args.yes)
     if args.permission_mode:
         settings = replace(settings, permission_mode=args.permission_mode)
     if args.sandbox:
-        settings = replace(settings, sandbox_flag=args.sandbox)
+        settings = settings.with_run(sandbox_mode=args.sandbox)
     if args.max_budget_usd:
         settings = replace(settings, max_budget_usd=args.max_budget_usd)
     if args.local or args.local_model:
-        settings = replace(settings, local=True)
+        settings = settings.with_run(local=True)
     if args.local_model:
         settings = replace(settings, local_model=Path(args.local_model).expanduser())
     if args.max_context_tokens:
-        settings = replace(settings, max_context_tokens=args.max_context_tokens)
+        settings = settings.with_run(max_context_tokens=args.max_context_tokens)
     if args.no_stream:
         settings = replace(settings, stream=False)
     if args.theme:
@@ -129,7 +129,7 @@ def apply_flags(settings: Settings, args: argparse.Namespace) -> Settings:
     if args.low_bandwidth is not None:
         settings = replace(settings, low_bandwidth=args.low_bandwidth)
     if args.machine:
-        settings = replace(settings, target_machine=args.machine)
+        settings = settings.with_run(target_machine=args.machine)
     if args.continue_latest or args.resume:
-        settings = replace(settings, continue_latest=args.continue_latest, resume=args.resume)
+        settings = settings.with_run(continue_latest=args.continue_latest, resume=args.resume)
     return settings

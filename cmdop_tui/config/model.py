@@ -1,5 +1,6 @@
 """The settings' data: saved preferences (`Settings`), agent profiles and compaction settings,
-all frozen; `SettingsError` for what cannot be used.
+and one run's options (`RunOptions`: the command line's, never saved), all frozen; `SettingsError`
+for what cannot be used.
 
 Agent profiles (`[agents.NAME]`) bundle how an agent behaves; `agent = "NAME"` (or `--agent`,
 or CMDOP_AGENT) picks one. Two ship: `default`, and `autonomous`, which loops until the task is
@@ -75,24 +76,33 @@ class ContextSettings:
 
 
 @dataclass(frozen=True)
+class RunOptions:
+    """What one run was asked on the command line (or by a surface) and no file may say."""
+
+    auto_approve: bool = False  # --yes: every tool call allowed without asking
+    sandbox_mode: SandboxMode | None = None  # --sandbox: beats the profile and [sandbox]
+    local: bool = False  # --local: a local model (llama.cpp) instead of an API
+    max_context_tokens: int | None = None  # --max-context-tokens: overrides every window
+    target_machine: str | None = None  # --machine: scope the session to this machine
+    resume: str | None = None  # --resume: a session id (or prefix) to continue
+    continue_latest: bool = False  # --continue: the most recent session
+
+
+@dataclass(frozen=True)
 class Settings:
     agent: AgentProfile = field(default_factory=AgentProfile)  # the profile in use
     agents: Mapping[str, AgentProfile] = field(default_factory=builtin_agents)
     aliases: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ALIASES))
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
-    max_context_tokens: int | None = None  # --max-context-tokens: overrides every window
     context: ContextSettings = field(default_factory=lambda: ContextSettings())  # [context]: compaction
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # [sandbox]
-    sandbox_flag: SandboxMode | None = None  # --sandbox: beats the profile and [sandbox]
     max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
-    local: bool = False  # use a local model (llama.cpp) instead of an API
     local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
     router_model: str = "@fast"
     stream: bool = True
     base_url: str | None = None
     permission_mode: str = "default"  # default | strict | auto (see cmdop_tui/permissions/); --yes is auto
-    auto_approve: bool = False
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
     low_bandwidth: bool | None = None  # fewer frames, no animations; None: on over SSH (SSH_CONNECTION)
@@ -100,13 +110,15 @@ class Settings:
     groups: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # [groups] web = ["web1", "tag:db"]
     ansible_inventory: Path | None = None  # [inventory] ansible = "path": its hosts as machines
     ssh_config: Path | None = None  # None: the user's ~/.ssh/config (read for Host entries too)
-    target_machine: str | None = None  # scope the session to this machine
     # [mcp.NAME] and its other spellings, as written: {"mcp": {NAME: table}}; read into servers by
     # cmdop_tui/mcp/ (server_tables.settings_servers), which also reads a project's .mcp.json
     mcp_tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    resume: str | None = None  # a session id (or prefix) to continue
-    continue_latest: bool = False  # continue the most recent session
-    source: Path | None = None
+    source: Path | None = None  # the file these were read from
+    run: RunOptions = field(default_factory=lambda: RunOptions())  # this run's, from the command line
+
+    def with_run(self, **changes: Any) -> Settings:
+        """These settings with this run's options changed (`with_run(local=True)`)."""
+        return replace(self, run=replace(self.run, **changes))
 
     def with_agent(self, name: str) -> Settings:
         """These settings with the profile `name` in use."""
@@ -123,7 +135,7 @@ class Settings:
     def sandbox_policy(self) -> SandboxPolicy:
         """The sandbox in force: --sandbox, else the profile's mode, else [sandbox] mode; the
         writable roots of [sandbox] and of the profile together."""
-        mode = self.sandbox_flag or self.agent.sandbox or self.sandbox.mode
+        mode = self.run.sandbox_mode or self.agent.sandbox or self.sandbox.mode
         if mode not in MODES:
             raise SettingsError(f"unknown sandbox mode {mode!r} (known: {', '.join(MODES)})")
         writable = (*self.sandbox.writable, *self.agent.sandbox_writable)

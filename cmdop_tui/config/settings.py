@@ -21,6 +21,7 @@ from cmdop_tui.config.loading import load_settings, read_toml, settings_from
 from cmdop_tui.config.model import (
     AgentProfile,
     ContextSettings,
+    RunOptions,
     Settings,
     SettingsError,
     builtin_agents,
@@ -43,6 +44,7 @@ __all__ = [
     "TOP_LEVEL_KEYS",
     "AgentProfile",
     "ContextSettings",
+    "RunOptions",
     "SandboxPolicy",
     "Settings",
     "SettingsError",

@@ -84,7 +84,7 @@ def build_fleet(settings: Settings) -> Fleet:
     Ansible inventory cannot be read.
     """
     inventory, options = inventory_of(settings)
-    return Fleet(inventory, options, target=settings.target_machine, sandbox=build_sandbox(settings))
+    return Fleet(inventory, options, target=settings.run.target_machine, sandbox=build_sandbox(settings))
 
 
 def build_sandbox(settings: Settings) -> Sandbox:

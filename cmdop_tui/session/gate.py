@@ -31,7 +31,7 @@ NOBODY_TO_ASK = (
 
 def load_permissions(settings: Settings) -> Permissions:
     """The rules file, in the mode the settings ask for (`--yes` is auto mode)."""
-    return Permissions.load(mode="auto" if settings.auto_approve else settings.permission_mode)
+    return Permissions.load(mode="auto" if settings.run.auto_approve else settings.permission_mode)
 
 
 def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet | None = None) -> Approver:

@@ -202,12 +202,9 @@ class Operator:
         """The config file's settings (or those given), with everything this operator says."""
         settings = self._with_loop_settings(self._base_settings or load_settings())
         if isinstance(self.approval, str):
-            settings = replace(settings, permission_mode=self.approval, auto_approve=self.approval == "auto")
-        return replace(
-            settings,
-            target_machine=self.machine or settings.target_machine,
-            machines=settings.machines + self.machines,
-        )
+            settings = replace(settings, permission_mode=self.approval).with_run(auto_approve=self.approval == "auto")
+        settings = settings.with_run(target_machine=self.machine or settings.run.target_machine)
+        return replace(settings, machines=settings.machines + self.machines)
 
     async def _open(self) -> Session:
         """The session, opened on first use. Later prompts pick up changed loop settings (model,

@@ -42,11 +42,11 @@ class SessionRecorder:
 
     def start(self, settings: Settings) -> list[str]:
         """A new session, or the one `--resume ID` / `--continue` names. Returns notes for the user."""
-        session = settings.resume or (transcripts.latest() if settings.continue_latest else None)
+        session = settings.run.resume or (transcripts.latest() if settings.run.continue_latest else None)
         if session is not None:
             return self.resume(session)
         self.new()
-        return ["there is no earlier session to continue: this is a new one"] if settings.continue_latest else []
+        return ["there is no earlier session to continue: this is a new one"] if settings.run.continue_latest else []
 
     def new(self) -> None:
         self.close()

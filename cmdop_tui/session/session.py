@@ -119,7 +119,7 @@ class Session:
         Raises MissingKeyError, LocalModelError, MachineError, PermissionsError or SettingsError,
         each with a message for the user; `close()` still cleans up after any of them.
         """
-        if self.settings.local and self._given_client is None:
+        if self.settings.run.local and self._given_client is None:
             self.local_model = local_model = LocalModelServer(self.settings.local_model)
             self._cleanup.push_async_callback(asyncio.to_thread, local_model.stop)  # even mid-start
             self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, local_model)

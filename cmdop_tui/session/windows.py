@@ -34,7 +34,7 @@ async def model_facts(client: anthropic.AsyncAnthropic, model: str, settings: Se
     """The context window of `model` on this endpoint, and whether it compacts server-side."""
     info = await _model_info(client, model)
     from_api = getattr(info, "max_input_tokens", None) or None
-    window = settings.max_context_tokens or from_api or settings.context_windows.get(model, DEFAULT_CONTEXT_WINDOW)
+    window = settings.run.max_context_tokens or from_api or settings.context_windows.get(model, DEFAULT_CONTEXT_WINDOW)
     return ModelFacts(window, server_compaction=_compacts(info))
 
 

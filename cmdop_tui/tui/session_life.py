@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cmdop_tui import transcripts
@@ -98,14 +98,14 @@ class SessionOpener:
 
     def start(self) -> None:
         """After the first paint: draw a resumed session's tail, and open the session."""
-        if self.host.settings.resume or self.host.settings.continue_latest:
+        if self.host.settings.run.resume or self.host.settings.run.continue_latest:
             self.host.run_worker(self.preview(), group="preview", exit_on_error=False)
         self.host.run_worker(self.open_first(), group="setup", exit_on_error=False)
 
     async def preview(self) -> None:
         """Draw the tail of the session being resumed from its transcript, while the session
         (and the SDK) still load: a long session is on screen at once."""
-        session_id = self.host.settings.resume or await asyncio.to_thread(transcripts.latest)
+        session_id = self.host.settings.run.resume or await asyncio.to_thread(transcripts.latest)
         if session_id is None:
             return
         try:
@@ -130,7 +130,7 @@ class SessionOpener:
 
     def _local_offer_answered(self, start: bool | None) -> None:
         if start:
-            self.host.settings = replace(self.host.settings, local=True)
+            self.host.settings = self.host.settings.with_run(local=True)
             self.host.run_worker(self.open_local(), group="setup", exit_on_error=False)
 
     async def open_local(self) -> None:
@@ -155,7 +155,7 @@ class SessionOpener:
             retry=given.retry or RetryPolicy(),
             facts=given.facts,
         )
-        loaded = await self._show_local_model_loading() if self.host.settings.local else None
+        loaded = await self._show_local_model_loading() if self.host.settings.run.local else None
         try:
             error = await _open_or_explain(session)
         finally:

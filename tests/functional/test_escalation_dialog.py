@@ -18,7 +18,7 @@ from textual.widgets import Button, Static
 from tui_helpers import finish_turn, make_app, submit, wait_until
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.headless import ask_on_terminal
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.sandbox import bubblewrap
@@ -171,7 +171,7 @@ async def test_the_app_asks_in_auto_mode_what_the_floor_leaves_to_a_person(fake_
     marker = tmp_path / "ran"
     monkeypatch.setattr(Permissions, "decide", lambda *a, **k: Decision("ask", FLOOR_REASON, person_only=True))
     fake_api.enqueue(tool_reply("execute_command", {"command": f"eval 'touch {marker}'"}), text_reply("ran"))
-    app = make_app(fake_api, settings=Settings(auto_approve=True, sandbox_flag="off"))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True, sandbox_mode="off")))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "go")
         await wait_until(
@@ -192,7 +192,7 @@ async def test_the_app_asks_to_leave_the_sandbox_with_what_it_refused(fake_api, 
     outside.mkdir()
     monkeypatch.chdir(work)
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {outside}/made"}), text_reply("made"))
-    app = make_app(fake_api, settings=Settings(auto_approve=True, sandbox_flag="strict"))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True, sandbox_mode="strict")))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "make it")
         asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(Button)  # noqa: E731

@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -188,7 +187,7 @@ def test_close_after_async_runs_closes_the_session(fake_api, anthropic_env, tmp_
     operator.close()
     assert operator._session is None and operator.messages == []
     # The transcript's lock was let go: the session can be resumed at once.
-    resumed = replace(load_settings(), resume=session_id)
+    resumed = load_settings().with_run(resume=session_id)
     fake_api.enqueue(text_reply("again"))
     with Operator(cwd=tmp_path, settings=resumed) as again:
         assert again.chat("hello") == "again"

@@ -12,7 +12,7 @@ import pytest
 from fake_anthropic import text_reply, tool_reply
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 
@@ -37,7 +37,7 @@ def test_idle(snap_compare, size):
 @pytest.mark.parametrize("size", SIZES)
 def test_reply_after_a_tool_call(snap_compare, fake_api, size):
     fake_api.enqueue(tool_reply("execute_command", {"command": "echo '/srv 73%'"}, text="Checking."), text_reply(REPLY))
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
 
     async def run_before(pilot):
         await submit(pilot, "how full are the disks?")

@@ -9,7 +9,7 @@ from agent_helpers import running
 from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
@@ -119,7 +119,7 @@ async def test_stop_mid_stream_then_continue(fake_api):
 
 async def test_stop_button_mid_command_kills_it(fake_api, tmp_path):
     fake_api.enqueue(tool_reply("execute_command", {"command": "echo started; sleep 30.4217"}), text_reply("ok"))
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "run it")
         await wait_until(pilot, lambda: app.query(ToolCard) and "started" in app.query_one(ToolCard).record.live_output)
@@ -346,7 +346,7 @@ async def test_panels_fold_at_80x24_and_toggle_by_key():
 async def test_tool_output_with_escape_sequences_is_shown_inert(fake_api):
     command = r"printf 'safe\033]52;c;aGk=\a\033[2J\033[31mred\033[0m\n'"
     fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "print")
         await finish_turn(pilot)
@@ -401,7 +401,7 @@ async def test_sessions_are_recorded_resumed_and_exported(fake_api, tmp_path, mo
     fake_api.enqueue(
         tool_reply("execute_command", {"command": "echo hi"}), text_reply("First answer."), text_reply("Other topic.")
     )
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "first topic")
         await finish_turn(pilot)
@@ -437,7 +437,7 @@ async def test_continue_at_start_shows_the_last_conversation(fake_api):
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "remember this")
         await finish_turn(pilot)
-    again = make_app(fake_api, settings=Settings(continue_latest=True))
+    again = make_app(fake_api, settings=Settings(run=RunOptions(continue_latest=True)))
     async with again.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: any("resumed session" in n for n in notices(again)), what="the resume note")
         assert replies(again) == ["Remembered."]
@@ -458,7 +458,7 @@ async def test_secrets_are_masked_on_screen(fake_api, monkeypatch):
             "Your key is sk-ant-api03-configured-secret-value-123456 and token ghp_abcdefghijklmnopqrstuvwxyz0123456789"
         ),
     )
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "show me")
         await finish_turn(pilot)
@@ -475,7 +475,7 @@ async def test_a_100mb_flood_neither_freezes_the_ui_nor_fills_memory(fake_api):
 
     command = "head -c 100000000 /dev/zero | tr '\\0' 'x'; echo; echo flood-done; sleep 30"
     fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "flood")
         await wait_until(
@@ -535,7 +535,7 @@ async def test_agent_profiles_switch_by_command(fake_api):
 
 async def test_copy_the_last_reply_and_a_tool_output(fake_api):
     fake_api.enqueue(tool_reply("execute_command", {"command": "echo copied-output"}), text_reply("Copy **me**."))
-    app = make_app(fake_api, settings=Settings(auto_approve=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=(120, 40)) as pilot:
         await submit(pilot, "go")
         await finish_turn(pilot)
@@ -581,7 +581,7 @@ def test_help_lines_up_every_command_and_key_in_one_column():
 
 async def test_the_status_line_shows_how_full_the_context_is_and_context_says_what_fills_it(fake_api):
     fake_api.enqueue(tool_reply("list_dir", {"path": "."}), text_reply("listed"))
-    app = make_app(fake_api, settings=Settings(max_context_tokens=20_000))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(max_context_tokens=20_000)))
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "list")
         await finish_turn(pilot)

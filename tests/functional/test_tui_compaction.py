@@ -10,7 +10,7 @@ from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_un
 
 from cmdop_tui.agent import events as ev
 from cmdop_tui.agent.compaction import SUMMARISER_SYSTEM
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.compaction_item import STOPPED, CompactionItem
 from cmdop_tui.tui.widgets.status_line import StatusLine
@@ -133,7 +133,7 @@ async def test_a_failed_compact_is_a_warning_line_and_the_conversation_stays(fak
 
 async def test_the_status_line_context_follows_the_compaction(fake_api):
     fake_api.enqueue(text_reply("First answer. " * 200), text_reply("Second answer. " * 200), text_reply(SUMMARY))
-    app = make_app(fake_api, settings=Settings(max_context_tokens=20_000))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(max_context_tokens=20_000)))
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)
         status = app.query_one(StatusLine)
@@ -178,7 +178,7 @@ async def test_a_resumed_compacted_conversation_starts_with_the_folded_summary(f
         await submit(pilot, "/compact")
         await finish_turn(pilot)
         assert items(app)[0].state == "done"
-    again = make_app(fake_api, settings=Settings(continue_latest=True))
+    again = make_app(fake_api, settings=Settings(run=RunOptions(continue_latest=True)))
     async with again.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: any("resumed session" in n for n in notices(again)), what="the resume")
         (item,) = items(again)

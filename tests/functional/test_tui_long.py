@@ -9,7 +9,7 @@ from tui_helpers import finish_turn, make_app, replies, submit, wait_until
 
 from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.messages import text_block, tool_result_block
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.transcripts import Transcript
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.chat_log import DEFAULT_PACE, MAX_ITEMS, RESUME_PAGE, ChatLog
@@ -35,7 +35,7 @@ def long_session() -> None:
 
 async def test_a_resumed_session_draws_its_tail_and_brings_back_more_on_request(fake_api):
     long_session()
-    app = make_app(fake_api, settings=Settings(continue_latest=True))
+    app = make_app(fake_api, settings=Settings(run=RunOptions(continue_latest=True)))
     async with app.run_test() as pilot:
         await wait_until(pilot, lambda: replies(app) and replies(app)[-1] == f"answer {TURNS - 1}", what="the tail")
         chat = app.query_one(ChatLog)

@@ -305,7 +305,7 @@ async def test_the_app_shows_each_hosts_last_line_when_it_ends(fake_api, lab):
     from textual.widgets import Static
     from tui_helpers import finish_turn, make_app, submit, wait_until
 
-    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.config.settings import RunOptions, Settings
     from cmdop_tui.tui.widgets.tool_card import ToolCard
 
     command = f'if [ "${{SSH_CONNECTION##* }}" = {lab.server("alpha").port} ]; then {CHUNKED}; else echo hello; fi'
@@ -313,7 +313,7 @@ async def test_the_app_shows_each_hosts_last_line_when_it_ends(fake_api, lab):
         tool_reply("run_on_machines", {"command": command, "machines": ["alpha", "bravo"]}),
         text_reply("done everywhere"),
     )
-    app = make_app(fake_api, settings=Settings(ssh_config=lab.config, auto_approve=True))
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config, run=RunOptions(auto_approve=True)))
     async with app.run_test(size=(140, 40)) as pilot:
         await submit(pilot, "run it everywhere")
         await finish_turn(pilot)

@@ -288,11 +288,12 @@ async def test_scoped_session_reminders(fake_api, lab, tmp_path):
     import anthropic
     from agent_helpers import FACTS
 
-    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.config.settings import RunOptions, Settings
     from cmdop_tui.session.assembly import build_runner
 
     settings = replace(
-        Settings(ssh_config=lab.config, target_machine="alpha"), agent=replace(Settings().agent, model="m")
+        Settings(ssh_config=lab.config, run=RunOptions(target_machine="alpha")),
+        agent=replace(Settings().agent, model="m"),
     )
     client = anthropic.AsyncAnthropic(api_key=fake_api.api_key, base_url=fake_api.url, max_retries=0)
     runner = build_runner(settings, client=client, platform="tui", facts=FACTS)

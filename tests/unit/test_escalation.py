@@ -16,7 +16,7 @@ import pytest
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.config.settings import Settings
+from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.headless import HeadlessOptions, run_headless
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.sandbox import bubblewrap
@@ -170,7 +170,7 @@ def test_a_function_that_says_a_person_decided_answers(fake_api, anthropic_env, 
     def approve(call: ToolCall) -> Approval:
         return Approval(True, by_person=call.needs_person)
 
-    settings = Settings(sandbox_flag="off")  # what is asked here is the floor's, not the sandbox's
+    settings = Settings(run=RunOptions(sandbox_mode="off"))  # what is asked here is the floor's, not the sandbox's
     with Operator(settings=settings, cwd=tmp_path, record=False, approval=approve) as operator:
         assert operator.chat("go") == "ran"
     assert marker.exists()
@@ -201,7 +201,7 @@ def test_an_approve_everything_function_does_not_let_a_command_out(fake_api, ant
         seen.append(call)
         return yes(call)
 
-    settings = Settings(sandbox_flag="strict")
+    settings = Settings(run=RunOptions(sandbox_mode="strict"))
     with Operator(settings=settings, cwd=work, record=False, approval=approve) as operator:
         assert operator.chat("make it") == "held"
     assert not (outside / "made").exists()
@@ -218,7 +218,7 @@ def test_a_command_leaves_the_sandbox_when_the_function_says_a_person_decided(fa
     work.mkdir()
     outside.mkdir()
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {outside}/made"}), text_reply("made"))
-    settings = Settings(sandbox_flag="strict")
+    settings = Settings(run=RunOptions(sandbox_mode="strict"))
     approve = lambda call: Approval(True, by_person=call.escalation is not None)  # noqa: E731
     with Operator(settings=settings, cwd=work, record=False, approval=approve) as operator:
         assert operator.chat("make it") == "made"
@@ -231,7 +231,7 @@ def test_auto_and_rules_never_let_a_command_out(fake_api, anthropic_env, tmp_pat
     work.mkdir()
     outside.mkdir()
     Permissions.load().add_rule("execute_command(*)")
-    settings = Settings(sandbox_flag="strict")
+    settings = Settings(run=RunOptions(sandbox_mode="strict"))
     for approval in ("auto", "default"):
         fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {outside}/made"}), text_reply("held"))
         with Operator(settings=settings, cwd=work, record=False, approval=approval) as operator:  # type: ignore[arg-type]
@@ -250,7 +250,7 @@ async def test_yes_does_not_answer_what_the_floor_leaves_to_a_person(
     marker = tmp_path / "ran"
     monkeypatch.chdir(tmp_path)
     fake_api.enqueue(tool_reply("execute_command", {"command": f"eval 'touch {marker}'"}), text_reply("not run"))
-    settings = Settings(auto_approve=True)
+    settings = Settings(run=RunOptions(auto_approve=True))
     code = await run_headless(settings, HeadlessOptions("go", "stream-json"))
     assert code == 0 and not marker.exists()
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fake_anthropic import text_reply, tool_reply
 
-from cmdop_tui import Operator, Settings
+from cmdop_tui import Operator, RunOptions, Settings
 from cmdop_tui.agent.messages import text_block, tool_result_block
 from cmdop_tui.agent.reduction import OutputReducer, ReductionPolicy
 
@@ -66,7 +66,7 @@ def test_a_long_session_fits_its_window_and_recall_brings_an_output_back(fake_ap
     fake_api.context_window = 12_000  # the fake answers 400 'prompt is too long' past this
     replies = [tool_reply("read_file", {"path": f"f{i}.txt"}, id=f"toolu_{i}") for i in range(8)]
     fake_api.enqueue(*replies, tool_reply("recall", {"id": "toolu_0"}), text_reply("read them all"))
-    settings = Settings(max_context_tokens=12_000)
+    settings = Settings(run=RunOptions(max_context_tokens=12_000))
     with Operator(settings=settings, cwd=tmp_path, record=False) as operator:
         assert operator.chat("read every file") == "read them all"
         whole = {

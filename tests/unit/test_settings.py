@@ -85,9 +85,9 @@ def test_bad_settings_name_the_file(tmp_path, text, message):
 
 def test_context_windows_per_model_and_the_flag_that_overrides_them(tmp_path):
     settings = settings_with(tmp_path, '[models."my-local"]\ncontext_window = 32768\n')
-    assert settings.context_windows == {"my-local": 32768} and settings.max_context_tokens is None
+    assert settings.context_windows == {"my-local": 32768} and settings.run.max_context_tokens is None
     flagged = apply_flags(settings, parser().parse_args(["--max-context-tokens", "16000"]))
-    assert flagged.max_context_tokens == 16000
+    assert flagged.run.max_context_tokens == 16000
     for bad in (
         '[models."m"]\ncontext_window = "big"\n',
         '[models."m"]\ncontext_window = 10\n',

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import anthropic
 import pytest
 from fake_anthropic import ModelSpec
@@ -36,5 +34,5 @@ async def test_the_settings_then_the_default_when_the_api_does_not_know(fake_api
 
 async def test_the_flag_overrides_everything(fake_api, client):
     fake_api.models = {"claude-x": ModelSpec(max_input_tokens=123_456)}
-    settings = replace(Settings(context_windows={"claude-x": 50_000}), max_context_tokens=16_000)
+    settings = Settings(context_windows={"claude-x": 50_000}).with_run(max_context_tokens=16_000)
     assert await context_window(client, "claude-x", settings) == 16_000
