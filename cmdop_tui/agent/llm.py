@@ -28,6 +28,7 @@ from cmdop_tui.agent.messages import (
     Block,
     JsonObject,
     ToolUseBlock,
+    is_blank_text,
     is_compaction,
     is_text,
     is_thinking,
@@ -253,7 +254,7 @@ class ReplyAssembler:
     def reply(self) -> ModelReply:
         content = [self._blocks[i].block for i in sorted(self._blocks)]
         return ModelReply(
-            content=[b for b in content if not _is_empty_text(b)],
+            content=[b for b in content if not is_blank_text(b)],
             stop_reason=self.stop_reason,
             usage=Usage(
                 input_tokens=self.usage.get("input_tokens", 0),
@@ -279,10 +280,6 @@ def parse_tool_input(raw: str) -> tuple[JsonObject, str | None]:
     return value, None
 
 
-def _is_empty_text(block: Block) -> bool:
-    return is_text(block) and not block.get("text")
-
-
 def _block_to_param(block: Any) -> Block:
     """An SDK content block as the dict the API takes back in the next request."""
     kind = block.type
@@ -306,7 +303,7 @@ def reply_from_message(message: Any) -> ModelReply:
     content = [_block_to_param(b) for b in message.content]
     usage = message.usage
     return ModelReply(
-        content=[b for b in content if not _is_empty_text(b)],
+        content=[b for b in content if not is_blank_text(b)],
         stop_reason=message.stop_reason,
         usage=Usage(
             input_tokens=usage.input_tokens or 0,

@@ -219,6 +219,7 @@ class Runner:
             progress.usage.add(reply.usage)
             self._account(reply.usage, emit)
             self.meter.adopt_server_compaction(reply, emit)
+            reply.content = self.conversation.adopt_ids(reply.content)  # ids the API takes back
             self.conversation.append_assistant(reply.content)
             if not reply.tool_calls:
                 return progress.result("final", text=reply.text)

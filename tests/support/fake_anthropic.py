@@ -110,6 +110,7 @@ NO_REPLY_LEFT = "fake server: no scripted reply left"
 
 _ALPHABET = string.ascii_letters + string.digits
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")  # a tool_use id, and the tool_use_id of its result
 _DOCS = "Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 _ERROR_STATUS = {
     "invalid_request_error": 400,
@@ -570,11 +571,15 @@ def _check_messages(messages: Any) -> str | None:
                 return f"{where}: `{kind}` blocks are only allowed in assistant messages"
             if kind == "tool_result" and role != "user":
                 return f"{where}: `tool_result` blocks are only allowed in user messages"
+            if kind == "tool_result" and not _TOOL_ID.fullmatch(str(b.get("tool_use_id", ""))):
+                return f"{where}.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'"
             if kind == "tool_use":
                 if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
                     return f"{where}.tool_use: `id` and `name` are required strings"
                 if not isinstance(b.get("input"), dict):
                     return f"{where}.tool_use.input: Input should be a valid dictionary"
+                if not _TOOL_ID.fullmatch(b["id"]):
+                    return f"{where}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
                 if b["id"] in seen_ids:
                     return f"{where}: `tool_use` ids must be unique"
                 seen_ids.add(b["id"])
