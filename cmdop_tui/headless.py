@@ -159,7 +159,7 @@ def _for(stream: TextIO, text: str) -> str:
 def report(result: RunResult, output_format: OutputFormat, signum: signal.Signals | None) -> int:
     if output_format == "json":
         write_json_line(sys.stdout, summary_json(result))
-    elif output_format == "text" and result.status == "final":
+    elif output_format == "text" and (result.status == "final" or result.text):  # a cut answer is still shown
         sys.stdout.write(_for(sys.stdout, result.text.rstrip("\n")) + "\n")
         sys.stdout.flush()
     if result.status == "final":

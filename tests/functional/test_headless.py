@@ -221,3 +221,10 @@ def test_first_run_creates_a_commented_settings_file_and_config_path(cli_env, tm
     assert run_cli(["config", "path"], cli_env).stdout.strip() == str(path)
     run_cli(["-p", "-"], cli_env, input="")  # any run: an empty prompt still creates it first
     assert path.exists() and path.read_text().startswith("# cmdop-tui settings")
+
+
+def test_a_cut_answer_is_shown_and_said_and_exits_1(fake_api, cli_env):
+    fake_api.enqueue(text_reply("Half an answ", stop_reason="max_tokens"))
+    done = run_cli(["-p", "hi"], cli_env)
+    assert done.returncode == 1 and done.stdout == "Half an answ\n"
+    assert done.stderr.startswith("cmdop-tui: cut: the answer was cut at the reply limit (max_tokens")
