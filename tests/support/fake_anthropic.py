@@ -335,6 +335,7 @@ class Reply:
     stop_sequence: str | None = None
     status: int = 200
     error: Mapping[str, str] | None = None  # {"type", "message"} for error replies
+    page: str | None = None  # an error answered as this HTML page, as a proxy in front of an API does
     error_after_events: int | None = None  # stream_error: `event: error` after this many events
     headers: tuple[tuple[str, str], ...] = ()
     stall_after: int | None = None
@@ -418,6 +419,11 @@ def error_reply(
         headers=tuple((headers or {}).items()),
         **options,
     )
+
+
+def html_error(status: int, page: str, **options: Any) -> Reply:
+    """An HTTP error answered with an HTML page (a load balancer's 502), not the API's envelope."""
+    return dataclasses.replace(error_reply(status, **options), page=page)
 
 
 def stream_error(
@@ -1128,6 +1134,11 @@ class FakeAnthropic:
                 return
             if r.stall_after is not None and not sse and not r.gate_release_continues:
                 return self._drop(h)
+        if as_error and r.page is not None:
+            data = r.page.encode()
+            self._send_head(h, rec.status, req_id, "text/html", r.headers, len(data))
+            h.wfile.write(data)
+            return h.wfile.flush()
         if as_error:
             envelope = {"type": "error", "error": dict(r.error), "request_id": req_id}
             return self._send_json(h, rec.status, req_id, envelope, r.headers)
