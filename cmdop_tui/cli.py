@@ -182,7 +182,7 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError) as exc:
+    except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError, SettingsError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.

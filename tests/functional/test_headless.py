@@ -228,3 +228,11 @@ def test_a_cut_answer_is_shown_and_said_and_exits_1(fake_api, cli_env):
     done = run_cli(["-p", "hi"], cli_env)
     assert done.returncode == 1 and done.stdout == "Half an answ\n"
     assert done.stderr.startswith("cmdop-tui: cut: the answer was cut at the reply limit (max_tokens")
+
+
+@pytest.mark.parametrize("url", ["localhost:8080", "api.example.com", "ftp://example.com"])
+def test_a_base_url_that_is_not_http_is_said_at_once(fake_api, cli_env, url):
+    done = run_cli(["-p", "hi"], {**cli_env, "ANTHROPIC_BASE_URL": url})
+    assert done.returncode != 0 and not fake_api.requests
+    (line,) = done.stderr.splitlines()
+    assert url in line and "not an http(s) URL" in line
