@@ -236,3 +236,22 @@ def test_a_base_url_that_is_not_http_is_said_at_once(fake_api, cli_env, url):
     assert done.returncode != 0 and not fake_api.requests
     (line,) = done.stderr.splitlines()
     assert url in line and "not an http(s) URL" in line
+
+
+def test_a_closed_stdin_for_dash_p_is_a_usage_error(cli_env):
+    done = subprocess.run(CLI + ["-p", "-"], env=cli_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "the prompt is empty" in done.stderr  # /dev/null: an empty prompt
+    closed = subprocess.run(
+        CLI + ["-p", "-"], env=cli_env, capture_output=True, text=True, preexec_fn=lambda: os.close(0), timeout=30
+    )
+    assert closed.returncode == 2 and "standard input" in closed.stderr and "Traceback" not in closed.stderr
+
+
+@pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
+def test_stdout_on_a_full_device_is_one_line_on_stderr(fake_api, cli_env, output_format):
+    fake_api.enqueue(text_reply("An answer nobody can store."))
+    argv = CLI + ["-p", "hi", "--output-format", output_format]
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(argv, env=cli_env, stdout=full, stderr=subprocess.PIPE, text=True, timeout=30)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and "standard output" in done.stderr
