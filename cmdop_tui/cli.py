@@ -73,10 +73,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     if args.prompt is None:
         return run_tui(settings)
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    prompt = _stdin_prompt() if args.prompt == "-" else args.prompt
+    if prompt is None:
+        return fail("-p - reads the prompt from standard input, which is closed or unreadable", EXIT_USAGE)
     if not prompt.strip():
         return fail("the prompt is empty", EXIT_USAGE)
     return run_headless_cli(settings, prompt, args.output_format)
+
+
+def _stdin_prompt() -> str | None:
+    """The prompt piped in (`-p -`); None when there is no standard input to read."""
+    if sys.stdin is None:
+        return None
+    try:
+        return sys.stdin.read()
+    except (OSError, ValueError, UnicodeDecodeError):  # closed, a directory, not text
+        return None
 
 
 def check_mcp_tables(settings: Settings) -> None:
@@ -172,7 +184,7 @@ def mcp_trust() -> int:
 
 
 def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
-    from cmdop_tui.headless import HeadlessOptions, run_headless
+    from cmdop_tui.headless import HeadlessOptions, OutputError, run_headless
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
     from cmdop_tui.session.errors import MissingKeyError
@@ -182,12 +194,15 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
-    except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError) as exc:
+    except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError, SettingsError) as exc:
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    except OutputError as exc:  # said once on stderr; what is still buffered goes nowhere
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return fail(str(exc))
     return code
 
 

@@ -51,9 +51,24 @@ class JsonLinesSink:
         write_json_line(self.out, event.to_json())
 
 
+class OutputError(Exception):
+    """Standard output cannot take the answer (a full disk, a closed or broken stream)."""
+
+
 def write_json_line(out: TextIO, obj: object) -> None:
-    out.write(json.dumps(obj, ensure_ascii=False) + "\n")
-    out.flush()
+    write_out(out, json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def write_out(out: TextIO, text: str) -> None:
+    """`text` to `out`, flushed; a stream that cannot take it raises OutputError (a reader that
+    went away, BrokenPipeError, is left to the caller: nothing more is said to anyone)."""
+    try:
+        out.write(text)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError) as exc:  # ValueError: the stream was closed
+        raise OutputError(f"cannot write the answer to standard output: {exc}") from exc
 
 
 async def ask_on_terminal(call: ToolCall) -> Approval:
@@ -159,9 +174,8 @@ def _for(stream: TextIO, text: str) -> str:
 def report(result: RunResult, output_format: OutputFormat, signum: signal.Signals | None) -> int:
     if output_format == "json":
         write_json_line(sys.stdout, summary_json(result))
-    elif output_format == "text" and result.status == "final":
-        sys.stdout.write(_for(sys.stdout, result.text.rstrip("\n")) + "\n")
-        sys.stdout.flush()
+    elif output_format == "text" and (result.status == "final" or result.text):  # a cut answer is still shown
+        write_out(sys.stdout, _for(sys.stdout, result.text.rstrip("\n")) + "\n")
     if result.status == "final":
         return EXIT_OK
     reason = _for(sys.stderr, result.message or result.status)

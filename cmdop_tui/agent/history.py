@@ -7,11 +7,18 @@ Invariants the API enforces, and which `sanitize` restores:
 * the first message is from the user;
 * every `tool_use` is answered by a `tool_result` with its id in the very next (user) message, and
   every `tool_result` answers a `tool_use` of the message just before it;
-* no message is empty; neighbours with the same role are merged (tool results first in a user turn).
+* no message is empty; neighbours with the same role are merged (tool results first in a user turn);
+* no text block is empty or only whitespace;
+* every `tool_use` id matches the API's pattern (`TOOL_ID`) and is unique in the conversation.
+
+Replies are held to the last two on the way in (`Conversation.adopt_ids`, and the loop drops blank
+text), and `sanitize` restores them in a history that somehow breaks them (an old transcript, a
+compatible server that reuses ids): a session never wedges on a history the API refuses.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeGuard
@@ -26,6 +33,7 @@ from cmdop_tui.agent.messages import (
     are_blocks,
     are_messages,
     blocks_of,
+    is_blank_text,
     is_text,
     is_tool_result,
     is_tool_use,
@@ -99,6 +107,64 @@ def without_summaries(messages: Iterable[Message]) -> list[Message]:
 
 # --- sanitize ------------------------------------------------------------------------------
 
+TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")  # the API's pattern for a tool_use id
+
+
+def _usable_id(call_id: object, taken: set[str]) -> bool:
+    return isinstance(call_id, str) and TOOL_ID.fullmatch(call_id) is not None and call_id not in taken
+
+
+def renamed_tool_ids(
+    blocks: Sequence[Block], taken: set[str], prefix: str
+) -> tuple[list[Block], list[tuple[str, str]]]:
+    """`blocks` with every tool_use id that is malformed or already `taken` replaced by a fresh one
+    (`toolu_<prefix>_<n>`, the same for the same history, so repaired requests stay cacheable), and
+    each call's (id it had, id it has), in order, to pair its result. `taken` gets the ids used."""
+    fixed: list[Block] = []
+    pairs: list[tuple[str, str]] = []
+    for index, block in enumerate(blocks):
+        if is_tool_use(block):
+            old = block.get("id")
+            if not _usable_id(old, taken):
+                fresh = f"toolu_{prefix}_{index}"
+                while fresh in taken:
+                    fresh += "x"
+                block = {**block, "id": fresh}
+            taken.add(block["id"])
+            pairs.append((str(old), block["id"]))
+        fixed.append(block)
+    return fixed, pairs
+
+
+def _answered_as(blocks: list[Block], pairs: list[tuple[str, str]]) -> list[Block]:
+    """Tool results given the ids their calls now have: each result takes the first call that had
+    its id and is not answered yet."""
+    waiting = list(pairs)
+    fixed: list[Block] = []
+    for block in blocks:
+        if is_tool_result(block):
+            match = next((pair for pair in waiting if pair[0] == block.get("tool_use_id")), None)
+            if match is not None:
+                waiting.remove(match)
+                block = {**block, "tool_use_id": match[1]}
+        fixed.append(block)
+    return fixed
+
+
+def _valid_blocks(messages: Sequence[Message]) -> list[Message]:
+    """Blank text dropped; malformed and repeated tool_use ids renamed, with their results."""
+    taken: set[str] = set()
+    pairs: list[tuple[str, str]] = []
+    fixed: list[Message] = []
+    for index, message in enumerate(messages):
+        blocks = [b for b in blocks_of(message) if not is_blank_text(b)]
+        if message.get("role") == "assistant":
+            blocks, pairs = renamed_tool_ids(blocks, taken, f"fixed{index}")
+        elif pairs:
+            blocks, pairs = _answered_as(blocks, pairs), []
+        fixed.append({**message, "content": blocks})
+    return fixed
+
 
 def _is_valid(messages: Sequence[Message]) -> bool:
     """Fast check so that a healthy history (the common case) is not copied.
@@ -107,18 +173,26 @@ def _is_valid(messages: Sequence[Message]) -> bool:
     """
     previous_role: str | None = None
     asked: set[str] = set()
+    seen: set[str] = set()
     for message in messages:
         role, content = message.get("role"), message.get("content")
         if not content or role == previous_role or (previous_role is None and role != "user"):
             return False
         blocks = content if isinstance(content, list) else ()
+        if any(is_blank_text(b) for b in blocks):
+            return False
         if role == "user":
             answered = {b.get("tool_use_id") for b in tool_results(blocks)}
             if answered != asked:
                 return False
             asked = set()
         else:
-            asked = {b.get("id") for b in tool_uses(blocks)}
+            asked = set()
+            for call_id in (b.get("id") for b in tool_uses(blocks)):
+                if not _usable_id(call_id, seen):
+                    return False
+                seen.add(call_id)
+                asked.add(call_id)
         previous_role = role
     return not asked
 
@@ -164,13 +238,14 @@ def _tool_results_first(blocks: list[Block]) -> list[Block]:
 
 
 def sanitize(messages: Sequence[Message]) -> list[Message]:
-    """A copy of `messages` that the API accepts: orphan tool calls and results dropped.
+    """A copy of `messages` that the API accepts: blank text dropped, tool ids made valid and
+    unique (with their results), orphan tool calls and results dropped.
 
     Returns the same message objects when nothing needs fixing, so it is cheap on every turn.
     """
     if _is_valid(messages):
         return list(messages)
-    current = list(messages)
+    current = _valid_blocks(messages)
     while True:
         fixed = merge_adjacent(_drop_unpaired_tool_blocks(current))
         while fixed and fixed[0]["role"] != "user":
@@ -200,6 +275,13 @@ class Conversation:
         if not blocks:
             return
         self._append("user", blocks)
+
+    def adopt_ids(self, blocks: list[Block]) -> list[Block]:
+        """A reply's blocks with each tool call's id valid and new to this conversation (some
+        compatible servers repeat ids, or send ones the API refuses); call before running them."""
+        taken = {call_id for message in self.messages for call_id in tool_use_ids(message)}
+        fixed, _ = renamed_tool_ids(blocks, taken, f"m{len(self.messages)}")
+        return fixed
 
     def append_assistant(self, blocks: list[Block]) -> None:
         if blocks:

@@ -28,6 +28,7 @@ from cmdop_tui.agent.messages import (
     Block,
     JsonObject,
     ToolUseBlock,
+    is_blank_text,
     is_compaction,
     is_text,
     is_thinking,
@@ -88,11 +89,30 @@ def _error_type(exc: anthropic.APIStatusError) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+ERROR_MESSAGE_CHARS = 200  # an endpoint's error text is cut to this: one line, never a page
+_HTML_TITLE = re.compile(r"<(title|h1)[^>]*>(.*?)</\1>", re.IGNORECASE | re.DOTALL)
+_HTML_TAG = re.compile(r"<[^>]+>")
+
+
 def _error_message(exc: anthropic.APIStatusError) -> str:
+    """The endpoint's own word on the error, as one line: the API's `error.message`, another
+    server's `message`/`detail`, an HTML page's title, else its text, whitespace folded and cut."""
     body = exc.body
-    if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        return str(body["error"].get("message") or exc.message)
-    return exc.message
+    if isinstance(body, dict):
+        error = body.get("error")
+        found = error.get("message") if isinstance(error, dict) else error
+        found = found or body.get("message") or body.get("detail")
+        if isinstance(found, str) and found.strip():
+            return _one_line(found)
+    text = body if isinstance(body, str) else exc.message  # the SDK keeps a body that is not JSON as text
+    if "<" in text and (title := _HTML_TITLE.search(text)) is not None:
+        text = title.group(2)
+    return _one_line(_HTML_TAG.sub(" ", text) or exc.message)
+
+
+def _one_line(text: str) -> str:
+    folded = " ".join(text.split())
+    return folded if len(folded) <= ERROR_MESSAGE_CHARS else folded[: ERROR_MESSAGE_CHARS - 1] + "…"
 
 
 def _retry_after(exc: BaseException | None) -> float | None:
@@ -253,7 +273,7 @@ class ReplyAssembler:
     def reply(self) -> ModelReply:
         content = [self._blocks[i].block for i in sorted(self._blocks)]
         return ModelReply(
-            content=[b for b in content if not _is_empty_text(b)],
+            content=[b for b in content if not is_blank_text(b)],
             stop_reason=self.stop_reason,
             usage=Usage(
                 input_tokens=self.usage.get("input_tokens", 0),
@@ -279,10 +299,6 @@ def parse_tool_input(raw: str) -> tuple[JsonObject, str | None]:
     return value, None
 
 
-def _is_empty_text(block: Block) -> bool:
-    return is_text(block) and not block.get("text")
-
-
 def _block_to_param(block: Any) -> Block:
     """An SDK content block as the dict the API takes back in the next request."""
     kind = block.type
@@ -306,7 +322,7 @@ def reply_from_message(message: Any) -> ModelReply:
     content = [_block_to_param(b) for b in message.content]
     usage = message.usage
     return ModelReply(
-        content=[b for b in content if not _is_empty_text(b)],
+        content=[b for b in content if not is_blank_text(b)],
         stop_reason=message.stop_reason,
         usage=Usage(
             input_tokens=usage.input_tokens or 0,

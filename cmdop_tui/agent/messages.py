@@ -120,6 +120,14 @@ def is_text(block: object) -> TypeGuard[TextBlock]:
     return kind_of(block) == "text"
 
 
+def is_blank_text(block: object) -> bool:
+    """A text block the API refuses: no text, or only whitespace."""
+    if not is_text(block):
+        return False
+    text = block.get("text")
+    return not isinstance(text, str) or not text.strip()
+
+
 def is_tool_use(block: object) -> TypeGuard[ToolUseBlock]:
     return kind_of(block) == "tool_use"
 

@@ -7,7 +7,25 @@ from typing import Literal
 
 from cmdop_tui.agent.events import UsageTotals
 
-Status = Literal["final", "compacted", "cancelled", "error", "max_turns", "max_loops", "repeated_tool_call", "budget"]
+Status = Literal[
+    "final",
+    "cut",
+    "refused",
+    "compacted",
+    "cancelled",
+    "error",
+    "max_turns",
+    "max_loops",
+    "repeated_tool_call",
+    "budget",
+]
+# A reply with no tool calls that is not a whole answer, by its stop_reason: the run's status and
+# what to tell the user ({max_tokens}: the profile's cap).
+UNFINISHED_ANSWERS: dict[str, tuple[Status, str]] = {
+    "max_tokens": ("cut", "the answer was cut at the reply limit (max_tokens = {max_tokens}); raise it in the profile"),
+    "model_context_window_exceeded": ("cut", "the answer was cut: the model's context window is full (try /compact)"),
+    "refusal": ("refused", "the model refused to go on (stop_reason: refusal)"),
+}
 
 
 @dataclass

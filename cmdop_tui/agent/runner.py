@@ -40,7 +40,7 @@ from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply, describe_error
 from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.messages import ApiRequest, message_text
-from cmdop_tui.agent.outcome import Progress, RunResult, Status
+from cmdop_tui.agent.outcome import UNFINISHED_ANSWERS, Progress, RunResult, Status
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, parse_route, resolve_tools
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool
@@ -219,9 +219,12 @@ class Runner:
             progress.usage.add(reply.usage)
             self._account(reply.usage, emit)
             self.meter.adopt_server_compaction(reply, emit)
+            reply.content = self.conversation.adopt_ids(reply.content)  # ids the API takes back
             self.conversation.append_assistant(reply.content)
+            if reply.stop_reason == "pause_turn":  # the API paused a long turn: sent back, it goes on
+                continue
             if not reply.tool_calls:
-                return progress.result("final", text=reply.text)
+                return self._answer(reply, progress)
             repeated = await self._execute(reply, tools, emit, guard, operation)
             if repeated:
                 message = f"stopped: the same tool call ({repeated}) came {self.config.repeat_limit} times in a row"
@@ -230,6 +233,19 @@ class Runner:
         return progress.result("max_turns", message=message)
 
     # --- steps of a turn ---------------------------------------------------------------------
+
+    def _answer(self, reply: ModelReply, progress: Progress) -> RunResult:
+        """A reply without tool calls: the final answer, or a cut or refused one, said as such."""
+        unfinished = UNFINISHED_ANSWERS.get(reply.stop_reason or "")
+        if unfinished is None:
+            return progress.result("final", text=reply.text)
+        status, message = unfinished
+        return progress.result(
+            status,
+            text=reply.text,
+            code=reply.stop_reason or status,
+            message=message.format(max_tokens=self.config.max_tokens),
+        )
 
     def _check_boundary(self, operation: Operation) -> None:
         if self.ui_cancel.fired:

@@ -48,7 +48,9 @@ def repair_history(messages: Sequence[Message]) -> RepairedHistory:
     cleaned = sanitize(conversation.messages)
     if cleaned != conversation.messages:
         conversation.replace(cleaned)
-        notes.append("unpaired tool calls or results were dropped to make the history valid again")
+        notes.append(
+            "the history was repaired to be valid again (blank text, repeated or malformed tool-call ids, or unpaired tool calls and results)"
+        )
     if not missing and conversation.messages and conversation.messages[-1]["role"] == "user":
         # Valid as it is (the next prompt joins this user turn), but worth telling.
         if any(is_text(b) for b in blocks_of(conversation.messages[-1])):

@@ -110,6 +110,7 @@ NO_REPLY_LEFT = "fake server: no scripted reply left"
 
 _ALPHABET = string.ascii_letters + string.digits
 _TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
+_TOOL_ID = re.compile(r"[a-zA-Z0-9_-]+")  # a tool_use id, and the tool_use_id of its result
 _DOCS = "Please consult our documentation at https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
 _ERROR_STATUS = {
     "invalid_request_error": 400,
@@ -334,6 +335,7 @@ class Reply:
     stop_sequence: str | None = None
     status: int = 200
     error: Mapping[str, str] | None = None  # {"type", "message"} for error replies
+    page: str | None = None  # an error answered as this HTML page, as a proxy in front of an API does
     error_after_events: int | None = None  # stream_error: `event: error` after this many events
     headers: tuple[tuple[str, str], ...] = ()
     stall_after: int | None = None
@@ -417,6 +419,11 @@ def error_reply(
         headers=tuple((headers or {}).items()),
         **options,
     )
+
+
+def html_error(status: int, page: str, **options: Any) -> Reply:
+    """An HTTP error answered with an HTML page (a load balancer's 502), not the API's envelope."""
+    return dataclasses.replace(error_reply(status, **options), page=page)
 
 
 def stream_error(
@@ -570,11 +577,15 @@ def _check_messages(messages: Any) -> str | None:
                 return f"{where}: `{kind}` blocks are only allowed in assistant messages"
             if kind == "tool_result" and role != "user":
                 return f"{where}: `tool_result` blocks are only allowed in user messages"
+            if kind == "tool_result" and not _TOOL_ID.fullmatch(str(b.get("tool_use_id", ""))):
+                return f"{where}.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'"
             if kind == "tool_use":
                 if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
                     return f"{where}.tool_use: `id` and `name` are required strings"
                 if not isinstance(b.get("input"), dict):
                     return f"{where}.tool_use.input: Input should be a valid dictionary"
+                if not _TOOL_ID.fullmatch(b["id"]):
+                    return f"{where}.tool_use.id: String should match pattern '^[a-zA-Z0-9_-]+$'"
                 if b["id"] in seen_ids:
                     return f"{where}: `tool_use` ids must be unique"
                 seen_ids.add(b["id"])
@@ -1123,6 +1134,11 @@ class FakeAnthropic:
                 return
             if r.stall_after is not None and not sse and not r.gate_release_continues:
                 return self._drop(h)
+        if as_error and r.page is not None:
+            data = r.page.encode()
+            self._send_head(h, rec.status, req_id, "text/html", r.headers, len(data))
+            h.wfile.write(data)
+            return h.wfile.flush()
         if as_error:
             envelope = {"type": "error", "error": dict(r.error), "request_id": req_id}
             return self._send_json(h, rec.status, req_id, envelope, r.headers)

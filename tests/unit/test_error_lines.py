@@ -1,0 +1,30 @@
+"""A failed model call is said in one line, with the status and the endpoint's own word on it."""
+
+from __future__ import annotations
+
+from agent_helpers import FAST_RETRY, Recorder, make_runner
+from fake_anthropic import error_reply, html_error
+
+BAD_GATEWAY_PAGE = """<html>
+<head><title>502 Bad Gateway</title></head>
+<body>
+<center><h1>502 Bad Gateway</h1></center>
+<hr><center>nginx/1.25.3</center>
+</body>
+</html>
+"""
+
+
+async def test_an_html_error_page_is_one_line_with_its_status_and_title(fake_api, tmp_path):
+    fake_api.enqueue(*[html_error(502, BAD_GATEWAY_PAGE) for _ in range(FAST_RETRY.attempts)])
+    result = await make_runner(fake_api, cwd=tmp_path).run("hi", Recorder())
+    assert result.status == "error"
+    assert "\n" not in result.message and "<" not in result.message
+    assert "502" in result.message and "Bad Gateway" in result.message and "nginx" not in result.message
+
+
+async def test_a_long_error_message_is_cut_to_one_line(fake_api, tmp_path):
+    fake_api.enqueue(error_reply(400, "invalid_request_error", "bad\n" + "detail " * 200))
+    result = await make_runner(fake_api, cwd=tmp_path).run("hi", Recorder())
+    assert result.status == "error" and "\n" not in result.message
+    assert "400" in result.message and "bad detail" in result.message and len(result.message) < 300
