@@ -5,14 +5,17 @@ not entered, as pathlib does), a component with `*`, `?` or `[` is matched again
 the folder reached, any other is looked up as it is. Every folder is entered relative to the one
 before (O_NOFOLLOW, or, for a symlink a component names, opened without magic links and judged
 on where it leads), so the names listed are the names of what was opened. What the sandbox hides
-is left out, and a note says how many entries that was.
+is left out, and a note says how many entries that was. The count is exact at any size and the
+paths shown are the first GLOB_MAX_RESULTS in sorted order, kept in bounded memory as they come.
 """
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import stat
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 
@@ -23,7 +26,6 @@ from cmdop_tui.machines.machine import GLOB_MAX_RESULTS, MachineResult
 
 __all__ = ["glob"]
 
-GLOB_MAX_SCANNED = 100_000
 _MAGIC = re.compile(r"[*?\[]")
 _FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -37,19 +39,16 @@ def glob(rules: FileRules, pattern: str, base: Path) -> MachineResult:
     except ValueError as exc:
         return MachineResult.error(f"invalid pattern {show(repr(pattern))}: {exc}")
     folder, real = open_folder(rules, base)
-    scan = _Scan(rules)
+    scan = _Scan(rules, _Found(repeats=parts.count("**") > 1))
     try:
         scan.select(folder, real, "", parts)
     finally:
         os.close(folder)
-    found = sorted(scan.found)
-    lines = [show(path) for path in found[:GLOB_MAX_RESULTS]]
-    if not found:
+    lines = [show(path) for path in scan.found.first()]
+    if not lines:
         lines = [f"no paths match {show(repr(pattern))} in {show(base)}"]
-    elif len(found) > GLOB_MAX_RESULTS:
-        more = f"{len(found) - GLOB_MAX_RESULTS:,}"
-        more = f"at least {more}" if len(found) >= GLOB_MAX_SCANNED else more
-        lines.append(f"[... {more} more matches not shown; narrow the pattern]")
+    elif scan.found.count > GLOB_MAX_RESULTS:
+        lines.append(f"[... {scan.found.count - GLOB_MAX_RESULTS:,} more matches not shown; narrow the pattern]")
     if scan.hidden:
         lines.append(hidden_note(len(scan.hidden)))
     return MachineResult("\n".join(lines))
@@ -69,19 +68,53 @@ def _components(pattern: str) -> tuple[str, ...]:
     return (*parts, "") if pattern.endswith("/") else parts
 
 
+@dataclass(frozen=True)
+class _Last:
+    """A path in a heap whose top is the last in sorted order (heapq's top is its least)."""
+
+    path: str
+
+    def __lt__(self, other: _Last) -> bool:
+        return self.path > other.path
+
+
+class _Found:
+    """The matches of one glob: how many, and the first GLOB_MAX_RESULTS in sorted order.
+
+    Only a pattern with more than one `**` can reach a path twice (`**/a/**`: `a/a/f`); only
+    then are the paths remembered, to count each once."""
+
+    def __init__(self, *, repeats: bool) -> None:
+        self.count = 0
+        self._first: list[_Last] = []
+        self._seen: set[str] | None = set() if repeats else None
+
+    def add(self, path: str) -> None:
+        if self._seen is not None:
+            if path in self._seen:
+                return
+            self._seen.add(path)
+        self.count += 1
+        if len(self._first) < GLOB_MAX_RESULTS:
+            heapq.heappush(self._first, _Last(path))
+        elif path < self._first[0].path:
+            heapq.heapreplace(self._first, _Last(path))
+
+    def first(self) -> list[str]:
+        return sorted(item.path for item in self._first)
+
+
 class _Scan:
     """One glob: what matched (relative paths, folders ending in `/`) and what the sandbox hid."""
 
-    def __init__(self, rules: FileRules) -> None:
+    def __init__(self, rules: FileRules, found: _Found) -> None:
         self.rules = rules
-        self.found: set[str] = set()
+        self.found = found
         self.hidden: set[Path] = set()
 
     def select(self, folder: int, real: Path, below: str, parts: tuple[str, ...]) -> None:
         """Add what `parts` match in the folder `folder` (at `real`, `below` the base)."""
         part, rest = parts[0], parts[1:]
-        if len(self.found) >= GLOB_MAX_SCANNED:
-            return
         if part == "":  # the pattern ended in `/`: this folder itself
             self.found.add(below + "/" if below else ".")
         elif part == "**":

@@ -280,6 +280,25 @@ async def test_glob_caps_results(tmp_path: Path) -> None:
     assert lines[-1] == "[... 10 more matches not shown; narrow the pattern]"
 
 
+async def test_glob_is_exact_over_a_huge_folder(tmp_path: Path) -> None:
+    """120,000 entries found before the folder that sorts first: that folder's match is still
+    listed first, and the count of the rest is exact."""
+    for n in range(120_000):
+        os.close(os.open(tmp_path / f"b{n:06}.txt", os.O_CREAT | os.O_WRONLY, 0o600))
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.txt").touch()
+    lines = (await call(GLOB, tmp_path, pattern="**/*.txt")).content.split("\n")
+    assert lines[0] == "a/x.txt" and lines[1] == "b000000.txt" and len(lines) == 1_001
+    assert lines[-1] == f"[... {120_001 - 1_000:,} more matches not shown; narrow the pattern]"
+
+
+async def test_glob_counts_a_path_reached_twice_once(tmp_path: Path) -> None:
+    (tmp_path / "a" / "a").mkdir(parents=True)
+    (tmp_path / "a" / "a" / "f").touch()
+    result = (await call(GLOB, tmp_path, pattern="**/a/**")).content.split("\n")
+    assert result == ["a/", "a/a/"]  # `a/a/` is reached through either `**`: listed once
+
+
 async def test_glob_errors_and_no_match(tmp_path: Path) -> None:
     assert (await call(GLOB, tmp_path, pattern="/etc/*")).is_error
     assert (await call(GLOB, tmp_path, pattern="*", cwd="missing")).is_error
