@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.spec import MachineError
+from cmdop_tui.support.text import truncate_middle
 from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult, host_event
 from cmdop_tui.tools.schema import object_schema, prop
 
@@ -28,6 +30,7 @@ ASK_MAX_TIMEOUT_MS = 300_000
 TOTAL_TIMEOUT_MS = 240_000
 TOTAL_MAX_TIMEOUT_MS = 600_000
 MAX_PARALLEL = 16  # hosts asked at once; more wait for a free slot
+ANSWER_LIMIT = DEFAULT_OUTPUT_LIMIT  # characters of one host's answer kept, its start and its end
 _TAGS = frozenset({"remote"})
 
 
@@ -40,7 +43,8 @@ class _Answer:
 
     def result(self, machine: str) -> ToolResult:
         if self.final is not None:
-            return ToolResult(self.final or "(the remote agent gave an empty answer)")
+            # capped as command output is: a 20 MB answer would fill every later request
+            return ToolResult(truncate_middle(self.final, ANSWER_LIMIT) or "(the remote agent gave an empty answer)")
         if self.error is not None:
             return ToolResult.error(f"the agent on {machine} stopped: {self.error}")
         return ToolResult.error(f"the agent on {machine} ended without an answer")
