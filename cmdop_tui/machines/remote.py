@@ -24,6 +24,7 @@ from cmdop_tui.machines.machine import (
     READ_MAX_LINES,
     FileBytes,
     MachineResult,
+    OutputStream,
     ProgressSink,
 )
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT, ExitLine, run_process
@@ -90,8 +91,15 @@ class RemoteMachine:
         ssh client alone would leave it running); inside the sandbox there, from the workspace
         (or `cwd`)."""
 
+        said: list[str] = []  # anything the command printed: then it ran, and a 255 is a lost link
+
+        def heard(text: str, stream: OutputStream) -> None:
+            if stream != "info":  # our own notes are not the command's
+                said.append(text)
+            progress(text, stream)
+
         def ssh_error(status: int | None, stderr: str) -> str | None:
-            return str(ssh_failure(self.spec, stderr)) if status == SSH_FAILED else None
+            return str(ssh_failure(self.spec, stderr, ran=any(said))) if status == SSH_FAILED else None
 
         try:
             sandbox = await self.sandbox_of()
@@ -99,7 +107,7 @@ class RemoteMachine:
             return MachineResult.error(str(exc))
         script = sandbox.script(command, cwd=cwd, confined=sandboxed)
         result = await self._run_stoppable(
-            script, cwd=None, timeout_ms=timeout_ms, progress=progress, exit_line=ssh_error, output_limit=output_limit
+            script, cwd=None, timeout_ms=timeout_ms, progress=heard, exit_line=ssh_error, output_limit=output_limit
         )
         text, tags = sandbox.take_tags(result.text)
         return self._judge(replace(result, text=text), tags, sandbox, sandboxed)

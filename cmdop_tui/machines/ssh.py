@@ -105,8 +105,24 @@ def _clear_dead_sockets(directory: Path, route: str) -> None:
                 path.unlink(missing_ok=True)
 
 
-def ssh_failure(spec: MachineSpec, stderr: str) -> MachineError:
+# What OpenSSH says when a session that was up goes down (as opposed to one never made).
+_LINK_LOST = re.compile(
+    r"closed by remote host|client_loop:|Broken pipe|Connection reset|Timeout, server .* not responding"
+    r"|packet_write_wait|Read from remote host|Connection to .* closed",
+    re.IGNORECASE,
+)
+
+
+def ssh_failure(spec: MachineSpec, stderr: str, *, ran: bool = False) -> MachineError:
+    """ssh's exit 255 for people: the machine could not be reached, or the link went down while a
+    command ran there (`ran`: it printed something; it may still be running: saying "cannot reach"
+    would invite a second run). Through a shared connection ssh may say nothing at all."""
     last = stderr.strip().splitlines()[-1] if stderr.strip() else "ssh failed"
+    if ran or _LINK_LOST.search(stderr):
+        return MachineError(
+            f"the connection to {spec.name} was lost while the command ran ({last}); it may still be "
+            f"running there: check (e.g. with ps) before running it again"
+        )
     return MachineError(f"cannot reach {spec.name} over ssh: {last}")
 
 

@@ -204,6 +204,29 @@ async def test_stop_kills_the_remote_process_group(fleet, tmp_path):
     assert await wait_gone(marker) == []
 
 
+async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_path):
+    import signal
+
+    from sshd import process_table
+
+    events: list = []
+    ctx = context(fleet, tmp_path, events)
+    task = asyncio.create_task(
+        run_tool(EXECUTE_COMMAND, {"command": "echo started; sleep 30", "machine": "alpha"}, ctx)
+    )
+    while "started" not in "".join(t for s, t in events if s == "stdout"):
+        await asyncio.sleep(0.01)  # waiting for the remote command to start
+    server = lab.server("alpha").pid
+    table = process_table()
+    for pid in [pid for pid, parent in table.items() if parent == server]:  # the connections, not the server
+        os.kill(pid, signal.SIGKILL)
+    async with asyncio.timeout(20):
+        result = await task
+    assert result.is_error
+    assert "lost while the command ran" in result.content and "may still be running" in result.content
+    assert "cannot reach" not in result.content
+
+
 # --- ask_machine --------------------------------------------------------------------------------
 
 
