@@ -8,7 +8,8 @@
 On Linux, one zygote per app (started on first use, about 20 ms once) forks a supervisor per
 command; see supervisor.py for what a supervisor guarantees. The app holds the only write end of
 each command's *control* pipe, so closing it, or dying in any way (the kernel closes it), makes
-the supervisor kill the command's whole tree. Elsewhere, or when the zygote cannot start,
+the supervisor kill the command's whole tree. A request larger than one message (a large
+environment) goes in a memfd passed with it. Elsewhere, or when the zygote cannot start,
 `launch` says False and the caller runs the command as before (own session, killed as a group).
 """
 
@@ -132,9 +133,25 @@ def launch(
     data = supervisor.encode_request(
         [os.fsencode(arg) for arg in argv], where, environment, [os.fsencode(path) for path in opens]
     )
-    if len(data) > supervisor.MAX_REQUEST:
-        _log.warning("a command this large runs without containment (%d bytes)", len(data))
-        return False
+    message, extra = (data, None) if len(data) <= supervisor.MAX_REQUEST else _in_a_file(data)
+    try:
+        return _send(message, [*fds, *([extra] if extra is not None else [])])
+    finally:
+        if extra is not None:
+            os.close(extra)
+
+
+def _in_a_file(data: bytes) -> tuple[bytes, int]:
+    """A request too large for one message (a large environment): in a memfd, passed with it."""
+    fd = os.memfd_create("cmdop-request", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+    return supervisor.REQUEST_IN_FILE, fd
+
+
+def _send(data: bytes, fds: list[int]) -> bool:
+    """Hand one request to the zygote; False when there is no zygote to take it."""
     zygote = _ZYGOTE
     with zygote.lock:
         _prune(zygote)
@@ -143,7 +160,7 @@ def launch(
             if sock is None:
                 return False
             try:
-                socket.send_fds(sock, [data], list(fds))
+                socket.send_fds(sock, [data], fds)
             except OSError as exc:
                 _log.warning("the supervisor is gone (%s); starting another", exc)
                 zygote._discard()

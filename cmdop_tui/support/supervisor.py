@@ -35,7 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 __all__ = ["FD_COUNT", "MAX_REQUEST", "READY", "decode_request", "encode_request", "main"]
 
-MAX_REQUEST = 1 << 20  # bytes: command line, working directory and environment
+MAX_REQUEST = 1 << 20  # bytes of a request sent in the message itself; a larger one comes in a file
+# The message that says the request is in the extra descriptor (a memfd) after the FD_COUNT ones:
+# no request made by encode_request starts so (its second part is a number).
+REQUEST_IN_FILE = b"\0\0request-in-file"
 FD_COUNT = 4  # the command's stdout and stderr, the status pipe (write ends), the control pipe (read end)
 READY = b"ready"
 PR_SET_PDEATHSIG = 1
@@ -263,7 +266,7 @@ def _fork(data: bytes, fds: list[int], prctl: Prctl | None) -> None:
 
 def _receive(sock: socket.socket) -> tuple[bytes, list[int]] | None:
     """The next request and its descriptors; None at end-of-file (the app is gone)."""
-    data, ancillary, _flags, _address = sock.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(FD_COUNT * 4))
+    data, ancillary, _flags, _address = sock.recvmsg(MAX_REQUEST, socket.CMSG_SPACE((FD_COUNT + 1) * 4))
     fds: list[int] = []
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -289,10 +292,24 @@ def main(argv: Sequence[str]) -> None:
     sock.send(READY)
     while (request := _receive(sock)) is not None:
         data, fds = request
+        if data == REQUEST_IN_FILE and len(fds) == FD_COUNT + 1:
+            data, fds = _read_request(fds[-1]), fds[:-1]
         if len(fds) == FD_COUNT:
             _fork(data, fds, prctl)
         else:
             _close(fds)
+
+
+def _read_request(fd: int) -> bytes:
+    """A request too large for one message, from the file it came in (closed here)."""
+    chunks = []
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 if __name__ == "__main__":

@@ -156,18 +156,35 @@ APP = textwrap.dedent(
 )
 
 
-def start_app(command: str, cwd: Path) -> subprocess.Popen[str]:
+def start_app(command: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     """A real child Python process running a command as the app does (LocalMachine.run_command)."""
     return subprocess.Popen(
         [sys.executable, "-c", APP, str(cwd), command],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     )
 
 
 def test_sigkill_of_the_app_kills_the_whole_tree(tmp_path: Path, marker: str, fifo: Announcements) -> None:
     app = start_app(tree_command(fifo.path), tmp_path)
+    try:
+        pids = fifo.wait_for(TREE_TAGS)
+        assert all(running(pid) for pid in pids.values())
+        os.kill(app.pid, signal.SIGKILL)
+        assert app.wait(timeout=10) == -signal.SIGKILL
+        assert_all_gone(pids, marker)
+    finally:
+        app.kill()
+        app.wait()
+
+
+def test_a_large_environment_is_contained_too(tmp_path: Path, marker: str, fifo: Announcements) -> None:
+    """Over 1 MB of environment (more than one message to the supervisor can hold): the command
+    is still contained, so kill -9 of the app still takes its whole tree."""
+    big = {f"CMDOP_TEST_BIG_{n}": "x" * 100_000 for n in range(14)}  # each under the kernel's 128 kB
+    app = start_app(tree_command(fifo.path), tmp_path, {**os.environ, **big})
     try:
         pids = fifo.wait_for(TREE_TAGS)
         assert all(running(pid) for pid in pids.values())
