@@ -45,6 +45,10 @@ class SshOptions:
     control_dir: Path | None = None  # None: a private directory under /tmp (socket paths are short)
     connect_timeout_s: int = 5
     control_persist_s: int = 120
+    # A link that answers nothing this many times this far apart is dead: a frozen host or a
+    # dropped route ends the command (and its connection) instead of holding it for ever.
+    alive_interval_s: int = 5
+    alive_count_max: int = 3
 
 
 @dataclass(frozen=True)
@@ -177,6 +181,8 @@ class SshTransport:
             "-o", f"ControlPath={self._control_dir}/{self._route}-%C",
             "-o", f"ControlPersist={options.control_persist_s}",
             "-o", f"ConnectTimeout={options.connect_timeout_s}",
+            "-o", f"ServerAliveInterval={options.alive_interval_s}",
+            "-o", f"ServerAliveCountMax={options.alive_count_max}",
             "-o", "LogLevel=ERROR",
         ]  # fmt: skip
         if self.spec.port is not None:

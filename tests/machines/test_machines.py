@@ -227,6 +227,42 @@ async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_pat
     assert "cannot reach" not in result.content
 
 
+async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_path):
+    """The host stops answering (its sshd connection SIGSTOPped) while a command runs through a
+    live ControlMaster: the command ends within the keep-alive's bound, said as a lost link."""
+    import signal
+    import time
+
+    from sshd import process_table
+
+    options = SshOptions(config_file=lab.config, alive_interval_s=1, alive_count_max=2)
+    fleet = Fleet(Inventory.load([], lab.config), options)
+    events: list = []
+    ctx = context(fleet, tmp_path, events)
+    task = asyncio.create_task(
+        run_tool(EXECUTE_COMMAND, {"command": "echo started; sleep 60", "machine": "alpha"}, ctx)
+    )
+    frozen: list[int] = []
+    try:
+        while "started" not in "".join(t for s, t in events if s == "stdout"):
+            await asyncio.sleep(0.01)
+        server = lab.server("alpha").pid
+        frozen = [pid for pid, parent in process_table().items() if parent == server]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        started = time.monotonic()
+        async with asyncio.timeout(15):
+            result = await task
+        assert time.monotonic() - started < 8  # 2 unanswered keep-alives 1 s apart, and slack
+        assert result.is_error and "lost while the command ran" in result.content
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+        task.cancel()
+        await fleet.close()
+
+
 # --- ask_machine --------------------------------------------------------------------------------
 
 
@@ -348,6 +384,7 @@ def test_transport_argv_uses_batch_mode_and_a_control_master(tmp_path):
     assert argv[0] == "ssh" and argv[-3:] == ["web.example", "--", "uptime"]
     control = next(arg for arg in argv if arg.startswith("ControlPath="))
     assert "BatchMode=yes" in argv and "ControlMaster=auto" in argv
+    assert "ServerAliveInterval=5" in argv and "ServerAliveCountMax=3" in argv  # a frozen link ends
     assert re.fullmatch(r"ControlPath=/.+/[0-9a-f]{8}-%C", control)  # named per alias too (a long dir falls back)
     assert argv[argv.index("-p") + 1] == "2222" and argv[argv.index("-l") + 1] == "ops"
 
