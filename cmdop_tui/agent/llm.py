@@ -4,7 +4,8 @@ Retries belong to tenacity (the SDK's own are off): exponential backoff with jit
 errors worth retrying. Never for `BaseException`: a retried cancellation would swallow Stop.
 
 Streaming liveness: the first event may take long (a big prompt is read first); after it, a gap of
-`idle_timeout_s` with no event means the stream is dead. A dead stream is retried, unless the
+`idle_timeout_s` with no event (and none in the `stall_grace_s` after it, which a process that
+was stopped reads its buffered stream in) means the stream is dead. A dead stream is retried, unless the
 operation's deadline is close, in which case one non-streaming call is made with the time left.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -399,10 +400,7 @@ class ModelClient:
             wait = first_wait
             while not assembler.finished:
                 try:
-                    async with asyncio.timeout(wait):
-                        event = await anext(events)
-                except TimeoutError:
-                    raise DeadStreamError(f"no event for {wait:.1f} s") from None
+                    event = await self._next_event(events, wait)
                 except StopAsyncIteration:
                     break
                 assembler.feed(event)
@@ -410,6 +408,25 @@ class ModelClient:
         if not assembler.finished:
             raise DeadStreamError("the stream ended before message_stop")
         return assembler.reply()
+
+    async def _next_event(self, events: AsyncIterator[Any], wait: float) -> Any:
+        """The stream's next event, or DeadStreamError after `wait` seconds with none.
+
+        Quiet is judged by what arrived, not by the clock alone: when the timer runs out, what
+        came meanwhile (the process was stopped, Ctrl-Z, or the loop was busy) is read within a
+        short grace counted from then, so an intact stream is never thrown away and paid twice."""
+        pending = asyncio.ensure_future(anext(events))
+        try:
+            done, _ = await asyncio.wait({pending}, timeout=wait)
+            if not done:
+                done, _ = await asyncio.wait({pending}, timeout=self.stream.stall_grace_s)
+            if not done:
+                raise DeadStreamError(f"no event for {wait:.1f} s")
+            return pending.result()
+        finally:
+            if not pending.done():
+                pending.cancel()
+                await asyncio.gather(pending, return_exceptions=True)
 
     async def classify(self, request: ApiRequest, operation: Operation) -> str:
         """A short non-streamed call for the intent router; returns the reply text."""

@@ -27,7 +27,10 @@ class RetryPolicy:
 @dataclass(frozen=True)
 class StreamPolicy:
     enabled: bool = True
-    idle_timeout_s: float = 2.0  # after the first event, this long without one is a dead stream
+    # After the first event, this long without one is a dead stream (the API's pings are not
+    # events the SDK hands on, so a reply that pauses to think must fit in it).
+    idle_timeout_s: float = 10.0
+    stall_grace_s: float = 1.0  # after the idle timer, what arrives this soon still counts (a stopped process)
     first_event_timeout_s: float = 120.0
     near_deadline_s: float = 30.0  # a dead stream with less time left falls back to one plain call
     request_timeout_s: float = 600.0

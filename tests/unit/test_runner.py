@@ -287,6 +287,25 @@ async def test_dead_stream_is_retried(fake_api):
     assert "no event for 0.2 s" in events.of(Retrying)[0].reason
 
 
+async def test_a_stopped_process_reads_its_buffered_stream_and_does_not_ask_again(fake_api):
+    """As after Ctrl-Z and fg: the app does not run for longer than the idle timeout while the
+    whole reply arrives; on waking it reads what came instead of calling the stream dead."""
+    fake_api.enqueue(text_reply("one two three four five six seven eight", chunk_size=4))
+    stalled: list[bool] = []
+
+    def sink(event):
+        if isinstance(event, Token) and not stalled:
+            stalled.append(True)  # the loop stops dead for 3 idle timeouts, as a stopped process does
+            asyncio.get_running_loop().call_later(0.01, time.sleep, 0.6)
+        events(event)
+
+    events = Recorder()
+    runner = make_runner(fake_api, stream=StreamPolicy(idle_timeout_s=0.2, stall_grace_s=0.5))
+    result = await runner.run("hi", sink)
+    assert stalled and result.status == "final" and result.text == "one two three four five six seven eight"
+    assert len(fake_api.requests) == 1 and not events.of(Retrying)  # asked once, paid once
+
+
 async def test_dead_stream_near_the_deadline_falls_back_to_one_non_streaming_call(fake_api):
     fake_api.enqueue(text_reply("stalls", stall_after=4), text_reply("whole answer"))
     stream = StreamPolicy(idle_timeout_s=0.2, near_deadline_s=60)
