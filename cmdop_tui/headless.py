@@ -21,7 +21,7 @@ from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.events import BudgetWarning, Compacted, Event
+from cmdop_tui.agent.events import BudgetWarning, Compacted, Event, Retrying, Waiting
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
@@ -153,6 +153,8 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
         if isinstance(event, BudgetWarning):  # said on stderr whatever the output format
             spent, budget = format_usd(event.spent_usd), format_usd(event.budget_usd)
             sys.stderr.write(f"cmdop-tui: budget: {spent} of {budget} spent\n")
+        elif isinstance(event, Waiting | Retrying) and printer is None:  # stream-json has them on stdout
+            sys.stderr.write(f"cmdop-tui: {_said(event)}\n")
         elif isinstance(event, Compacted):
             sys.stderr.write(
                 f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"
@@ -164,6 +166,12 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
         for signum in SIGNAL_EXIT:
             loop.remove_signal_handler(signum)
     return result, received[0] if received else None
+
+
+def _said(event: Waiting | Retrying) -> str:
+    if isinstance(event, Waiting):
+        return event.describe()
+    return f"retrying in {event.delay_s:.1f} s (attempt {event.attempt + 1}): {event.reason}"
 
 
 def _for(stream: TextIO, text: str) -> str:

@@ -47,6 +47,22 @@ class Thinking(Event):
 
 
 @dataclass(frozen=True)
+class Waiting(Event):
+    """The model endpoint has not answered a request for `seconds` (said once per attempt, so a
+    silent endpoint is seen long before its deadline)."""
+
+    kind: ClassVar[str] = "waiting"
+    seconds: float
+    deadline_s: float  # when this attempt gives up
+
+    def describe(self) -> str:
+        return (
+            f"No answer from the model endpoint for {self.seconds:.0f} s; still waiting "
+            f"(this attempt gives up after {self.deadline_s:.0f} s)."
+        )
+
+
+@dataclass(frozen=True)
 class Retrying(Event):
     """A model call failed in a retryable way; the next attempt starts after `delay_s`.
 
@@ -243,5 +259,6 @@ __all__ = [
     "ToolStart",
     "TurnStarted",
     "Usage",
+    "Waiting",
     "UsageTotals",
 ]

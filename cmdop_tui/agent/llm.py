@@ -23,7 +23,7 @@ import httpx2
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
 
 from cmdop_tui.agent.cancel import Operation
-from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage
+from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage, Waiting
 from cmdop_tui.agent.messages import (
     ApiRequest,
     Block,
@@ -394,7 +394,14 @@ class ModelClient:
     async def _stream_once(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
         assembler = ReplyAssembler(emit)
         first_wait = operation.bound(self.stream.first_event_timeout_s)
-        stream = await self._create(request)(**request, stream=True, timeout=first_wait)
+        said = asyncio.get_running_loop().call_later(
+            self.stream.waiting_notice_s, emit, Waiting(self.stream.waiting_notice_s, first_wait)
+        )  # a silent endpoint is said long before its deadline
+        try:
+            stream = await self._create(request)(**request, stream=True, timeout=first_wait)
+        except BaseException:
+            said.cancel()
+            raise
         async with stream:
             events = stream.__aiter__()
             wait = first_wait
@@ -403,6 +410,7 @@ class ModelClient:
                     event = await self._next_event(events, wait)
                 except StopAsyncIteration:
                     break
+                said.cancel()
                 assembler.feed(event)
                 wait = self.stream.idle_timeout_s
         if not assembler.finished:

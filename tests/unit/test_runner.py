@@ -41,6 +41,7 @@ from cmdop_tui.agent.events import (
     ToolProgress,
     ToolStart,
     Usage,
+    Waiting,
 )
 from cmdop_tui.agent.history import CANCELLED_RESULT, sanitize
 from cmdop_tui.agent.loop_mode import LoopSettings
@@ -304,6 +305,20 @@ async def test_a_stopped_process_reads_its_buffered_stream_and_does_not_ask_agai
     result = await runner.run("hi", sink)
     assert stalled and result.status == "final" and result.text == "one two three four five six seven eight"
     assert len(fake_api.requests) == 1 and not events.of(Retrying)  # asked once, paid once
+
+
+async def test_a_silent_endpoint_is_said_long_before_its_deadline(fake_api):
+    gate = threading.Event()
+    fake_api.enqueue(text_reply("late", hang_before_headers=True, gate=gate), text_reply("here"))
+    events = Recorder()
+    stream = StreamPolicy(waiting_notice_s=0.1, first_event_timeout_s=30)
+    runner = make_runner(fake_api, stream=stream)
+    task = asyncio.create_task(runner.run("hi", events))
+    waiting = await events.wait_for(lambda e: isinstance(e, Waiting))
+    assert waiting.seconds == 0.1 and waiting.deadline_s == 30 and "No answer" in waiting.describe()
+    gate.set()
+    result = await task
+    assert result.status == "final" and len(events.of(Waiting)) == 1
 
 
 async def test_dead_stream_near_the_deadline_falls_back_to_one_non_streaming_call(fake_api):

@@ -83,6 +83,8 @@ class Agent:
 
     class Retrying(AgentMessage[ev.Retrying]): ...
 
+    class Waiting(AgentMessage[ev.Waiting]): ...
+
     class ToolStarted(ToolMessage[ev.ToolStart]): ...
 
     class ToolProgressed(ToolMessage[ev.ToolProgress]): ...
@@ -113,6 +115,7 @@ class Agent:
 MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage[Any]]] = {
     ev.TurnStarted: Agent.TurnStarted,
     ev.Retrying: Agent.Retrying,
+    ev.Waiting: Agent.Waiting,
     ev.Usage: Agent.UsageReported,
     ev.LoopContinued: Agent.LoopContinued,
     ev.BudgetWarning: Agent.BudgetWarned,

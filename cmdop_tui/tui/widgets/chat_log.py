@@ -246,6 +246,9 @@ class ChatLog(VerticalScroll, can_focus=True):
             f"Retrying in {event.delay_s:.1f}s (attempt {event.attempt + 1}): {event.reason}", "warning"
         )
 
+    async def on_agent_waiting(self, message: Agent.Waiting) -> None:
+        await self.add_notice(f"{message.event.describe()} Esc stops it.", "warning")
+
     async def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         self._compaction_passed()
         await self.add_tool_card(message.record)
