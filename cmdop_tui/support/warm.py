@@ -111,6 +111,16 @@ def peer_pid(sock: socket.socket) -> int:
     return int(_UCRED.unpack(creds)[0])
 
 
+def is_stopped(pid: int) -> bool:
+    """Whether process `pid` is stopped (by a signal, or traced): it cannot answer now."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[1].split()
+    except (OSError, IndexError):
+        return False
+    return bool(fields) and fields[0] in (b"T", b"t")
+
+
 NAMESPACES = ("mnt", "pid", "user")
 
 
@@ -290,6 +300,9 @@ def _run(directory: Path, argv: list[str], compatible: str) -> int:
             raise WarmUnavailable(f"cannot reach the agent: {exc}") from exc
         if peer_uid(sock) != os.getuid():
             raise WarmUnavailable("the agent is not ours")
+        if is_stopped(peer_pid(sock)):  # it would take the run and never answer: said, not waited on
+            sys.stderr.write("cmdop-tui: the warm agent is stopped (SIGSTOP or Ctrl-Z); running without it\n")
+            raise WarmUnavailable("the agent is stopped")
         forwarder = _Forwarder(sock)
         try:
             return _converse(sock, request(argv, compatible), forwarder)

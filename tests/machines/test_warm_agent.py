@@ -172,6 +172,21 @@ def test_text_output_exit_codes_and_stdin(fake_api, agent):
     assert agent.served() == 5, agent.log()
 
 
+def test_a_stopped_agent_is_said_and_the_run_goes_cold_at_once(fake_api, agent):
+    agent.start()
+    os.kill(agent.pid, signal.SIGSTOP)  # a Ctrl-Z'd or frozen agent still accepts connections
+    try:
+        fake_api.enqueue(text_reply("Cold but quick."))
+        started = time.monotonic()
+        done = run_cli(["-p", "hi"], agent.env)
+        assert time.monotonic() - started < warm.HANDSHAKE_TIMEOUT_S  # not the handshake's wait
+        assert done.returncode == 0 and done.stdout == "Cold but quick.\n"
+        assert "the warm agent is stopped" in done.stderr
+    finally:
+        os.kill(agent.pid, signal.SIGCONT)
+    assert agent.served() == 0
+
+
 def test_what_is_not_a_headless_run_is_refused_and_runs_cold(fake_api, agent):
     agent.start()
     usage = run_cli(["-p", "hi", "--max-turns", "zero"], agent.env)
