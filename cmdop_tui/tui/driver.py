@@ -8,6 +8,10 @@ loop is Textual's, except that while an escape is pending it wakes after ESCDELA
 
 A bracketed paste is taken out of the input before the parser sees it (tui/paste.py), so that
 nothing pasted is read as keys: it arrives as one `Paste` event of inert text.
+
+A terminal that goes away (an SSH link dropping) fails every write with EIO; Textual's writer
+thread would die of the first, and the app block on its full queue while it exits, with the
+session still open. Writes to a terminal that is gone are dropped instead (`TerminalOutput`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from __future__ import annotations
 import os
 import selectors
 from codecs import getincrementaldecoder
+from typing import IO, Any
 
 from textual import constants, events
 from textual._parser import ParseError
@@ -27,7 +32,38 @@ IDLE_WAKE_S = 0.1  # Textual's own select timeout
 ESC = "\x1b"
 
 
+class TerminalOutput:
+    """The terminal's stream for Textual's writer thread: after a failed write the terminal is
+    taken for gone, and the rest is dropped."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except OSError:
+                self.gone = True
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except OSError:
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class PromptEscapeDriver(LinuxDriver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self._file is not None:  # Textual's writer thread only writes and flushes it
+            self._file = TerminalOutput(self._file)  # type: ignore[assignment]
+
     def run_input_thread(self) -> None:
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)

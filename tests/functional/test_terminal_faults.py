@@ -3,9 +3,16 @@ and signals that end the app (the terminal is restored, children end, the exit c
 
 from __future__ import annotations
 
+import json
 import os
+import signal
+import time
+from pathlib import Path
 
-from fake_anthropic import text_reply
+import pytest
+from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui.tui.exit_signals import SHUTDOWN_GRACE_S
 
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
@@ -35,3 +42,94 @@ def test_a_coloured_log_line_pasted_is_text_and_waits_for_enter(fake_api, anthro
     assert len(fake_api.requests) == 1
     [block] = fake_api.requests[0].body["messages"][-1]["content"]
     assert block["text"] == "red line\nsecond"
+
+
+# What the app turned on, turned off again: the alternate screen left, mouse reporting and
+# bracketed paste off, the cursor shown.
+RESTORED = (b"\x1b[?1049l", b"\x1b[?1000l", b"\x1b[?2004l", b"\x1b[?25h")
+
+
+def processes_with(marker: str) -> list[int]:
+    """Pids of the live processes whose command line holds `marker`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as file:
+                cmdline = file.read()
+        except (OSError, ValueError):
+            continue
+        if marker.encode() in cmdline and entry.isdigit():
+            found.append(int(entry))
+    return found
+
+
+def start_a_long_command(app, fake_api, marker: str) -> None:
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"sleep {marker}"}), text_reply("never"))
+    app.wait_for(b"Ask the operator", timeout=20)
+    app.write(b"run it\r")
+    deadline = time.monotonic() + 20
+    while not processes_with(f"sleep {marker}"):
+        assert time.monotonic() < deadline, "the command never started"
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize(
+    "signum, storm",
+    [(signal.SIGTERM, 1), (signal.SIGHUP, 1), (signal.SIGQUIT, 1), (signal.SIGINT, 20)],
+    ids=["TERM", "HUP", "QUIT", "INT-storm"],
+)
+def test_a_signal_restores_the_terminal_ends_children_and_says_why(fake_api, anthropic_env, tmp_path, signum, storm):
+    from pty_app import PtyApp
+
+    marker = f"{300 + signum}.{os.getpid() % 1000}"
+    app = PtyApp(pty_env(anthropic_env, tmp_path), size=(100, 30), args=("--yes",))
+    try:
+        start_a_long_command(app, fake_api, marker)
+        start, sent = app.mark(), time.monotonic()
+        for _ in range(storm):
+            os.kill(app.pid, signum)
+            time.sleep(0.005)
+        code = app.wait_exit(timeout=10)
+        elapsed = time.monotonic() - sent
+        app.wait_quiet(0.2)
+    finally:
+        app.close()
+    assert code == 128 + signum
+    assert elapsed < SHUTDOWN_GRACE_S  # a clean exit, not the deadline's
+    after = bytes(app.output[start:])
+    for sequence in RESTORED:
+        assert sequence in after, f"{sequence!r} not written after the signal"
+    assert after.rfind(b"\x1b[?1049l") > after.rfind(b"\x1b[?1049h")
+    assert processes_with(f"sleep {marker}") == []
+    assert_the_turn_was_recorded_as_stopped()
+
+
+def assert_the_turn_was_recorded_as_stopped() -> None:
+    """The transcript holds whole records only, the stopped turn among them."""
+    transcripts = list((Path(os.environ["HOME"]) / ".local/share/cmdop-tui/sessions").glob("*.jsonl"))
+    assert len(transcripts) == 1
+    text = transcripts[0].read_text()
+    assert text.endswith("\n")
+    records = [json.loads(line) for line in text.splitlines()]
+    assert any(record.get("kind") == "cancelled" for record in records), records[-3:]
+
+
+def test_a_terminal_that_goes_away_ends_the_app_with_its_children(fake_api, anthropic_env, tmp_path):
+    """An SSH link dropping: the pty's other end closes, the kernel sends SIGHUP, and nothing
+    written to the terminal can arrive any more."""
+    from pty_app import PtyApp
+
+    marker = f"{400}.{os.getpid() % 1000}"
+    app = PtyApp(pty_env(anthropic_env, tmp_path), size=(100, 30), args=("--yes",))
+    try:
+        start_a_long_command(app, fake_api, marker)
+        app.hang_up()
+        gone = time.monotonic()
+        code = app.wait_exit(timeout=SHUTDOWN_GRACE_S + 3)
+        elapsed = time.monotonic() - gone
+    finally:
+        app.close()
+    assert code == 128 + signal.SIGHUP
+    assert elapsed < SHUTDOWN_GRACE_S, elapsed
+    assert processes_with(f"sleep {marker}") == []
+    assert_the_turn_was_recorded_as_stopped()
