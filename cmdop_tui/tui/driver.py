@@ -6,7 +6,7 @@ ESCDELAY to tell them apart. Textual's input thread only lets the parser check t
 loop is Textual's, except that while an escape is pending it wakes after ESCDELAY instead.
 (Terminals with the kitty keyboard protocol send an unambiguous Esc and never wait.)
 
-A bracketed paste is taken out of the input before the parser sees it (tui/paste.py), so that
+A bracketed paste is taken out of the input before the parser sees it (support/paste.py), so that
 nothing pasted is read as keys: it arrives as one `Paste` event of inert text.
 
 A terminal that goes away (an SSH link dropping) fails every write with EIO; Textual's writer
@@ -26,7 +26,7 @@ from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
 
-from cmdop_tui.tui.paste import Pasted, PasteSplitter
+from cmdop_tui.support.paste import Pasted, PasteSplitter
 
 IDLE_WAKE_S = 0.1  # Textual's own select timeout
 ESC = "\x1b"

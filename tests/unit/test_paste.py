@@ -1,8 +1,8 @@
-"""A bracketed paste taken whole from the terminal's input (tui/paste.py)."""
+"""A bracketed paste taken whole from the terminal's input (support/paste.py)."""
 
 from __future__ import annotations
 
-from cmdop_tui.tui.paste import PASTE_IDLE_S, Pasted, PasteSplitter, inert_paste
+from cmdop_tui.support.paste import PASTE_IDLE_S, Pasted, PasteSplitter, inert_paste
 
 START, END = "\x1b[200~", "\x1b[201~"
 

@@ -1,5 +1,5 @@
 """The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall.
-A paste is text: inserted inert (tui/paste.py), never sent without Enter."""
+A paste is text: inserted inert (support/paste.py), never sent without Enter."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
 
-from cmdop_tui.tui.paste import inert_paste
+from cmdop_tui.support.paste import inert_paste
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 
