@@ -133,3 +133,56 @@ def test_a_terminal_that_goes_away_ends_the_app_with_its_children(fake_api, anth
     assert elapsed < SHUTDOWN_GRACE_S, elapsed
     assert processes_with(f"sleep {marker}") == []
     assert_the_turn_was_recorded_as_stopped()
+
+
+def children_of(pid: int) -> dict[int, bytes]:
+    """The live child processes of `pid`, with their command lines."""
+    found = {}
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat, open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                parent = int(stat.read().rsplit(b")", 1)[1].split()[1])
+                if parent == pid:
+                    found[int(entry)] = cmdline.read()
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_signal_stops_the_local_model_too(tmp_path):
+    pytest.importorskip("xllamacpp")
+    from pty_app import PtyApp
+
+    from cmdop_tui.session.local_model import LocalModelError, default_gguf
+
+    try:
+        default_gguf()
+    except LocalModelError as exc:
+        pytest.skip(str(exc))
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ANTHROPIC_")}
+    app = PtyApp({**env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}, args=("--local",))
+    try:
+        deadline = time.monotonic() + 30
+        while not (model := [p for p, line in children_of(app.pid).items() if b"session.local_model" in line]):
+            assert time.monotonic() < deadline, "the local model never started"
+            time.sleep(0.05)
+        os.kill(app.pid, signal.SIGTERM)
+        code = app.wait_exit(timeout=SHUTDOWN_GRACE_S + 3)
+    finally:
+        app.close()
+    assert code == 128 + signal.SIGTERM
+    assert ended_within(model[0], 2.0)
+
+
+def ended_within(pid: int, seconds: float) -> bool:
+    """Whether process `pid` is gone (or a zombie, dead and waiting to be reaped) within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                if stat.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.02)
+    return False

@@ -131,13 +131,13 @@ class PtyApp:
         return now
 
     def wait_exit(self, timeout: float = 10.0) -> int:
-        """Block until the app exits; its exit code (128+N if a signal N killed it)."""
+        """Block until the app exits; its exit code, or -N if signal N killed it (as `subprocess`)."""
         deadline = time.perf_counter() + timeout
         while True:
             done, status = os.waitpid(self.pid, os.WNOHANG)
             if done:
                 self.exited = True
-                return os.waitstatus_to_exitcode(status) if status & 0x7F == 0 else 128 + (status & 0x7F)
+                return os.waitstatus_to_exitcode(status)
             if time.perf_counter() > deadline:
                 raise TimeoutError(f"the app did not exit within {timeout} s")
             time.sleep(0.02)
