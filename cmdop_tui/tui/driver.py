@@ -76,8 +76,9 @@ class PromptEscapeDriver(LinuxDriver):
         def process(selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> float:
             """Feed what arrived to the parser; return how long the next select may wait."""
             next_wake = IDLE_WAKE_S
-            if not selector_events:
-                self._parse(parser, splitter.idle())
+            if not selector_events and (held := splitter.idle()):
+                self._parse(parser, held)
+                next_wake = escape_wake  # the parser now times what it was handed
             for index, (_key, mask) in enumerate(selector_events):
                 if mask & selectors.EVENT_READ:
                     data = decode(os.read(self.fileno, 1024 * 4), final=final and index == len(selector_events) - 1)
