@@ -232,6 +232,9 @@ def run_tui(settings: Settings) -> int:
     # SDK imports in a thread (or a stream is parsed), each hand-over waited up to 5 ms for the GIL.
     sys.setswitchinterval(GIL_SWITCH_S)
     from cmdop_tui.tui.app import CmdopApp
+    from cmdop_tui.tui.exit_signals import SignalExit
 
-    CmdopApp(settings).run()
-    return 0
+    app = CmdopApp(settings)
+    with SignalExit(app) as exits:
+        app.run()
+    return exits.code or 0

@@ -5,6 +5,13 @@ ESCDELAY to tell them apart. Textual's input thread only lets the parser check t
 `select` returns, every 100 ms, so Esc (our Stop key) could take over 100 ms to arrive. This input
 loop is Textual's, except that while an escape is pending it wakes after ESCDELAY instead.
 (Terminals with the kitty keyboard protocol send an unambiguous Esc and never wait.)
+
+A bracketed paste is taken out of the input before the parser sees it (support/paste.py), so that
+nothing pasted is read as keys: it arrives as one `Paste` event of inert text.
+
+A terminal that goes away (an SSH link dropping) fails every write with EIO; Textual's writer
+thread would die of the first, and the app block on its full queue while it exits, with the
+session still open. Writes to a terminal that is gone are dropped instead (`TerminalOutput`).
 """
 
 from __future__ import annotations
@@ -12,21 +19,56 @@ from __future__ import annotations
 import os
 import selectors
 from codecs import getincrementaldecoder
+from typing import IO, Any
 
-from textual import constants
+from textual import constants, events
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+from cmdop_tui.support.paste import Pasted, PasteSplitter
 
 IDLE_WAKE_S = 0.1  # Textual's own select timeout
 ESC = "\x1b"
 
 
+class TerminalOutput:
+    """The terminal's stream for Textual's writer thread: after a failed write the terminal is
+    taken for gone, and the rest is dropped."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if not self.gone:
+            try:
+                self._stream.write(text)
+            except OSError:
+                self.gone = True
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except OSError:
+                self.gone = True
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 class PromptEscapeDriver(LinuxDriver):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self._file is not None:  # Textual's writer thread only writes and flushes it
+            self._file = TerminalOutput(self._file)  # type: ignore[assignment]
+
     def run_input_thread(self) -> None:
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)
         parser = XTermParser(self._debug)
+        splitter = PasteSplitter()
         decode = getincrementaldecoder("utf-8")().decode
         escape_wake = constants.ESCAPE_DELAY + 0.002
         wake = IDLE_WAKE_S
@@ -34,13 +76,15 @@ class PromptEscapeDriver(LinuxDriver):
         def process(selector_events: list[tuple[selectors.SelectorKey, int]], final: bool = False) -> float:
             """Feed what arrived to the parser; return how long the next select may wait."""
             next_wake = IDLE_WAKE_S
+            if not selector_events and (held := splitter.idle()):
+                self._parse(parser, held)
+                next_wake = escape_wake  # the parser now times what it was handed
             for index, (_key, mask) in enumerate(selector_events):
                 if mask & selectors.EVENT_READ:
                     data = decode(os.read(self.fileno, 1024 * 4), final=final and index == len(selector_events) - 1)
                     if not data:
                         break
-                    for event in parser.feed(data):
-                        self.process_message(event)
+                    self._parse(parser, splitter.feed(data))
                     if ESC in data[-8:]:  # maybe a lone Esc, or a sequence still arriving
                         next_wake = escape_wake
             for event in parser.tick():
@@ -59,3 +103,12 @@ class PromptEscapeDriver(LinuxDriver):
                     pass
             except (EOFError, ParseError):
                 pass
+
+    def _parse(self, parser: XTermParser, pieces: list[str | Pasted]) -> None:
+        """Keys through the parser; a whole paste straight to the app as one event."""
+        for piece in pieces:
+            if isinstance(piece, Pasted):
+                self.process_message(events.Paste(piece.text))
+                continue
+            for event in parser.feed(piece):
+                self.process_message(event)

@@ -266,6 +266,23 @@ async def test_prompt_keys_newline_and_history(fake_api):
         assert prompt.text == ""
 
 
+async def test_a_paste_from_any_driver_is_inert_text_that_waits_for_enter(fake_api):
+    from textual import events
+
+    fake_api.enqueue(text_reply("ok"))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one("#prompt")
+        prompt.focus()
+        app.post_message(events.Paste("\x1b[31mred\x1b[0m line\r\nsecond\r\n"))
+        await pilot.pause()
+        assert prompt.text == "red line\nsecond\n"
+        assert fake_api.requests == []
+        await pilot.press("enter")
+        await finish_turn(pilot)
+    assert len(fake_api.requests) == 1
+
+
 async def test_ctrl_c_never_quits_and_ctrl_q_asks_while_running(fake_api):
     gate = threading.Event()
     for _ in range(2):  # a slow machine may outlast the stall timeout: its retry stalls the same way

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
+import select
 import signal
 import struct
 import sys
@@ -53,6 +54,10 @@ class PtyApp:
     def _read(self) -> None:
         while True:
             try:
+                if not select.select([self.fd], [], [], 0.05)[0]:
+                    if self._hanging_up:
+                        return
+                    continue
                 data = os.read(self.fd, 65536)
             except OSError:
                 data = b""
@@ -67,6 +72,14 @@ class PtyApp:
                 os.write(self.fd, SYNC_SUPPORTED)
 
     closed = False
+    _hanging_up = False
+
+    def hang_up(self) -> None:
+        """Close the terminal's side, as an SSH link that drops: the kernel sends SIGHUP, and
+        nothing the app writes arrives any more."""
+        self._hanging_up = True
+        self._reader.join()
+        os.close(self.fd)
 
     def mark(self) -> int:
         """The current output length, to search only what comes after it."""
@@ -117,15 +130,36 @@ class PtyApp:
         os.write(self.fd, data)
         return now
 
+    def wait_exit(self, timeout: float = 10.0) -> int:
+        """Block until the app exits; its exit code, or -N if signal N killed it (as `subprocess`)."""
+        deadline = time.perf_counter() + timeout
+        while True:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.exited = True
+                return os.waitstatus_to_exitcode(status)
+            if time.perf_counter() > deadline:
+                raise TimeoutError(f"the app did not exit within {timeout} s")
+            time.sleep(0.02)
+
+    exited = False
+
     def close(self) -> None:
+        """Quit the app (ctrl+q); kill it if it is still there after 3 s, or its terminal is gone."""
+        if self.exited:
+            return
         try:
-            os.write(self.fd, b"\x11")  # ctrl+q
-            deadline = time.perf_counter() + 3
-            while time.perf_counter() < deadline:
-                done, _ = os.waitpid(self.pid, os.WNOHANG)
-                if done:
-                    return
-                time.sleep(0.02)
+            if not self._hanging_up:
+                os.write(self.fd, b"\x11")  # ctrl+q
+                deadline = time.perf_counter() + 3
+                while time.perf_counter() < deadline:
+                    done, _ = os.waitpid(self.pid, os.WNOHANG)
+                    if done:
+                        return
+                    time.sleep(0.02)
+        except (OSError, ChildProcessError):
+            pass
+        try:
             os.kill(self.pid, signal.SIGKILL)
             os.waitpid(self.pid, 0)
         except (OSError, ChildProcessError):

@@ -1,10 +1,13 @@
-"""The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall."""
+"""The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall.
+A paste is text: inserted inert (support/paste.py), never sent without Enter."""
 
 from __future__ import annotations
 
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
+
+from cmdop_tui.support.paste import inert_paste
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 
@@ -61,6 +64,12 @@ class PromptInput(TextArea):
             self.recall(+1)
         else:
             await super()._on_key(event)
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        # Our driver makes a terminal's paste inert already; a paste from elsewhere (the web
+        # driver of `serve`) is made so here, so that no escape or CR reaches the document.
+        event.prevent_default()
+        await super()._on_paste(events.Paste(inert_paste(event.text)))
 
     @staticmethod
     def _stop(event: events.Key) -> None:
