@@ -182,6 +182,8 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
     if isinstance(exc, anthropic.APIConnectionError):
         cause = exc.__cause__ or exc
         return "connection", f"could not reach the model endpoint ({type(cause).__name__}: {cause})"
+    if isinstance(exc, InvalidReplyError):
+        return "invalid_reply", str(exc)
     if isinstance(exc, DeadStreamError):
         return "dead_stream", f"the reply stream stalled: {exc}"
     if isinstance(exc, httpx2.TransportError):
@@ -285,6 +287,21 @@ class ReplyAssembler:
             ),
             input_errors=self.input_errors,
         )
+
+
+async def _check_event_stream(response: httpx2.Response) -> None:
+    """An answer to a streaming request that is not an event stream (a web page, a JSON body from
+    a server that does not stream) is said as what it is, at once, not waited on as a stall."""
+    kind = response.headers.get("content-type", "")
+    if "text/event-stream" in kind:
+        return
+    body = (await response.aread()).decode("utf-8", errors="replace")
+    if "<" in body and (title := _HTML_TITLE.search(body)) is not None:
+        body = title.group(2)
+    raise InvalidReplyError(
+        f"the endpoint answered a streaming request with {kind or 'no content type'}, not an event "
+        f"stream: {_one_line(_HTML_TAG.sub(' ', body)) or '(empty)'}; check ANTHROPIC_BASE_URL"
+    )
 
 
 def parse_tool_input(raw: str) -> tuple[JsonObject, str | None]:
@@ -403,6 +420,7 @@ class ModelClient:
             said.cancel()
             raise
         async with stream:
+            await _check_event_stream(stream.response)
             events = stream.__aiter__()
             wait = first_wait
             while not assembler.finished:

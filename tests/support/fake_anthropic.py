@@ -422,7 +422,10 @@ def error_reply(
 
 
 def html_error(status: int, page: str, **options: Any) -> Reply:
-    """An HTTP error answered with an HTML page (a load balancer's 502), not the API's envelope."""
+    """An HTTP error answered with an HTML page (a load balancer's 502), not the API's envelope.
+    With status 200, a page in place of any reply (a captive portal, a web server at the URL)."""
+    if status == 200:
+        return Reply(page=page, **options)
     return dataclasses.replace(error_reply(status, **options), page=page)
 
 
@@ -1134,7 +1137,7 @@ class FakeAnthropic:
                 return
             if r.stall_after is not None and not sse and not r.gate_release_continues:
                 return self._drop(h)
-        if as_error and r.page is not None:
+        if r.page is not None and (as_error or r.status == 200):
             data = r.page.encode()
             self._send_head(h, rec.status, req_id, "text/html", r.headers, len(data))
             h.wfile.write(data)

@@ -28,3 +28,12 @@ async def test_a_long_error_message_is_cut_to_one_line(fake_api, tmp_path):
     result = await make_runner(fake_api, cwd=tmp_path).run("hi", Recorder())
     assert result.status == "error" and "\n" not in result.message
     assert "400" in result.message and "bad detail" in result.message and len(result.message) < 300
+
+
+async def test_a_web_page_in_answer_to_a_stream_is_said_at_once(fake_api, tmp_path):
+    page = "<html><head><title>Sign in to the guest network</title></head><body>...</body></html>"
+    fake_api.enqueue(html_error(200, page))
+    result = await make_runner(fake_api, cwd=tmp_path).run("hi", Recorder())
+    assert result.status == "error" and result.code == "invalid_reply"
+    assert "text/html" in result.message and "Sign in to the guest network" in result.message
+    assert "stall" not in result.message and len(fake_api.requests) == 1  # not waited on, not retried
