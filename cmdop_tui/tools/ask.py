@@ -41,13 +41,16 @@ class _Answer:
     final: str | None = None
     error: str | None = None
 
-    def result(self, machine: str) -> ToolResult:
+    def result(self, machine: str, output: str = "") -> ToolResult:
+        """The answer; else why there is none, with the end of what the agent there printed
+        (`output`: its exit line and stderr, say a traceback of a broken install)."""
         if self.final is not None:
             # capped as command output is: a 20 MB answer would fill every later request
             return ToolResult(truncate_middle(self.final, ANSWER_LIMIT) or "(the remote agent gave an empty answer)")
         if self.error is not None:
             return ToolResult.error(f"the agent on {machine} stopped: {self.error}")
-        return ToolResult.error(f"the agent on {machine} ended without an answer")
+        said = _tail(output)
+        return ToolResult.error(f"the agent on {machine} ended without an answer" + (f":\n{said}" if said else ""))
 
 
 class _JsonLines:
@@ -103,7 +106,13 @@ async def ask(fleet: Fleet | None, hostname: str, prompt: str, timeout_ms: int, 
     )
     if outcome.is_error and answer.final is None:
         return ToolResult.error(outcome.text) if answer.error is None else answer.result(machine.name)
-    return answer.result(machine.name)
+    return answer.result(machine.name, outcome.text)
+
+
+def _tail(output: str, lines: int = 8, limit: int = 1_000) -> str:
+    """The last lines of a remote agent's output that are not its JSON events, bounded."""
+    kept = [line for line in output.splitlines() if line.strip() and not line.lstrip().startswith("{")]
+    return truncate_middle("\n".join(kept[-lines:]), limit)
 
 
 async def _ask_machine(args: dict[str, Any], ctx: ToolContext) -> ToolResult:

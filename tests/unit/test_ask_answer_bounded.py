@@ -17,3 +17,14 @@ def test_a_huge_answer_is_cut_in_the_middle():
 def test_a_short_answer_is_whole():
     assert _Answer(final="uptime: 3 days").result("h1").content == "uptime: 3 days"
     assert "empty answer" in _Answer(final="").result("h1").content
+
+
+def test_an_agent_that_ended_without_an_answer_says_what_it_printed():
+    output = (
+        'exit code: 1\n{"type": "turn_start", "turn": 1}\nTraceback (most recent call last):\n'
+        "  File \"cmdop_tui/cli.py\", line 3\nModuleNotFoundError: No module named 'anthropic'\n"
+    )
+    result = _Answer().result("h1", output)
+    assert result.is_error and result.content.startswith("the agent on h1 ended without an answer:")
+    assert "ModuleNotFoundError: No module named 'anthropic'" in result.content and "exit code: 1" in result.content
+    assert "turn_start" not in result.content
