@@ -184,6 +184,16 @@ def describe_error(exc: BaseException) -> tuple[str, str]:
         return "connection", f"could not reach the model endpoint ({type(cause).__name__}: {cause})"
     if isinstance(exc, InvalidReplyError):
         return "invalid_reply", str(exc)
+    if isinstance(exc, json.JSONDecodeError):
+        return (
+            "invalid_reply",
+            f"the endpoint's reply is not valid JSON ({exc.msg} at character {exc.pos}); check ANTHROPIC_BASE_URL",
+        )
+    if isinstance(exc, UnicodeDecodeError):
+        return (
+            "invalid_reply",
+            f"the endpoint's reply is not UTF-8 text ({exc.reason} at byte {exc.start}); check ANTHROPIC_BASE_URL",
+        )
     if isinstance(exc, DeadStreamError):
         return "dead_stream", f"the reply stream stalled: {exc}"
     if isinstance(exc, httpx2.TransportError):

@@ -37,3 +37,20 @@ async def test_a_web_page_in_answer_to_a_stream_is_said_at_once(fake_api, tmp_pa
     assert result.status == "error" and result.code == "invalid_reply"
     assert "text/html" in result.message and "Sign in to the guest network" in result.message
     assert "stall" not in result.message and len(fake_api.requests) == 1  # not waited on, not retried
+
+
+def test_undecodable_replies_are_named_for_what_they_are():
+    import json
+
+    from cmdop_tui.agent.llm import describe_error
+
+    try:
+        json.loads("<html>")
+    except json.JSONDecodeError as exc:
+        code, message = describe_error(exc)
+    assert code == "invalid_reply" and "not valid JSON" in message and "JSONDecodeError" not in message
+    try:
+        b"\xff\xfe".decode("utf-8")
+    except UnicodeDecodeError as exc:
+        code, message = describe_error(exc)
+    assert code == "invalid_reply" and "not UTF-8" in message and "codec" not in message
