@@ -26,6 +26,7 @@ from cmdop_tui.agent.llm import (
     ModelReply,
     context_overflow,
     describe_error,
+    request_too_large,
     server_compaction_refused,
 )
 from cmdop_tui.agent.messages import ApiRequest, Message, is_compaction
@@ -38,11 +39,17 @@ from cmdop_tui.tools.registry import ToolRegistry
 
 
 def describe_failure(exc: BaseException) -> tuple[str, str]:
-    """The code and message of a model failure that ends a run."""
-    if context_overflow(exc) is not None:
+    """The code and message of a model failure that ends a run (a too-long request ends it only
+    when compacting could not make it fit, or there was nothing to compact)."""
+    if request_too_large(exc):
+        return "request_too_large", (
+            f"the request is larger than the endpoint accepts ({describe_error(exc)[1]}): a message or a "
+            "tool output in it is too big; /clear, or send less"
+        )
+    if (overflow := context_overflow(exc)) is not None:
         return "context_full", (
-            "the conversation does not fit in the model's context window even after compaction; "
-            "/compact or /clear, then go on"
+            f"the conversation does not fit in the model's context window ({overflow_reason(overflow)}), "
+            "and compacting it could not make it fit; /clear, or send less"
         )
     return describe_error(exc)
 

@@ -153,6 +153,11 @@ def context_overflow(exc: BaseException) -> ContextOverflow | None:
     return ContextOverflow(int(stated[1]), int(stated[2])) if stated else ContextOverflow()
 
 
+def request_too_large(exc: BaseException) -> bool:
+    """HTTP 413: the request's bytes are over what the endpoint takes (not its token window)."""
+    return isinstance(exc, anthropic.APIStatusError) and exc.status_code == 413
+
+
 def server_compaction_refused(exc: BaseException) -> bool:
     """Whether the endpoint refused a request for its server-side compaction (the beta field or
     header), so that it can be sent again without."""

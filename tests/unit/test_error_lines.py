@@ -54,3 +54,11 @@ def test_undecodable_replies_are_named_for_what_they_are():
     except UnicodeDecodeError as exc:
         code, message = describe_error(exc)
     assert code == "invalid_reply" and "not UTF-8" in message and "codec" not in message
+
+
+async def test_a_413_on_the_first_turn_is_not_called_a_failed_compaction(fake_api, tmp_path):
+    fake_api.enqueue(error_reply(413), error_reply(413))
+    result = await make_runner(fake_api, cwd=tmp_path).run("a huge paste", Recorder())
+    assert result.status == "error" and result.code == "request_too_large"
+    assert "larger than the endpoint accepts" in result.message and "413" in result.message
+    assert "compaction" not in result.message
