@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
 import httpx2
-from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception, stop_after_attempt, stop_any
+from tenacity.stop import stop_base
 
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import Event, Retrying, Thinking, Token, Usage, Waiting
@@ -370,6 +372,29 @@ def reply_from_message(message: Any) -> ModelReply:
 # --- the client ----------------------------------------------------------------------------
 
 
+class _Patience(stop_base):
+    """How long one model call may go on with nothing from the endpoint, retries included; the
+    clock starts again with every event that came from it. As a tenacity stop: no attempt after."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.until = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.until - time.monotonic())
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        return self.left() <= 0
+
+    def heard(self, emit: EventSink) -> EventSink:
+        def sink(event: Event) -> None:
+            if not isinstance(event, Waiting | Retrying):  # our own words are not the endpoint's
+                self.until = time.monotonic() + self.seconds
+            emit(event)
+
+        return sink
+
+
 class ModelClient:
     """Calls the model with the project's retry and streaming policies."""
 
@@ -392,8 +417,9 @@ class ModelClient:
             reason = describe_error(exc)[1] if exc is not None else "unknown error"
             emit(Retrying(attempt=state.attempt_number, delay_s=round(delay, 3), reason=reason))
 
+        patience = _Patience(self.stream.silence_deadline_s)
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.retry.attempts),
+            stop=stop_any(stop_after_attempt(self.retry.attempts), patience),
             wait=lambda state: self.retry.delay(
                 state.attempt_number, _retry_after(state.outcome.exception() if state.outcome else None)
             ),
@@ -401,13 +427,15 @@ class ModelClient:
             before_sleep=announce,
             reraise=True,
         )
-        return await retrying(self._attempt, request, emit, operation)
+        return await retrying(self._attempt, request, patience.heard(emit), operation, patience)
 
-    async def _attempt(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
+    async def _attempt(
+        self, request: ApiRequest, emit: EventSink, operation: Operation, patience: _Patience
+    ) -> ModelReply:
         if not self.stream.enabled:
             return await self._call_once(request, operation)
         try:
-            return await self._stream_once(request, emit, operation)
+            return await self._stream_once(request, emit, operation, patience.left())
         except DeadStreamError:
             left = operation.remaining()
             if left is not None and left < self.stream.near_deadline_s:
@@ -423,9 +451,11 @@ class ModelClient:
         message = await self._create(request)(**request, timeout=timeout)
         return reply_from_message(message)
 
-    async def _stream_once(self, request: ApiRequest, emit: EventSink, operation: Operation) -> ModelReply:
+    async def _stream_once(
+        self, request: ApiRequest, emit: EventSink, operation: Operation, patience_s: float | None = None
+    ) -> ModelReply:
         assembler = ReplyAssembler(emit)
-        first_wait = operation.bound(self.stream.first_event_timeout_s)
+        first_wait = operation.bound(min(self.stream.first_event_timeout_s, patience_s or float("inf")))
         said = asyncio.get_running_loop().call_later(
             self.stream.waiting_notice_s, emit, Waiting(self.stream.waiting_notice_s, first_wait)
         )  # a silent endpoint is said long before its deadline

@@ -32,6 +32,9 @@ class StreamPolicy:
     idle_timeout_s: float = 10.0
     stall_grace_s: float = 1.0  # after the idle timer, what arrives this soon still counts (a stopped process)
     first_event_timeout_s: float = 120.0
+    # A model call with nothing from the endpoint this long in all, retries included, gives up
+    # (the clock starts again whenever events arrive: a long reply that breaks is still retried).
+    silence_deadline_s: float = 120.0
     waiting_notice_s: float = 10.0  # no first event this long: said (the Waiting event)
     near_deadline_s: float = 30.0  # a dead stream with less time left falls back to one plain call
     request_timeout_s: float = 600.0

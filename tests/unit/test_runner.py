@@ -321,6 +321,17 @@ async def test_a_silent_endpoint_is_said_long_before_its_deadline(fake_api):
     assert result.status == "final" and len(events.of(Waiting)) == 1
 
 
+async def test_an_endpoint_that_never_answers_ends_within_its_silence_deadline(fake_api):
+    fake_api.enqueue(*[text_reply("never", hang_before_headers=True) for _ in range(6)])
+    stream = StreamPolicy(waiting_notice_s=0.1, first_event_timeout_s=10, silence_deadline_s=1.0)
+    runner, events = make_runner(fake_api, stream=stream), Recorder()
+    started = time.monotonic()
+    result = await runner.run("hi", events)
+    assert result.status == "error" and time.monotonic() - started < 5  # not 6 attempts of 10 s
+    assert events.of(Waiting)  # said while it waited
+    assert len(fake_api.requests) < 6
+
+
 async def test_dead_stream_near_the_deadline_falls_back_to_one_non_streaming_call(fake_api):
     fake_api.enqueue(text_reply("stalls", stall_after=4), text_reply("whole answer"))
     stream = StreamPolicy(idle_timeout_s=0.2, near_deadline_s=60)
