@@ -37,6 +37,8 @@ READ_CHUNK = 64 * 1024
 # After the shell exits, how long to keep reading from background processes that inherited
 # its stdout/stderr before giving up on them.
 PIPE_GRACE_S = 0.5
+ABORT_WAIT_S = 0.5  # how long a Stop waits for the remote side's kill before returning
+_ABORTING: set[asyncio.Future[None]] = set()  # remote kills still under way (kept from the GC)
 REAP_TIMEOUT_S = 2.0
 
 _log = logging.getLogger(__name__)
@@ -241,14 +243,24 @@ async def _supervise(
 
 
 async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
-    """Kill the process group here (and, through the hook, whatever it started elsewhere)."""
+    """Kill the process group here (and, through the hook, whatever it started elsewhere).
+
+    The hook is waited on for ABORT_WAIT_S at most: over a link that froze it cannot finish until
+    ssh gives the link up, and a Stop or a time-out must not wait for that; it goes on alone."""
     if on_abort is not None:
-        try:
-            await on_abort()
-        except Exception:
-            _log.exception("could not stop the command's remote side")
+        remote = asyncio.ensure_future(_remote_abort(on_abort))
+        _ABORTING.add(remote)
+        remote.add_done_callback(_ABORTING.discard)
+        await asyncio.wait({remote}, timeout=ABORT_WAIT_S)
     shell.child.kill()
     await _reap(shell)
+
+
+async def _remote_abort(on_abort: AbortHook) -> None:
+    try:
+        await on_abort()
+    except Exception:
+        _log.exception("could not stop the command's remote side")
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:

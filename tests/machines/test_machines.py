@@ -263,6 +263,48 @@ async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_
         await fleet.close()
 
 
+@pytest.mark.parametrize("ending", ["timeout", "stop"])
+async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_path, ending):
+    """A host frozen behind the live connection (its sshd SIGSTOPped): the time-out ends the call
+    on time and Stop at once, though the kill sent there cannot arrive."""
+    import signal
+    import time
+
+    from sshd import process_table
+
+    events: list = []
+    ctx = context(fleet, tmp_path, events)
+    args = {
+        "command": "echo started; sleep 60",
+        "machine": "alpha",
+        "timeout_ms": 3000 if ending == "timeout" else 60_000,
+    }
+    started = time.monotonic()
+    task = asyncio.create_task(run_tool(EXECUTE_COMMAND, args, ctx))
+    frozen: list[int] = []
+    try:
+        while "started" not in "".join(t for s, t in events if s == "stdout"):
+            await asyncio.sleep(0.01)
+        server = lab.server("alpha").pid
+        frozen = [pid for pid, parent in process_table().items() if parent == server]
+        for pid in frozen:
+            os.kill(pid, signal.SIGSTOP)
+        if ending == "timeout":
+            result = await asyncio.wait_for(task, 30)
+            assert "timed out after 3000 ms" in result.content
+            assert time.monotonic() - started < 3 + 2  # the time-out, then the kill's 0.5 s wait and slack
+        else:
+            stopped = time.monotonic()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert time.monotonic() - stopped < 1.5
+    finally:
+        for pid in frozen:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+
+
 # --- ask_machine --------------------------------------------------------------------------------
 
 
