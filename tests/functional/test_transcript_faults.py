@@ -1,0 +1,274 @@
+"""Durable or loud: a transcript on a full disk, removed or replaced while the app runs, or with
+nowhere to go, never loses a record nor leaves a torn one, and what happens is said at once.
+
+The full disk is a real one: a small tmpfs mounted for the test (root only; skipped elsewhere).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui import transcripts
+from cmdop_tui.agent.history import text_block
+from cmdop_tui.agent.messages import message_text
+from cmdop_tui.transcripts import INTERRUPTED_RESULT, Transcript, load
+from cmdop_tui.transcripts.records import parse_record
+
+CLI = [sys.executable, "-m", "cmdop_tui"]
+
+
+@contextlib.contextmanager
+def small_filesystem(path: Path, size: str = "256k", *options: str) -> Iterator[Path]:
+    """A tmpfs of `size` mounted at `path` for the duration (root only: else the test is skipped)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small filesystem needs root")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", ",".join([f"size={size}", "mode=0700", *options]), "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=True)
+
+
+def fill(directory: Path) -> Path:
+    """Fill the filesystem holding `directory` to the last byte; the file that does it."""
+    filler = directory / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        for chunk in (65536, 4096, 1):
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"x" * chunk)
+    finally:
+        os.close(fd)
+    return filler
+
+
+def lines_of(path: Path) -> list[bytes]:
+    """The file's lines, checked whole: it ends with a newline and every line is a record."""
+    raw = path.read_bytes()
+    assert raw.endswith(b"\n"), "the file ends on a torn record"
+    lines = raw.split(b"\n")[:-1]
+    assert all(parse_record(line) is not None for line in lines), "a torn record inside the file"
+    return lines
+
+
+def prompt(n: int, size: int = 700) -> dict[str, object]:
+    return {"op": "append", "role": "user" if n % 2 == 0 else "assistant", "blocks": [text_block(f"{n} " * size)]}
+
+
+# --- the writer ----------------------------------------------------------------------------
+
+
+def test_a_full_disk_holds_records_in_memory_and_writes_them_in_order_when_space_returns(tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "fs") as fs, Transcript.create(fs) as transcript:
+        transcript.append(prompt(0))
+        filler = fill(fs)
+        failures = 0
+        for n in range(1, 40):
+            try:
+                transcript.append(prompt(n, size=n * 37))  # sizes that cut writes at every point
+            except OSError:
+                failures += 1
+            lines_of(transcript.path)  # never a torn record, even mid-way
+        assert failures > 0 and transcript.held > 0
+        filler.unlink()
+        transcript.event("final", text="done")
+        assert transcript.held == 0
+        loaded = load(transcript.path)
+        assert [message_text(m).split()[0] for m in loaded.messages] == [str(n) for n in range(40)]
+        assert loaded.notes == [] and loaded.events[-1]["kind"] == "final"
+        assert len(lines_of(transcript.path)) == 1 + 40 + 1
+
+
+def test_close_counts_what_the_full_disk_kept_back(tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "fs") as fs:
+        transcript = Transcript.create(fs)
+        fill(fs)
+        with pytest.raises(OSError):
+            for n in range(20):
+                transcript.append(prompt(n))
+        transcript.close()
+        assert transcript.held > 0
+        lines_of(transcript.path)
+
+
+def test_a_removed_transcript_is_written_again_whole(tmp_path: Path) -> None:
+    told: list[str] = []
+    with Transcript.create(tmp_path) as transcript:
+        transcript.listeners.append(told.append)
+        transcript.append(prompt(0))
+        transcript.append(prompt(1))
+        transcript.path.unlink()
+        transcript.append(prompt(2))
+        assert [message_text(m).split()[0] for m in load(transcript.path).messages] == ["0", "1", "2"]
+        assert len(told) == 1 and "removed" in told[0]
+        transcript.append(prompt(3))  # said once: the file is ours again
+        assert len(told) == 1 and len(load(transcript.path).messages) == 4
+        with pytest.raises(transcripts.SessionLockedError):  # and locked, as the first was
+            Transcript.open(transcript.path)
+
+
+def test_a_replaced_transcript_is_written_again_and_the_other_file_kept(tmp_path: Path) -> None:
+    told: list[str] = []
+    with Transcript.create(tmp_path) as transcript:
+        transcript.listeners.append(told.append)
+        transcript.append(prompt(0))
+        stranger = tmp_path / "stranger"
+        stranger.write_text("not a transcript\n")
+        stranger.replace(transcript.path)
+        transcript.append(prompt(1))
+        assert len(load(transcript.path).messages) == 2
+        assert (tmp_path / f"{transcript.path.name}.replaced").read_text() == "not a transcript\n"
+        assert "replaced" in told[0]
+
+
+def test_a_removed_sessions_directory_is_made_again(tmp_path: Path) -> None:
+    directory = tmp_path / "sessions"
+    with Transcript.create(directory) as transcript:
+        transcript.append(prompt(0))
+        transcript.path.unlink()
+        directory.rmdir()
+        transcript.append(prompt(1))
+        assert len(load(transcript.path).messages) == 2
+
+
+# --- headless mode ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def env(anthropic_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "config.toml")}
+
+
+class Child:
+    """A `-p` run in stream-json: its events read as they come, its stderr gathered."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(CLI + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr: list[str] = []
+        self.said = threading.Condition()
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+
+    def _read_stderr(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            with self.said:
+                self.stderr.append(line)
+                self.said.notify_all()
+
+    def event(self, kind: str) -> dict[str, object]:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            event = json.loads(line)
+            if event["type"] == kind:
+                return event
+        raise AssertionError(f"the run ended before a {kind} event")
+
+    def wait_said(self, words: str, timeout: float = 10) -> str:
+        with self.said:
+            self.said.wait_for(lambda: any(words in line for line in self.stderr), timeout)
+            return next(line for line in self.stderr if words in line)
+
+    def finish(self) -> tuple[int, str, str]:
+        assert self.process.stdout is not None
+        out = self.process.stdout.read()  # stderr is the reader's alone
+        self.process.wait(timeout=30)
+        self._reader.join(timeout=5)
+        return self.process.returncode, out, "".join(self.stderr)
+
+
+def sessions_directory(env: dict[str, str]) -> Path:
+    return Path(env["HOME"]) / ".local" / "share" / "cmdop-tui" / "sessions"
+
+
+def test_full_disk_mid_session_said_at_once_then_caught_up(fake_api, env, tmp_path: Path) -> None:
+    gate = threading.Event()
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo ran-it; seq 1 3000"}, id="toolu_01FULL"),
+        text_reply("All finished: " + "words " * 200, stall_after=2, gate=gate, gate_release_continues=True),
+        text_reply("Nothing was interrupted."),
+    )
+    with small_filesystem(sessions_directory(env), "512k") as fs:
+        child = Child(["-p", "run it", "--output-format", "stream-json", "--yes"], env)
+        child.event("tool_start")
+        filler = fill(fs)
+        assert fake_api.wait_for_requests(2, timeout=20)  # the tool's result is held by now
+        warning = child.wait_said("cannot be written")
+        assert "the disk is full" in warning and child.process.poll() is None  # said while it runs
+        filler.unlink()
+        gate.set()
+        code, _out, stderr = child.finish()
+        assert code == 0, stderr
+        assert "is written again: nothing was lost" in stderr and "Traceback" not in stderr, stderr
+        (info,) = transcripts.list_sessions()
+        lines_of(info.path)
+        loaded = load(info.path)
+        assert loaded.notes == []
+        assert message_text(loaded.messages[-1]).startswith("All finished")
+        continued = subprocess.run(
+            CLI + ["--continue", "-p", "was it interrupted?"], env=env, capture_output=True, text=True, timeout=30
+        )
+    assert continued.returncode == 0, continued.stderr
+    assert "interrupted" not in continued.stderr
+    sent = json.dumps(fake_api.requests[2].body["messages"])
+    assert "ran-it" in sent and INTERRUPTED_RESULT not in sent
+
+
+def test_a_disk_full_to_the_end_exits_3_and_says_what_is_missing(fake_api, env) -> None:
+    fake_api.enqueue(tool_reply("execute_command", {"command": "seq 1 3000"}), text_reply("The answer."))
+    with small_filesystem(sessions_directory(env), "512k") as fs:
+        child = Child(["-p", "run it", "--output-format", "stream-json", "--yes"], env)
+        child.event("tool_start")
+        fill(fs)
+        code, out, stderr = child.finish()
+        (info,) = transcripts.list_sessions()
+        lines_of(info.path)
+    assert code == 3, stderr
+    assert "The answer." in out and "could not be written" in stderr and "Traceback" not in stderr
+    assert stderr.count("cannot be written (the disk is full)") == 1
+
+
+def test_xdg_data_home_that_is_a_file_runs_without_a_transcript(fake_api, env, tmp_path: Path) -> None:
+    fake_api.enqueue(text_reply("Answered anyway."))
+    not_a_directory = tmp_path / "data-file"
+    not_a_directory.write_text("")
+    done = subprocess.run(
+        CLI + ["-p", "hello"],
+        env={**env, "XDG_DATA_HOME": str(not_a_directory)},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Answered anyway.\n" and "Traceback" not in done.stderr
+    assert done.stderr.count("no transcript for this session") == 1
+
+
+def test_a_read_only_data_directory_runs_without_a_transcript(fake_api, env) -> None:
+    fake_api.enqueue(text_reply("Answered anyway."), text_reply("Still answering."))
+    data = sessions_directory(env).parent
+    with small_filesystem(data, "64k", "ro"):
+        done = subprocess.run(CLI + ["-p", "hello"], env=env, capture_output=True, text=True, timeout=30)
+        again = subprocess.run(CLI + ["--continue", "-p", "hello"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Answered anyway.\n" and "Traceback" not in done.stderr
+    assert done.stderr.count("no transcript for this session") == 1
+    assert again.returncode == 0 and "Traceback" not in again.stderr
