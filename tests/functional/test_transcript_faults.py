@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
+from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui import transcripts
 from cmdop_tui.agent.history import text_block
@@ -272,3 +273,47 @@ def test_a_read_only_data_directory_runs_without_a_transcript(fake_api, env) -> 
     assert done.stdout == "Answered anyway.\n" and "Traceback" not in done.stderr
     assert done.stderr.count("no transcript for this session") == 1
     assert again.returncode == 0 and "Traceback" not in again.stderr
+
+
+# --- the TUI ---------------------------------------------------------------------------------
+
+TUI_SIZE = (100, 30)
+
+
+async def test_the_tui_says_a_full_disk_at_once_and_when_it_is_over(fake_api, isolated_home: Path) -> None:
+    fake_api.enqueue(text_reply("first"), text_reply("second " * 300), text_reply("third"))
+    app = make_app(fake_api)
+    with small_filesystem(isolated_home / ".local" / "share" / "cmdop-tui" / "sessions", "256k") as fs:
+        async with app.run_test(size=TUI_SIZE) as pilot:
+            await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
+            await submit(pilot, "one")
+            await finish_turn(pilot)
+            filler = fill(fs)
+            await submit(pilot, "two " * 500)
+            await finish_turn(pilot)
+            await wait_until(
+                pilot, lambda: any("disk is full" in n for n in notices(app, "warning")), what="the warning"
+            )
+            filler.unlink()
+            await submit(pilot, "three")
+            await finish_turn(pilot)
+            await wait_until(pilot, lambda: any("written again" in n for n in notices(app)), what="the all-clear")
+            path = app.session.recorder.transcript.path
+            firsts = [message_text(m).split()[0] for m in load(path).messages]
+            assert firsts == ["one", "first", "two", "second", "three", "third"]
+            lines_of(path)
+
+
+async def test_the_tui_says_a_removed_transcript_was_written_again(fake_api) -> None:
+    fake_api.enqueue(text_reply("first"), text_reply("second"))
+    app = make_app(fake_api)
+    async with app.run_test(size=TUI_SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
+        await submit(pilot, "one")
+        await finish_turn(pilot)
+        path = app.session.recorder.transcript.path
+        path.unlink()
+        await submit(pilot, "two")
+        await finish_turn(pilot)
+        await wait_until(pilot, lambda: any("was removed" in n for n in notices(app, "warning")), what="the notice")
+        assert len(load(path).messages) == 4
