@@ -7,6 +7,7 @@ The full disk is a real one: a small tmpfs mounted for the test (root only; skip
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import subprocess
@@ -317,3 +318,55 @@ async def test_the_tui_says_a_removed_transcript_was_written_again(fake_api) -> 
         await finish_turn(pilot)
         await wait_until(pilot, lambda: any("was removed" in n for n in notices(app, "warning")), what="the notice")
         assert len(load(path).messages) == 4
+
+
+def test_an_io_error_holds_records_like_a_full_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """EIO (and EDQUOT) cannot be had on demand here: the error is raised at the one write function."""
+    from cmdop_tui.transcripts import transcript as writer
+
+    real_write = writer.write_line
+    failures = iter([errno.EIO, errno.EDQUOT])
+
+    def failing(fd: int, data: bytes) -> None:
+        failure = next(failures, None)
+        if failure is not None:
+            raise OSError(failure, os.strerror(failure))
+        real_write(fd, data)
+
+    with Transcript.create(tmp_path) as transcript:
+        monkeypatch.setattr(writer, "write_line", failing)
+        for n in range(2):
+            with pytest.raises(OSError):
+                transcript.append(prompt(n))
+        assert transcript.held == 2
+        transcript.append(prompt(2))
+        assert transcript.held == 0
+        assert [message_text(m).split()[0] for m in load(transcript.path).messages] == ["0", "1", "2"]
+
+
+def test_nothing_to_continue_when_the_data_home_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    not_a_directory = tmp_path / "data-file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(not_a_directory))
+    assert transcripts.latest() is None and transcripts.list_sessions() == []
+
+
+async def test_the_tui_runs_without_a_transcript_and_says_so_once(
+    fake_api, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    not_a_directory = tmp_path / "data-file"
+    not_a_directory.write_text("")
+    monkeypatch.setenv("XDG_DATA_HOME", str(not_a_directory))
+    fake_api.enqueue(text_reply("first"), text_reply("second"))
+    app = make_app(fake_api)
+    async with app.run_test(size=TUI_SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
+        await submit(pilot, "one")
+        await finish_turn(pilot)
+        assert sum("no transcript for this session" in n for n in notices(app)) == 1
+        await submit(pilot, "/clear")  # the chat shown is cleared too: anything said now is new
+        await finish_turn(pilot)
+        await submit(pilot, "two")
+        await finish_turn(pilot)
+        assert app.session.recorder.transcript is None and len(fake_api.requests) == 2
+        assert not any("no transcript" in n for n in notices(app))
