@@ -52,7 +52,7 @@ from cmdop_tui.transcripts.paths import (
 )
 from cmdop_tui.transcripts.records import VERSION, encode_record, parse_record
 from cmdop_tui.transcripts.redaction import RecordRedactor
-from cmdop_tui.transcripts.writing import TornTailError, recreate, same_file, write_line
+from cmdop_tui.transcripts.writing import TornTailError, recreate, same_file, sync_directory, write_line
 
 _CREATE_ATTEMPTS = 100  # fresh ids tried before giving up on a directory
 _TAIL_CHUNK = 65536  # bytes read at a time when looking backwards for the last line
@@ -111,7 +111,7 @@ class Transcript:
             raise
         transcript.append(_header(sid, cwd=cwd or _getcwd(), model=model))
         if fsync:
-            _fsync_dir(directory)
+            sync_directory(directory)
         return transcript
 
     @classmethod
@@ -280,14 +280,6 @@ def _lock(fd: int, session_id: str, path: Path) -> None:
                 f"session {session_id} is in use by another cmdop-tui process (locked: {path})"
             ) from None
         raise
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fix_torn_tail(fd: int) -> int:

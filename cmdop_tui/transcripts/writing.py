@@ -72,6 +72,7 @@ def recreate(path: Path, fd: int) -> tuple[int, str]:
         if replaced:
             os.replace(path, path.with_name(path.name + ".replaced"))
         os.replace(spare, path)
+        sync_directory(directory)  # the new name survives a power loss too
     except BaseException:
         os.close(new_fd)
         with contextlib.suppress(OSError):
@@ -80,6 +81,15 @@ def recreate(path: Path, fd: int) -> tuple[int, str]:
     if replaced:
         return new_fd, f"was replaced while the app ran (the other file is kept as {path.name}.replaced)"
     return new_fd, "was removed while the app ran"
+
+
+def sync_directory(directory: Path) -> None:
+    """Make the names in `directory` (a file created or renamed there) durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _copy(source: int, target: int) -> None:
