@@ -50,7 +50,7 @@ from cmdop_tui.transcripts.paths import (
     resolve,
     session_directory,
 )
-from cmdop_tui.transcripts.records import VERSION, encode_record, parse_record
+from cmdop_tui.transcripts.records import UNSTORED_EVENT, VERSION, encode_record, parse_record
 from cmdop_tui.transcripts.redaction import RecordRedactor
 from cmdop_tui.transcripts.writing import TornTailError, recreate, same_file, sync_directory, write_line
 
@@ -186,7 +186,7 @@ class Transcript:
         while self._held:
             line = self._held[0]
             try:
-                write_line(self._fd, b"\n" + line if self._after_fragment else line)
+                write_line(self._fd, self._after_any_fragment(line))
             except TornTailError:
                 self._after_fragment = True
                 raise
@@ -198,6 +198,18 @@ class Transcript:
         self.flush()
         if self._fd >= 0:
             self._sync(self._fd)
+
+    def _say_unstored(self) -> None:
+        """Leave a last small record saying how many were never written: it may fit where they
+        did not (the slack of the file's last block), and then loading knows why the end is cut."""
+        marker = {"op": "event", "kind": UNSTORED_EVENT, "ts": round(time.time(), 3), "records": len(self._held)}
+        line = encode_record(marker)
+        with contextlib.suppress(OSError):
+            write_line(self._fd, self._after_any_fragment(line))
+
+    def _after_any_fragment(self, line: bytes) -> bytes:
+        """`line`, on a line of its own after a fragment a failed write could not cut off."""
+        return b"\n" + line if self._after_fragment else line
 
     def _recreate(self) -> None:
         fd, what = recreate(self.path, self._fd)
@@ -225,6 +237,8 @@ class Transcript:
             if self._held:
                 with contextlib.suppress(OSError):
                     self.flush()
+            if self._held:
+                self._say_unstored()
             self._fd = -1
             self._closer()
 

@@ -21,10 +21,11 @@ from fake_anthropic import text_reply, tool_reply
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui import transcripts
-from cmdop_tui.agent.history import text_block
+from cmdop_tui.agent.history import text_block, tool_result_block
 from cmdop_tui.agent.messages import message_text
 from cmdop_tui.transcripts import INTERRUPTED_RESULT, Transcript, load
 from cmdop_tui.transcripts.records import parse_record
+from cmdop_tui.transcripts.repair import UNSTORED_RESULT
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 
@@ -370,3 +371,24 @@ async def test_the_tui_runs_without_a_transcript_and_says_so_once(
         await finish_turn(pilot)
         assert app.session.recorder.transcript is None and len(fake_api.requests) == 2
         assert not any("no transcript" in n for n in notices(app))
+
+
+def test_a_disk_full_to_the_end_is_not_taken_for_an_interrupted_command(tmp_path: Path) -> None:
+    with small_filesystem(tmp_path / "fs") as fs:
+        transcript = Transcript.create(fs)
+        transcript.append({"op": "append", "role": "user", "blocks": [text_block("run it")]})
+        call = {"type": "tool_use", "id": "toolu_01DONE", "name": "execute_command", "input": {"command": "make"}}
+        transcript.append({"op": "append", "role": "assistant", "blocks": [call]})
+        room = 4096 - transcript.path.stat().st_size % 4096  # what is left of the last page
+        transcript.event("pad", text="p" * max(room - 400, 0))  # ~400 bytes left in it: a small record fits
+        fill(fs)
+        result = tool_result_block("toolu_01DONE", "built\n" * 2000)
+        with pytest.raises(OSError):
+            transcript.append({"op": "append", "role": "user", "blocks": [result]})
+        transcript.close()
+        loaded = load(transcript.path)
+    assert transcript.held == 1
+    (answer,) = loaded.messages[-1]["content"]
+    assert answer["content"] == UNSTORED_RESULT and answer["is_error"] is True
+    assert any("the disk was full when the session ended" in note for note in loaded.notes)
+    assert not any("interrupted" in note for note in loaded.notes)
