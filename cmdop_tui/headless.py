@@ -8,6 +8,11 @@ Output formats:
 
 Exit 0 on a final answer; otherwise non-zero with a one-line reason on stderr. SIGINT and SIGTERM
 fire the UI cancel signal, so a stop is as clean as the TUI's Stop button.
+
+The transcript: a write that fails (a full disk) is said on stderr at once, and again when the
+records held meanwhile are written; when some could still not be written as the session closed,
+the exit code is `EXIT_TRANSCRIPT_INCOMPLETE` (3), even after a final answer (which stdout has).
+A data directory that cannot hold transcripts is said once on stderr; the run goes on without one.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ OutputFormat = Literal["text", "stream-json", "json"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+EXIT_TRANSCRIPT_INCOMPLETE = 3  # the answer may be there, but the session's transcript is not whole
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
@@ -127,11 +133,18 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     async with Session(settings, platform="headless", ask=ask) as session:
         for note in session.notes:
             sys.stderr.write(f"cmdop-tui: {note}\n")
+        session.recorder.listeners.append(lambda notice: _say(f"{notice.level}: {notice.text}"))
         result, signum = await _run_until_signal(session, options)
         for state in session.mcp.states() if session.mcp is not None else []:
             if state.status in ("failed", "crashed"):  # said once, after the run that lacked its tools
                 sys.stderr.write(f"cmdop-tui: MCP server {state.name} {state.summary()}\n")
-    return report(result, options.output_format, signum)
+    code = report(result, options.output_format, signum)
+    return EXIT_TRANSCRIPT_INCOMPLETE if code == EXIT_OK and session.recorder.records_lost else code
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(f"cmdop-tui: {_for(sys.stderr, text)}\n")
+    sys.stderr.flush()
 
 
 async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple[RunResult, signal.Signals | None]:

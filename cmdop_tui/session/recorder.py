@@ -1,10 +1,19 @@
-"""The session's transcript: the conversation and its events, written as they happen."""
+"""The session's transcript: the conversation and its events, written as they happen.
+
+Durable or loud: the file is made durable (fsync) at each turn's end; a write that fails (a full
+disk) is said at once through `SessionRecorder.listeners`, its records held in memory and written,
+in order, when a later write succeeds (said too); what still cannot be written when the session
+closes is counted in `records_lost`. A data directory that cannot hold transcripts (read-only, or
+not a directory) makes a session without one, said once.
+"""
 
 from __future__ import annotations
 
+import errno
 import logging
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from cmdop_tui import transcripts
 from cmdop_tui.agent.events import Event
@@ -18,20 +27,34 @@ _log = logging.getLogger(__name__)
 Transcript = transcripts.Transcript
 
 SESSION_EVENTS = frozenset({"tool_start", "tool_end", "final", "error", "cancelled", "usage", "compaction"})
+# Where a run ends; the file is also made durable after each change of the history (a turn's end).
+RUN_ENDS = frozenset({"final", "error", "cancelled"})
+_DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+@dataclass(frozen=True)
+class TranscriptNotice:
+    """What a surface should tell the user about the transcript, at once."""
+
+    text: str
+    level: Literal["info", "warning", "error"] = "warning"
 
 
 class SessionRecorder:
     """Keeps a runner's conversation and events flowing into the current session transcript.
 
     One recorder per runner; it can switch sessions (a new one after /clear, a resumed one).
-    A transcript that cannot be written (a full disk) is reported once and dropped: it never
-    stops a turn.
+    A transcript that cannot be written never stops a turn: what is wrong goes to `listeners`.
     """
 
     def __init__(self, runner: Runner, secrets: list[str] | None = None) -> None:
         self.runner = runner
         self.secrets = configured_secrets() if secrets is None else secrets
         self.transcript: Transcript | None = None
+        self.listeners: list[Callable[[TranscriptNotice], None]] = []  # the surfaces say these at once
+        self.records_lost = 0  # records a closed transcript never got written
+        self._failing: OSError | None = None  # the write failure being waited out
+        self._unwritable_said = False
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)
         runner.recall_fallback = self.tool_output
@@ -42,21 +65,49 @@ class SessionRecorder:
 
     def start(self, settings: Settings) -> list[str]:
         """A new session, or the one `--resume ID` / `--continue` names. Returns notes for the user."""
-        session = settings.run.resume or (transcripts.latest() if settings.run.continue_latest else None)
+        try:
+            latest = transcripts.latest() if settings.run.continue_latest and not settings.run.resume else None
+        except OSError as exc:  # the data directory is not one
+            return [self._without_transcript(exc)]
+        session = settings.run.resume or latest
         if session is not None:
             return self.resume(session)
-        self.new()
-        return ["there is no earlier session to continue: this is a new one"] if settings.run.continue_latest else []
+        notes = self.new()
+        if settings.run.continue_latest:
+            notes.insert(0, "there is no earlier session to continue: this is a new one")
+        return notes
 
-    def new(self) -> None:
+    def new(self) -> list[str]:
+        """Start a new transcript; notes for the user (none, or why this session has no transcript)."""
         self.close()
-        self.transcript = transcripts.Transcript.create(
-            model=self.runner.config.model, cwd=str(self.runner.cwd), extra_secrets=self.secrets
-        )
+        try:
+            self.transcript = transcripts.Transcript.create(
+                model=self.runner.config.model, cwd=str(self.runner.cwd), extra_secrets=self.secrets
+            )
+        except OSError as exc:
+            if self._unwritable_said:
+                return []
+            return [self._without_transcript(exc)]
+        self.transcript.listeners.append(self._on_file_event)
+        return []
 
     def resume(self, session: str) -> list[str]:
-        """Continue a stored session: its (repaired) history replaces the runner's."""
-        transcript, loaded = transcripts.resume(session, extra_secrets=self.secrets)
+        """Continue a stored session: its (repaired) history replaces the runner's.
+
+        Raises SessionError when there is no such session or it is in use; one that can be read
+        but not written is continued without a transcript.
+        """
+        transcript: Transcript | None = None
+        unwritable: list[str] = []
+        try:
+            transcript, loaded = transcripts.resume(session, extra_secrets=self.secrets)
+        except transcripts.SessionError:
+            raise
+        except OSError as exc:  # e.g. a read-only data directory: read it, write nothing
+            loaded = transcripts.load(session)
+            unwritable.append(self._without_transcript(exc))
+        else:
+            transcript.listeners.append(self._on_file_event)
         self.close()
         self.runner.conversation.replace(loaded.messages)  # not recorded: the file already has it
         self.runner.forget_measurements()
@@ -64,7 +115,7 @@ class SessionRecorder:
         shown = f"{len(loaded.whole)} messages"
         if summary_of(loaded.messages) is not None:
             shown += f"; compacted: the model sees a summary and the last {len(loaded.messages) - 1}"
-        return [f"resumed session {loaded.id} ({shown})", *loaded.notes]
+        return [f"resumed session {loaded.id} ({shown})", *loaded.notes, *unwritable]
 
     def whole_history(self) -> list[Message]:
         """Every message of this session, those a compaction summarised too (for /export)."""
@@ -77,12 +128,27 @@ class SessionRecorder:
         return transcripts.tool_output(self.transcript.path, call_id) if self.transcript else None
 
     def close(self) -> None:
+        """Close the transcript, made durable first; what it still holds is lost, and said."""
         transcript, self.transcript = self.transcript, None
-        if transcript is not None:
-            transcript.close()
+        if transcript is None:
+            return
+        try:
+            transcript.sync()
+        except OSError:
+            pass  # counted below: close tries the held records once more
+        transcript.close()
+        if transcript.held:
+            self.records_lost += transcript.held
+            self.say(
+                f"{transcript.held} record(s) of this session could not be written to {transcript.path} "
+                f"({_reason(self._failing)}): the transcript is incomplete",
+                "error",
+            )
+        self._failing = None
 
     def _on_record(self, record: dict[str, Any]) -> None:
         self._write(lambda transcript: transcript.append(record))
+        self._write(lambda transcript: transcript.sync())
 
     def _on_event(self, event: Event) -> None:
         if event.kind in SESSION_EVENTS:
@@ -90,12 +156,55 @@ class SessionRecorder:
             kind = fields.pop("type")
             fields.pop("summary", None)  # a compaction's summary is in its own record already
             self._write(lambda transcript: transcript.event(kind, **fields))
+        if event.kind in RUN_ENDS:
+            self._write(lambda transcript: transcript.sync())
 
     def _write(self, action: Callable[[Transcript], None]) -> None:
-        if self.transcript is None:
+        transcript = self.transcript
+        if transcript is None:
             return
         try:
-            action(self.transcript)
-        except (OSError, ValueError) as exc:
-            _log.error("session %s cannot be written any more: %s", self.transcript.id, exc)
+            action(transcript)
+        except OSError as exc:
+            self._write_failed(transcript, exc)
+            return
+        except ValueError as exc:  # closed, or a record it cannot store: nothing more is written
+            _log.error("session %s cannot be written any more: %s", transcript.id, exc)
+            self.say(f"the transcript {transcript.path} cannot be written any more: {exc}", "error")
             self.close()
+            return
+        if self._failing is not None and not transcript.held:
+            self._failing = None
+            self.say(f"the transcript {transcript.path} is written again: nothing was lost", "info")
+
+    def _write_failed(self, transcript: Transcript, exc: OSError) -> None:
+        """Said once per spell of failures: the next success says it is over."""
+        if self._failing is not None:
+            return
+        self._failing = exc
+        _log.info("session %s: transcript write failed: %s", transcript.id, exc)
+        self.say(
+            f"the transcript {transcript.path} cannot be written ({_reason(exc)}); the conversation "
+            "goes on, its records kept in memory and written, in order, as soon as a write succeeds"
+        )
+
+    def _without_transcript(self, exc: OSError) -> str:
+        self._unwritable_said = True
+        return f"no transcript for this session: {_reason(exc)} ({exc.filename or transcripts.sessions_dir()})"
+
+    def _on_file_event(self, text: str) -> None:
+        self.say(text, "warning")
+
+    def say(self, text: str, level: Literal["info", "warning", "error"] = "warning") -> None:
+        """Tell the surfaces (`listeners`) something about the transcript, at once."""
+        for listener in self.listeners:
+            listener(TranscriptNotice(text, level))
+
+
+def _reason(exc: OSError | None) -> str:
+    """An OSError said in words: "the disk is full" for ENOSPC and a quota, else its message."""
+    if exc is None:
+        return "a write failed"
+    if exc.errno in _DISK_FULL:
+        return "the disk is full"
+    return exc.strerror or str(exc)

@@ -300,7 +300,8 @@ class Session:
     def new_conversation(self) -> None:
         """Forget the conversation; a recorded one continues in a new transcript (the old stays whole)."""
         if self.record:
-            self.recorder.new()
+            for note in self.recorder.new():  # why there is no transcript now, said at once
+                self.recorder.say(note)
         self.runner.conversation.clear()
         self.runner.forget_measurements()
 

@@ -6,6 +6,7 @@ The package, a module per concern:
 - `records`: the file format, one JSON object per line.
 - `redaction`: secrets redacted from every record on its way to disk.
 - `transcript`: `Transcript`, the one locked writer of a session (durability, locking).
+- `writing`: a line written whole or not at all; a removed or replaced file written again.
 - `repair` and `load`: reading a session back (the conversation as the model sees it, and the
   whole history a compaction summarised), repairing it, `resume`, and `tool_output` (recall).
 - `listing`: `list_sessions`, `info` and `latest` (for ``--continue``).

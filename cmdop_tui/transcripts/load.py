@@ -22,7 +22,7 @@ from cmdop_tui.agent.history import Conversation, is_summary_block, without_summ
 from cmdop_tui.agent.messages import Message, OperationRecord, blocks_of, result_for
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.transcripts.paths import resolve
-from cmdop_tui.transcripts.records import ROLES, VERSION, parse_record, valid_blocks, valid_message
+from cmdop_tui.transcripts.records import ROLES, UNSTORED_EVENT, VERSION, parse_record, valid_blocks, valid_message
 from cmdop_tui.transcripts.repair import repair_history
 from cmdop_tui.transcripts.transcript import Transcript
 
@@ -58,6 +58,7 @@ class _Replay:
     messages: list[Message]
     events: list[OperationRecord]
     whole: list[Message]
+    unstored: int  # records the writer said, after the last history record, it could not write
 
 
 def load(session: str | Path, directory: Path | str | None = None) -> LoadedSession:
@@ -70,7 +71,7 @@ def load(session: str | Path, directory: Path | str | None = None) -> LoadedSess
     replay = _replay(records, notes)
     if not replay.header:
         notes.append("no session header; the id is taken from the file name")
-    repaired = repair_history(replay.messages)
+    repaired = repair_history(replay.messages, unstored=replay.unstored)
     return LoadedSession(
         id=str(replay.header.get("id") or path.stem),
         path=path,
@@ -139,6 +140,7 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
     conversation = Conversation()
     events: list[OperationRecord] = []
     compacted: list[Message] = []  # what compactions took out of the conversation, with their summaries
+    unstored = 0
     for number, record in records:
         op = record["op"]
         if op == "session":
@@ -148,7 +150,10 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
                     notes.append(f"written by a newer cmdop-tui (format version {version}); read as version {VERSION}")
         elif op == "event":
             events.append(record)
+            if record.get("kind") == UNSTORED_EVENT and isinstance(count := record.get("records"), int):
+                unstored = count
         elif op in ("append", "replace", "clear", "compact", "retract"):
+            unstored = 0  # the session went on after it: the gap is behind
             before = list(conversation.messages)
             problem = _apply(conversation, record)
             if problem:
@@ -159,7 +164,8 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
                 compacted.clear()
         else:
             notes.append(f"line {number}: unknown record {op!r}; skipped")
-    return _Replay(header, conversation.messages, events, compacted + without_summaries(conversation.messages))
+    whole = compacted + without_summaries(conversation.messages)
+    return _Replay(header, conversation.messages, events, whole, unstored)
 
 
 def _taken_by_compaction(before: list[Message], record: OperationRecord) -> list[Message]:

@@ -35,10 +35,11 @@ def new_session_id() -> str:
 
 
 def session_files(directory: Path) -> list[Path]:
-    """Every transcript file in `directory`; none when it does not exist (yet)."""
+    """Every transcript file in `directory`; none when it does not exist (yet), or cannot (a file
+    stands where a directory above it should be)."""
     try:
         return [p for p in directory.iterdir() if p.name.endswith(SUFFIX) and p.is_file()]
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 

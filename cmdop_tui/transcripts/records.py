@@ -29,6 +29,9 @@ from typing import Any, TypeGuard
 from cmdop_tui.agent.messages import Block, OperationRecord, are_blocks
 
 VERSION = 1
+# The event a writer closing with records it could not write leaves last, when even that fits:
+# {"op":"event","kind":"unstored","records":N}. Loading then knows why the last turn looks cut.
+UNSTORED_EVENT = "unstored"
 ROLES = ("user", "assistant")
 
 # How the writer starts each kind of line. The listing recognises lines by these prefixes

@@ -12,6 +12,10 @@ INTERRUPTED_RESULT = (
     "The session was interrupted before this tool call finished (the app stopped); "
     "it may or may not have run, and its output is lost."
 )
+UNSTORED_RESULT = (
+    "This tool call's result was not stored: the disk was full when the session ended, so the "
+    "transcript lost its last records. The call may well have finished; its output is lost."
+)
 
 
 @dataclass(frozen=True)
@@ -30,21 +34,28 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     return repair_history(messages).messages
 
 
-def repair_history(messages: Sequence[Message]) -> RepairedHistory:
+def repair_history(messages: Sequence[Message], *, unstored: int = 0) -> RepairedHistory:
     """Close the tool calls a dead process left open, then `sanitize` whatever else is off.
 
     Open calls are those of the last assistant message with no result after it: the app died
     while they ran (or while their results were coming in). Each gets an ``is_error`` result
-    saying the session was interrupted.
+    saying the session was interrupted; or, when the file says its last `unstored` records were
+    never written (a disk full to the end), saying their results were not stored.
     """
     conversation = Conversation(messages=[m.copy() for m in messages])
     records: list[OperationRecord] = []
     notes: list[str] = []
     conversation.listeners.append(records.append)
     missing = _open_tool_calls(conversation.messages)
+    if unstored:
+        notes.append(f"the transcript lost its last {unstored} record(s): the disk was full when the session ended")
     if missing:
-        conversation.append_tool_results([tool_result_block(i, INTERRUPTED_RESULT, is_error=True) for i in missing])
-        notes.append(f"the session stopped while {len(missing)} tool call(s) ran; they are marked as interrupted")
+        text = UNSTORED_RESULT if unstored else INTERRUPTED_RESULT
+        conversation.append_tool_results([tool_result_block(i, text, is_error=True) for i in missing])
+        if unstored:
+            notes.append(f"the result of {len(missing)} tool call(s) was not stored; they are marked as such")
+        else:
+            notes.append(f"the session stopped while {len(missing)} tool call(s) ran; they are marked as interrupted")
     cleaned = sanitize(conversation.messages)
     if cleaned != conversation.messages:
         conversation.replace(cleaned)

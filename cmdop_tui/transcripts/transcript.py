@@ -1,12 +1,18 @@
 """The writer of one session's transcript, appended to as things happen.
 
-Durability: each record is one ``os.write`` of one line on an ``O_APPEND`` descriptor, no buffering
-in the process. Once `Transcript.append` returns, the line is in the kernel's page cache, which
+Durability: each record is one line written whole on an ``O_APPEND`` descriptor, no buffering in
+the process. Once `Transcript.append` returns, the line is in the kernel's page cache, which
 survives the process being killed at any moment (``kill -9``, a crash, the terminal closing): nothing
 completed is lost. A kill *during* the write can leave a torn last line; loading skips it (with a
 note) and `Transcript.open` cuts it off before appending. What the page cache does not survive is
-power loss or a kernel crash; ``fsync=True`` closes that gap at the cost of a disk flush per record
-(milliseconds on most disks, instead of microseconds).
+power loss or a kernel crash; `sync` (at each turn's end, by the session) or ``fsync=True`` (every
+record) closes that gap at the cost of a disk flush (milliseconds on most disks).
+
+A write that fails (a full disk, a quota, an I/O error) leaves no fragment: what it wrote is cut
+off again, the record is held in memory with those after it, and the next `append` or `flush`
+writes them all, in order, before anything new; `held` counts them. A file removed or replaced
+while the app runs is written anew at the next write, with everything written so far (the
+descriptor still reads the old one), and `listeners` are told.
 
 One writer per session: the file is locked with ``flock(LOCK_EX | LOCK_NB)`` for the life of its
 `Transcript`; a second writer gets `SessionLockedError`. The descriptor is close-on-exec, so commands
@@ -21,12 +27,14 @@ Typical use::
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import time
 import weakref
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
@@ -42,8 +50,9 @@ from cmdop_tui.transcripts.paths import (
     resolve,
     session_directory,
 )
-from cmdop_tui.transcripts.records import VERSION, encode_record, parse_record
+from cmdop_tui.transcripts.records import UNSTORED_EVENT, VERSION, encode_record, parse_record
 from cmdop_tui.transcripts.redaction import RecordRedactor
+from cmdop_tui.transcripts.writing import TornTailError, recreate, same_file, sync_directory, write_line
 
 _CREATE_ATTEMPTS = 100  # fresh ids tried before giving up on a directory
 _TAIL_CHUNK = 65536  # bytes read at a time when looking backwards for the last line
@@ -62,10 +71,13 @@ class Transcript:
         self.id = session_id
         self.fsync = fsync
         self.notes: list[str] = []  # what `open` had to fix (a torn last line cut off)
+        self.listeners: list[Callable[[str], None]] = []  # told what happened to the file (re-created)
         self._fd = fd
         self._redactor = redactor
         self._sync = getattr(os, "fdatasync", os.fsync)
         self._closer = weakref.finalize(self, os.close, fd)  # closing also releases the lock
+        self._held: deque[bytes] = deque()  # lines a failed write left to write, oldest first
+        self._after_fragment = False  # the file ends on a fragment a failed write could not cut off
 
     # construction
 
@@ -99,7 +111,7 @@ class Transcript:
             raise
         transcript.append(_header(sid, cwd=cwd or _getcwd(), model=model))
         if fsync:
-            _fsync_dir(directory)
+            sync_directory(directory)
         return transcript
 
     @classmethod
@@ -139,32 +151,94 @@ class Transcript:
     # writing
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Redact `record`, and write it as one line with one ``os.write``.
+        """Redact `record`, and write it as one whole line, after any lines still `held`.
 
         Accepts the `Conversation` operation records (append, replace, clear), ``event`` records
         and anything else with a string ``op`` (stored; `load` skips it with a note). The record is
         not modified. Raises ValueError for a record without ``op`` or a malformed append/replace,
-        ValueError when closed, and OSError when the write fails (disk full, ...).
+        ValueError when closed, and OSError when the write fails (disk full, ...): the record is
+        then held, not lost, and written by the next `append` or `flush` that succeeds.
         """
         if self._fd < 0:
             raise ValueError(f"session {self.id}: transcript is closed")
         redacted = self._redactor.record(record)
         if redacted is None:
             return
-        data = encode_record(redacted)
-        written = os.write(self._fd, data)
-        while written < len(data):  # a regular file does not do short writes short of ENOSPC
-            written += os.write(self._fd, data[written:])
+        self._held.append(encode_record(redacted))
+        self.flush()
         if self.fsync:
             self._sync(self._fd)
+
+    @property
+    def held(self) -> int:
+        """How many records wait in memory for a write to succeed (0: the file has them all)."""
+        return len(self._held)
+
+    def flush(self) -> None:
+        """Write the `held` records, oldest first; raises OSError (and keeps the rest) when one fails.
+
+        Puts the file back first when it was removed or replaced since the last write.
+        """
+        if self._fd < 0:
+            return
+        if not same_file(self.path, self._fd):
+            self._recreate()
+        while self._held:
+            line = self._held[0]
+            try:
+                write_line(self._fd, self._after_any_fragment(line))
+            except TornTailError:
+                self._after_fragment = True
+                raise
+            self._after_fragment = False
+            self._held.popleft()
+
+    def sync(self) -> None:
+        """`flush`, then make the file durable against power loss (a turn's end). Raises OSError."""
+        self.flush()
+        if self._fd >= 0:
+            self._sync(self._fd)
+
+    def _say_unstored(self) -> None:
+        """Leave a last small record saying how many were never written: it may fit where they
+        did not (the slack of the file's last block), and then loading knows why the end is cut."""
+        marker = {"op": "event", "kind": UNSTORED_EVENT, "ts": round(time.time(), 3), "records": len(self._held)}
+        line = encode_record(marker)
+        with contextlib.suppress(OSError):
+            write_line(self._fd, self._after_any_fragment(line))
+
+    def _after_any_fragment(self, line: bytes) -> bytes:
+        """`line`, on a line of its own after a fragment a failed write could not cut off."""
+        return b"\n" + line if self._after_fragment else line
+
+    def _recreate(self) -> None:
+        fd, what = recreate(self.path, self._fd)
+        try:
+            _lock(fd, self.id, self.path)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._closer()  # the old file, and its lock
+        self._fd = fd
+        self._closer = weakref.finalize(self, os.close, fd)
+        for listener in self.listeners:
+            listener(f"the transcript {self.path} {what}; it is written again, with the whole session so far")
 
     def event(self, kind: str, **fields: Any) -> None:
         """Store a UI event (tool_start, tool_end, final, error, ...) for export; not history."""
         self.append({"op": "event", "kind": kind, "ts": round(time.time(), 3), **fields})
 
     def close(self) -> None:
-        """Close the file and release the lock. Idempotent."""
+        """Close the file and release the lock. Idempotent.
+
+        Records still `held` are tried once more first; `held` then says how many never made it.
+        """
         if self._fd >= 0:
+            if self._held:
+                with contextlib.suppress(OSError):
+                    self.flush()
+            if self._held:
+                self._say_unstored()
             self._fd = -1
             self._closer()
 
@@ -190,7 +264,8 @@ def _header(session_id: str, **fields: str) -> OperationRecord:
 
 def _create_file(directory: Path, session_id: str | None) -> tuple[int, str, Path]:
     """Create a new, empty session file: (descriptor, id, path). A fresh id unless one is given."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
+    # Read-write: a file removed while the app runs is re-created from what this descriptor reads.
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC
     for _attempt in range(_CREATE_ATTEMPTS):
         sid = session_id or new_session_id()
         path = directory / f"{sid}{SUFFIX}"
@@ -219,14 +294,6 @@ def _lock(fd: int, session_id: str, path: Path) -> None:
                 f"session {session_id} is in use by another cmdop-tui process (locked: {path})"
             ) from None
         raise
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _fix_torn_tail(fd: int) -> int:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
     import anthropic
     from textual.timer import Timer
 
+    from cmdop_tui.session.recorder import TranscriptNotice
     from cmdop_tui.session.session import Session
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
@@ -168,8 +169,7 @@ class SessionOpener:
         try:
             notes = session.start_transcript()
         except SessionError as exc:
-            session.recorder.new()
-            notes = [f"{exc}; this is a new session"]
+            notes = [f"{exc}; this is a new session", *session.recorder.new()]
         return SessionState("open", session=session), notes
 
     async def _opened(self, state: SessionState, notes: list[str]) -> None:
@@ -178,6 +178,7 @@ class SessionOpener:
         if state.session is not None:
             self.host.settings = state.session.settings
             self.host.session_state = state
+            state.session.recorder.listeners.append(self._say_transcript_notice)
             messages = state.session.runner.conversation.messages
             if messages and self._previewed != (state.session.recorder.session_id, len(messages)):
                 await self.host.show_history()  # not drawn from the transcript yet
@@ -186,6 +187,12 @@ class SessionOpener:
         if state.error:
             await self.host.chat.add_notice(state.error, "error")
             self.host.session_state = state
+
+    def _say_transcript_notice(self, notice: TranscriptNotice) -> None:
+        """What goes wrong with the transcript (a full disk, the file removed), said at once."""
+        self.host.run_worker(
+            self.host.chat.add_notice(notice.text, notice.level), group="transcript", exit_on_error=False
+        )
 
     async def _show_local_model_loading(self) -> Callable[[LocalModelServer | None], None]:
         """A notice that counts the seconds while the local model loads; call what this returns
