@@ -26,7 +26,8 @@ from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.context_usage import estimate_tokens
 from cmdop_tui.agent.events import Compacted, CompactionStarted, Event, Retrying, Usage
 from cmdop_tui.agent.history import Conversation, previous_summary, summary_block, summary_of, without_summaries
-from cmdop_tui.agent.llm import ContextOverflow, ModelClient, describe_error
+from cmdop_tui.agent.llm import ModelClient
+from cmdop_tui.agent.llm_errors import ContextOverflow, describe_error
 from cmdop_tui.agent.messages import (
     ApiRequest,
     Message,

@@ -19,11 +19,9 @@ from cmdop_tui.agent.context_usage import ContextUsage, estimate_tokens, measure
 from cmdop_tui.agent.events import Compacted, CompactionFailed, Usage
 from cmdop_tui.agent.history import Conversation, sanitize, summary_block, summary_of
 from cmdop_tui.agent.ledger import Ledger
-from cmdop_tui.agent.llm import (
+from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
+from cmdop_tui.agent.llm_errors import (
     ContextOverflow,
-    EventSink,
-    ModelClient,
-    ModelReply,
     context_overflow,
     describe_error,
     request_too_large,

@@ -37,7 +37,8 @@ from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued
 from cmdop_tui.agent.executor import ToolExecutor
 from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.ledger import Ledger
-from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply, describe_error
+from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
+from cmdop_tui.agent.llm_errors import describe_error
 from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_next_loop
 from cmdop_tui.agent.messages import ApiRequest, message_text
 from cmdop_tui.agent.outcome import UNFINISHED_ANSWERS, Progress, RunResult, Status

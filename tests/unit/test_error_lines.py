@@ -42,7 +42,7 @@ async def test_a_web_page_in_answer_to_a_stream_is_said_at_once(fake_api, tmp_pa
 def test_undecodable_replies_are_named_for_what_they_are():
     import json
 
-    from cmdop_tui.agent.llm import describe_error
+    from cmdop_tui.agent.llm_errors import describe_error
 
     try:
         json.loads("<html>")
