@@ -55,6 +55,7 @@ class ToolExecutor:
     def __init__(self, host: ToolHost) -> None:
         self.host = host
         self.finished: dict[str, ToolResultBlock] = {}
+        self._stopped: dict[str, ToolResult] = {}  # what stopped calls had done (`ToolContext.stopped_with`)
         self._approval_lock = asyncio.Lock()
 
     async def execute(
@@ -117,6 +118,7 @@ class ToolExecutor:
                 started = time.monotonic()  # the duration is the tool's, not the approval wait
                 result = await self._run(call, emit)
         finally:  # a cancelled tool still ends, so no display shows it running forever
+            result = self._stopped.pop(call.id, result)
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
@@ -150,6 +152,7 @@ class ToolExecutor:
             recall=self.output_of,
             escalate=lambda needs: self._escalate(call, needs),
             denied_on=lambda machine: self.host.host_rules(call, machine) if self.host.host_rules else None,
+            stopped_with=lambda result: self._record_stopped(call, result),
         )
         return await run_tool(call.tool, call.input, context)
 
@@ -165,6 +168,10 @@ class ToolExecutor:
             except Exception as exc:
                 return False, f"the approval prompt failed ({exc})"
         return approval.allowed, approval.reason
+
+    def _record_stopped(self, call: ToolCall, result: ToolResult) -> None:
+        """What a stopped call had done, as its result (else the history says only "cancelled")."""
+        self._stopped[call.id] = ToolResult.error(f"{CANCELLED_RESULT}\n{result.content}")
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
         self.finished[call.id] = tool_result_block(call.id, result.content, result.is_error)

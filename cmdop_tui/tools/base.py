@@ -45,6 +45,8 @@ class ToolContext:
     `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
     (None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
     machine denies this call there (None: none does), for a tool that runs on many machines.
+    `stopped_with(result)` is what a tool being stopped had done (a fan-out's finished hosts):
+    the history keeps it in place of a bare "cancelled".
     """
 
     call_id: str
@@ -55,6 +57,7 @@ class ToolContext:
     recall: Callable[[str], str | None] = lambda call_id: None
     escalate: Callable[[SandboxRefusal], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
     denied_on: Callable[[str], str | None] = lambda machine: None
+    stopped_with: Callable[[ToolResult], None] = lambda result: None
 
     def machine(self, args: Mapping[str, Any]) -> Machine:
         """The machine this call is for (its `machine` argument), relative paths starting at `cwd`

@@ -203,7 +203,10 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     tasks = [asyncio.create_task(host.run(args["command"], args, slots, output_limit)) for host in hosts]
     try:
         await asyncio.wait(tasks)
-    finally:  # Stop: every host's command is cancelled (its remote group killed) and awaited
+    except asyncio.CancelledError:  # Stop: the hosts that finished are kept, the rest marked
+        ctx.stopped_with(ToolResult(grouped_report(_so_far(specs, tasks)), is_error=True))
+        raise
+    finally:  # every host's command is cancelled (its remote group killed) and awaited
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -212,6 +215,17 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         for spec, task in zip(specs, tasks, strict=True)
     ]
     return ToolResult(grouped_report(outcomes), is_error=not any(outcome.ok for outcome in outcomes))
+
+
+def _so_far(specs: Sequence[MachineSpec], tasks: Sequence[asyncio.Task[Outcome]]) -> list[Outcome]:
+    """Each host's outcome when the call is stopped: what finished, else that it was stopped."""
+    stopped = "stopped before it ended: it may have run in part there"
+    return [
+        task.result()
+        if task.done() and not task.cancelled() and task.exception() is None
+        else Outcome.failed(spec.name, stopped)
+        for spec, task in zip(specs, tasks, strict=True)
+    ]
 
 
 RUN_ON_MACHINES = Tool(

@@ -401,3 +401,32 @@ async def test_stop_where_there_is_no_pgrep(ssh_hosts, tmp_path):
                 await asyncio.sleep(0.02)
     finally:
         await fleet.close()
+
+
+async def test_a_stop_keeps_the_hosts_that_finished(fake_api, lab, tmp_path):
+    """Stopped while one host still runs: the history keeps the finished host's result and says
+    the other was stopped, instead of losing both to "cancelled"."""
+    from cmdop_tui.agent.events import ToolProgress
+
+    fleet = fleet_for(lab)
+    alpha = lab.server("alpha").port
+    command = f'case "$SSH_CONNECTION" in *" {alpha}") echo quick;; *) sleep 30.9;; esac'
+    fake_api.enqueue(tool_reply("run_on_machines", {"command": command, "machines": ["alpha", "bravo"]}))
+    runner = make_runner(fake_api, cwd=tmp_path)
+    runner.machines = fleet
+    runner.tools = type(runner.tools)([*runner.tools, RUN_ON_MACHINES])
+    events = Recorder()
+    try:
+        task = asyncio.create_task(runner.run("run it everywhere", events))
+        await events.wait_for(lambda e: isinstance(e, ToolProgress) and "alpha: exit 0" in e.text, timeout=20)
+        async with asyncio.timeout(10):
+            while not running("sleep", "30.9"):
+                await asyncio.sleep(0.02)
+        runner.ui_cancel.fire()
+        result = await task
+    finally:
+        await fleet.close()
+    assert result.status == "cancelled"
+    (block,) = [b for m in runner.conversation.messages for b in m["content"] if b["type"] == "tool_result"]
+    assert block["is_error"] and "alpha: exit 0" in block["content"] and "quick" in block["content"]
+    assert "bravo: error: stopped before it ended" in block["content"]
