@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 from pathlib import Path
 
 from cmdop_tui.transcripts.paths import ensure_private_dir
@@ -62,8 +63,11 @@ def recreate(path: Path, fd: int) -> tuple[int, str]:
     """
     directory = path.parent
     ensure_private_dir(directory)  # the whole directory may have gone
-    spare = directory / f".{path.name}.{os.getpid()}.new"
-    new_fd = os.open(spare, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    # A fresh name, made here and never followed: a name planted in the folder (a symlink to a
+    # file that runs later) is neither written through nor truncated.
+    spare = directory / f".{path.name}.{os.getpid()}.{secrets.token_hex(8)}.new"
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_APPEND | os.O_CLOEXEC
+    new_fd = os.open(spare, flags, 0o600)
     try:
         _copy(fd, new_fd)
         os.fchmod(new_fd, 0o600)
