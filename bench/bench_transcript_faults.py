@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
+
+import full_disk as disks
 
 from cmdop_tui.agent.history import Conversation, text_block, tool_result_block
 from cmdop_tui.transcripts import Transcript, load
@@ -30,26 +33,8 @@ FAULT_AT, HEALED_AT = 60, 140
 
 @contextlib.contextmanager
 def small_filesystem(size: str) -> Iterator[Path]:
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch)
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", scratch], check=True)
-        try:
-            yield path
-        finally:
-            subprocess.run(["umount", "-l", scratch], check=True)
-
-
-def fill(directory: Path) -> Path:
-    filler = directory / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for chunk in (65536, 4096, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"x" * chunk)
-    finally:
-        os.close(fd)
-    return filler
+    with tempfile.TemporaryDirectory() as scratch, disks.small_filesystem(Path(scratch), size) as path:
+        yield path
 
 
 def one_turn(conversation: Conversation, n: int) -> None:
@@ -96,7 +81,7 @@ def count(path: Path, meant: list[bytes]) -> tuple[int, int, bool]:
 def full_disk() -> None:
     with small_filesystem("1m") as fs:
         fillers: list[Path] = []
-        faults = {FAULT_AT: lambda _t: fillers.append(fill(fs)), HEALED_AT: lambda _t: fillers.pop().unlink()}
+        faults = {FAULT_AT: lambda _t: fillers.append(disks.fill(fs)), HEALED_AT: lambda _t: fillers.pop().unlink()}
         transcript, meant, peak, conversation = session(fs, faults)
         lost, torn, in_order = count(transcript.path, meant)
         exact = load(transcript.path).messages == conversation.messages

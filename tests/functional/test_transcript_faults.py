@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import full_disk
 import pytest
 from fake_anthropic import text_reply, tool_reply
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
@@ -33,34 +34,11 @@ CLI = [sys.executable, "-m", "cmdop_tui"]
 @contextlib.contextmanager
 def small_filesystem(path: Path, size: str = "256k", *options: str) -> Iterator[Path]:
     """A tmpfs of `size` mounted at `path` for the duration (root only: else the test is skipped)."""
-    path.mkdir(parents=True, exist_ok=True)
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small filesystem needs root")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join([f"size={size}", "mode=0700", *options]), "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
     try:
-        yield path
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=True)
-
-
-def fill(directory: Path) -> Path:
-    """Fill the filesystem holding `directory` to the last byte; the file that does it."""
-    filler = directory / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)
-    try:
-        for chunk in (65536, 4096, 1):
-            with contextlib.suppress(OSError):
-                while True:
-                    os.write(fd, b"x" * chunk)
-    finally:
-        os.close(fd)
-    return filler
+        with full_disk.small_filesystem(path, size, *options) as mounted:
+            yield mounted
+    except full_disk.NoFilesystem as exc:
+        pytest.skip(str(exc))
 
 
 def lines_of(path: Path) -> list[bytes]:
@@ -82,7 +60,7 @@ def prompt(n: int, size: int = 700) -> dict[str, object]:
 def test_a_full_disk_holds_records_in_memory_and_writes_them_in_order_when_space_returns(tmp_path: Path) -> None:
     with small_filesystem(tmp_path / "fs") as fs, Transcript.create(fs) as transcript:
         transcript.append(prompt(0))
-        filler = fill(fs)
+        filler = full_disk.fill(fs)
         failures = 0
         for n in range(1, 40):
             try:
@@ -103,7 +81,7 @@ def test_a_full_disk_holds_records_in_memory_and_writes_them_in_order_when_space
 def test_close_counts_what_the_full_disk_kept_back(tmp_path: Path) -> None:
     with small_filesystem(tmp_path / "fs") as fs:
         transcript = Transcript.create(fs)
-        fill(fs)
+        full_disk.fill(fs)
         with pytest.raises(OSError):
             for n in range(20):
                 transcript.append(prompt(n))
@@ -212,7 +190,7 @@ def test_full_disk_mid_session_said_at_once_then_caught_up(fake_api, env, tmp_pa
     with small_filesystem(sessions_directory(env), "512k") as fs:
         child = Child(["-p", "run it", "--output-format", "stream-json", "--yes"], env)
         child.event("tool_start")
-        filler = fill(fs)
+        filler = full_disk.fill(fs)
         assert fake_api.wait_for_requests(2, timeout=20)  # the tool's result is held by now
         warning = child.wait_said("cannot be written")
         assert "the disk is full" in warning and child.process.poll() is None  # said while it runs
@@ -240,7 +218,7 @@ def test_a_disk_full_to_the_end_exits_3_and_says_what_is_missing(fake_api, env) 
     with small_filesystem(sessions_directory(env), "512k") as fs:
         child = Child(["-p", "run it", "--output-format", "stream-json", "--yes"], env)
         child.event("tool_start")
-        fill(fs)
+        full_disk.fill(fs)
         code, out, stderr = child.finish()
         (info,) = transcripts.list_sessions()
         lines_of(info.path)
@@ -290,7 +268,7 @@ async def test_the_tui_says_a_full_disk_at_once_and_when_it_is_over(fake_api, is
             await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
             await submit(pilot, "one")
             await finish_turn(pilot)
-            filler = fill(fs)
+            filler = full_disk.fill(fs)
             await submit(pilot, "two " * 500)
             await finish_turn(pilot)
             await wait_until(
@@ -381,7 +359,7 @@ def test_a_disk_full_to_the_end_is_not_taken_for_an_interrupted_command(tmp_path
         transcript.append({"op": "append", "role": "assistant", "blocks": [call]})
         room = 4096 - transcript.path.stat().st_size % 4096  # what is left of the last page
         transcript.event("pad", text="p" * max(room - 400, 0))  # ~400 bytes left in it: a small record fits
-        fill(fs)
+        full_disk.fill(fs)
         result = tool_result_block("toolu_01DONE", "built\n" * 2000)
         with pytest.raises(OSError):
             transcript.append({"op": "append", "role": "user", "blocks": [result]})

@@ -8,16 +8,21 @@ fake Messages API.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
+import signal
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
 from remote_side import make_home, processes_named, remove_home, wait_gone, workspace
+from sshd import process_table
 
 from cmdop_tui.agent.events import ToolNested
 from cmdop_tui.machines.fleet import Fleet
@@ -204,21 +209,43 @@ async def test_stop_kills_the_remote_process_group(fleet, tmp_path):
     assert await wait_gone(marker) == []
 
 
+# --- a link that breaks or freezes ---------------------------------------------------------------
+
+SLEEPER = "echo started; sleep 60"
+
+
+async def started_there(task: asyncio.Task, events: list) -> None:
+    """Wait until the remote command has printed that it started (or its call ended)."""
+    while "started" not in "".join(t for s, t in events if s == "stdout") and not task.done():
+        await asyncio.sleep(0.01)
+
+
+def connections_of(lab, name: str) -> list[int]:
+    """The sshd processes serving connections to `name` (its server's children, not the server)."""
+    server = lab.server(name).pid
+    return [pid for pid, parent in process_table().items() if parent == server]
+
+
+@contextlib.contextmanager
+def frozen(pids: list[int]) -> Iterator[None]:
+    """These processes stopped (a host that answers nothing) for the duration, then gone."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+            os.kill(pid, signal.SIGKILL)
+
+
 async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_path):
-    import signal
-
-    from sshd import process_table
-
     events: list = []
-    ctx = context(fleet, tmp_path, events)
     task = asyncio.create_task(
-        run_tool(EXECUTE_COMMAND, {"command": "echo started; sleep 30", "machine": "alpha"}, ctx)
+        run_tool(EXECUTE_COMMAND, {"command": SLEEPER, "machine": "alpha"}, context(fleet, tmp_path, events))
     )
-    while "started" not in "".join(t for s, t in events if s == "stdout"):
-        await asyncio.sleep(0.01)  # waiting for the remote command to start
-    server = lab.server("alpha").pid
-    table = process_table()
-    for pid in [pid for pid, parent in table.items() if parent == server]:  # the connections, not the server
+    await started_there(task, events)
+    for pid in connections_of(lab, "alpha"):
         os.kill(pid, signal.SIGKILL)
     async with asyncio.timeout(20):
         result = await task
@@ -230,35 +257,21 @@ async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_pat
 async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_path):
     """The host stops answering (its sshd connection SIGSTOPped) while a command runs through a
     live ControlMaster: the command ends within the keep-alive's bound, said as a lost link."""
-    import signal
-    import time
-
-    from sshd import process_table
-
     options = SshOptions(config_file=lab.config, alive_interval_s=1, alive_count_max=2)
     fleet = Fleet(Inventory.load([], lab.config), options)
     events: list = []
-    ctx = context(fleet, tmp_path, events)
     task = asyncio.create_task(
-        run_tool(EXECUTE_COMMAND, {"command": "echo started; sleep 60", "machine": "alpha"}, ctx)
+        run_tool(EXECUTE_COMMAND, {"command": SLEEPER, "machine": "alpha"}, context(fleet, tmp_path, events))
     )
-    frozen: list[int] = []
     try:
-        while "started" not in "".join(t for s, t in events if s == "stdout"):
-            await asyncio.sleep(0.01)
-        server = lab.server("alpha").pid
-        frozen = [pid for pid, parent in process_table().items() if parent == server]
-        for pid in frozen:
-            os.kill(pid, signal.SIGSTOP)
-        started = time.monotonic()
-        async with asyncio.timeout(15):
-            result = await task
-        assert time.monotonic() - started < 8  # 2 unanswered keep-alives 1 s apart, and slack
-        assert result.is_error and "lost while the command ran" in result.content
+        await started_there(task, events)
+        with frozen(connections_of(lab, "alpha")):
+            started = time.monotonic()
+            async with asyncio.timeout(15):
+                result = await task
+            assert time.monotonic() - started < 8  # 2 unanswered keep-alives 1 s apart, and slack
+            assert result.is_error and "lost while the command ran" in result.content
     finally:
-        for pid in frozen:
-            os.kill(pid, signal.SIGCONT)
-            os.kill(pid, signal.SIGKILL)
         task.cancel()
         await fleet.close()
 
@@ -267,28 +280,12 @@ async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_
 async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_path, ending):
     """A host frozen behind the live connection (its sshd SIGSTOPped): the time-out ends the call
     on time and Stop at once, though the kill sent there cannot arrive."""
-    import signal
-    import time
-
-    from sshd import process_table
-
     events: list = []
-    ctx = context(fleet, tmp_path, events)
-    args = {
-        "command": "echo started; sleep 60",
-        "machine": "alpha",
-        "timeout_ms": 3000 if ending == "timeout" else 60_000,
-    }
+    args = {"command": SLEEPER, "machine": "alpha", "timeout_ms": 3000 if ending == "timeout" else 60_000}
     started = time.monotonic()
-    task = asyncio.create_task(run_tool(EXECUTE_COMMAND, args, ctx))
-    frozen: list[int] = []
-    try:
-        while "started" not in "".join(t for s, t in events if s == "stdout"):
-            await asyncio.sleep(0.01)
-        server = lab.server("alpha").pid
-        frozen = [pid for pid, parent in process_table().items() if parent == server]
-        for pid in frozen:
-            os.kill(pid, signal.SIGSTOP)
+    task = asyncio.create_task(run_tool(EXECUTE_COMMAND, args, context(fleet, tmp_path, events)))
+    await started_there(task, events)
+    with frozen(connections_of(lab, "alpha")):
         if ending == "timeout":
             result = await asyncio.wait_for(task, 30)
             assert "timed out after 3000 ms" in result.content
@@ -299,10 +296,6 @@ async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_p
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert time.monotonic() - stopped < 1.5
-    finally:
-        for pid in frozen:
-            os.kill(pid, signal.SIGCONT)
-            os.kill(pid, signal.SIGKILL)
 
 
 # --- ask_machine --------------------------------------------------------------------------------
