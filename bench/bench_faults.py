@@ -5,7 +5,9 @@ the shipped policies (StreamPolicy(), RetryPolicy()) through the real SDK agains
 Messages API:
 1. the first visible notice (the Waiting event)             [target <= 10 s]
 2. the run's error, retries included                         [target <= the deadline, 120 s by default]
-3. a stream paused by a stopped process (the loop frozen for three idle timeouts while the whole
+3. an endpoint that dribbles a byte at a time forever (an endless header, then an endless SSE
+   comment after the first event): the run's error                [target <= 120 s]
+4. a stream paused by a stopped process (the loop frozen for three idle timeouts while the whole
    reply arrives) is read on waking: requests made           [target: 1]
 """
 
@@ -43,6 +45,16 @@ def runner(server: FakeAnthropic, stream: StreamPolicy) -> Runner:
 
 async def silent_endpoint(server: FakeAnthropic) -> tuple[float, float, str]:
     server.enqueue(*[text_reply("never", hang_before_headers=True) for _ in range(RetryPolicy().attempts)])
+    return await timed_run(server)
+
+
+async def dribbling_endpoint(server: FakeAnthropic, where: str) -> tuple[float, float, str]:
+    server.enqueue(*[text_reply("never", dribble=where, dribble_every_s=1.0) for _ in range(RetryPolicy().attempts)])
+    return await timed_run(server)
+
+
+async def timed_run(server: FakeAnthropic) -> tuple[float, float, str]:
+    """A run with the shipped policies: (first Waiting, the end, the result's message), in s."""
     stream = StreamPolicy()
     seen: dict[str, float] = {}
     started = time.monotonic()
@@ -73,10 +85,14 @@ async def paused_stream(server: FakeAnthropic) -> int:
 
 
 async def main() -> None:
-    with FakeAnthropic() as server:
-        notice, error, message = await silent_endpoint(server)
+    with FakeAnthropic() as silent, FakeAnthropic() as head, FakeAnthropic() as body:
+        (notice, error, message), dribbled_head, dribbled_body = await asyncio.gather(
+            silent_endpoint(silent), dribbling_endpoint(head, "head"), dribbling_endpoint(body, "body")
+        )
     print(f"silent endpoint: first notice after {notice:.1f} s  [target <= 10 s]")
     print(f"silent endpoint: error after {error:.1f} s: {message}  [target <= 120 s]")
+    for where, (_, ended, said) in (("headers", dribbled_head), ("body", dribbled_body)):
+        print(f"endpoint dribbling its {where}: error after {ended:.1f} s: {said}  [target <= 120 s]")
     with FakeAnthropic() as server:  # a server of its own: the silent one's replies are still queued
         print(f"stream paused by a stopped process: {await paused_stream(server)} request(s)  [target: 1]")
 

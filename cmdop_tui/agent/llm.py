@@ -14,9 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import anthropic
 import httpx2
@@ -229,6 +229,18 @@ def reply_from_message(message: Any) -> ModelReply:
 # --- the client ----------------------------------------------------------------------------
 
 
+T = TypeVar("T")
+
+
+async def _within(seconds: float, call: Awaitable[T]) -> T:
+    """`call`, or DeadStreamError after `seconds` in all. The SDK's timeout bounds each read, so
+    an endpoint that dribbles its status line or headers a byte at a time would never end it."""
+    try:
+        return await asyncio.wait_for(call, seconds)
+    except TimeoutError:
+        raise DeadStreamError(f"no answer for {seconds:.1f} s") from None
+
+
 class _Patience(stop_base):
     """How long one model call may go on with nothing from the endpoint, retries included; the
     clock starts again with every event that came from it. As a tenacity stop: no attempt after."""
@@ -305,7 +317,7 @@ class ModelClient:
 
     async def _call_once(self, request: ApiRequest, operation: Operation) -> ModelReply:
         timeout = operation.bound(self.stream.request_timeout_s)
-        message = await self._create(request)(**request, timeout=timeout)
+        message = await _within(timeout, self._create(request)(**request, timeout=timeout))
         return reply_from_message(message)
 
     async def _stream_once(
@@ -317,7 +329,7 @@ class ModelClient:
             self.stream.waiting_notice_s, emit, Waiting(self.stream.waiting_notice_s, first_wait)
         )  # a silent endpoint is said long before its deadline
         try:
-            stream = await self._create(request)(**request, stream=True, timeout=first_wait)
+            stream = await _within(first_wait, self._create(request)(**request, stream=True, timeout=first_wait))
         except BaseException:
             said.cancel()
             raise

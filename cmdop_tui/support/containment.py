@@ -1,7 +1,7 @@
 """Containment of the processes of tool calls: the app's side of `supervisor.py`.
 
     start() -> bool                     start the zygote ahead of the first command (optional)
-    launch(argv, cwd, fds) -> bool      hand a command to the zygote (False: run it directly)
+    launch(argv, cwd, fds) -> bool      hand a command to the zygote (False: not Linux, run it directly)
     keep(status, control)               a finished command's supervisor, still minding its jobs
     end_background_jobs()               kill what finished commands left running
 
@@ -9,8 +9,10 @@ On Linux, one zygote per app (started on first use, about 20 ms once) forks a su
 command; see supervisor.py for what a supervisor guarantees. The app holds the only write end of
 each command's *control* pipe, so closing it, or dying in any way (the kernel closes it), makes
 the supervisor kill the command's whole tree. A request larger than one message (a large
-environment) goes in a memfd passed with it. Elsewhere, or when the zygote cannot start,
-`launch` says False and the caller runs the command as before (own session, killed as a group).
+environment) goes in a memfd passed with it. On other systems `launch` says False and the
+caller runs the command as before (own session, killed as a group). On Linux containment fails
+closed: when the zygote cannot start, `launch` raises `ContainmentUnavailable` and the command is
+refused, never run without it.
 """
 
 from __future__ import annotations
@@ -29,13 +31,20 @@ from pathlib import Path
 from cmdop_tui.support import supervisor
 from cmdop_tui.support.secrets import CREDENTIAL_ENV
 
-__all__ = ["end_background_jobs", "keep", "launch", "start"]
+__all__ = ["ContainmentUnavailable", "end_background_jobs", "keep", "launch", "start"]
 
 START_TIMEOUT_S = 5.0
 SEND_BUFFER = 2 * supervisor.MAX_REQUEST
 _SCRIPT = Path(supervisor.__file__)
 
 _log = logging.getLogger(__name__)
+
+
+class ContainmentUnavailable(OSError):
+    """Commands are refused: on Linux they run contained or not at all."""
+
+    def __init__(self, cause: str) -> None:
+        super().__init__(f"refused: commands run only contained, and the supervisor did not start ({cause})")
 
 
 class _Zygote:
@@ -46,7 +55,8 @@ class _Zygote:
         self.owner = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.sock: socket.socket | None = None
-        self.broken = not sys.platform.startswith("linux") or not _SCRIPT.is_file()
+        self.unsupported = not sys.platform.startswith("linux")
+        self.failure: str | None = None if _SCRIPT.is_file() else f"{_SCRIPT} is missing"
         # (status fd, control fd) of supervisors whose command has exited but not every job.
         self.leftovers: list[tuple[int, int]] = []
 
@@ -56,14 +66,19 @@ class _Zygote:
             self.owner, self.process, self.sock, self.leftovers = os.getpid(), None, None, []
 
     def connection(self) -> socket.socket | None:
-        """The socket to a running zygote, started if need be; None when there can be none."""
+        """The socket to a running zygote, started if need be; None on a system without one.
+        ContainmentUnavailable when it cannot start (it is not tried again in this process)."""
         self.adopt()
-        if self.sock is None and not self.broken:
+        if self.unsupported:
+            return None
+        if self.sock is None and self.failure is None:
             try:
                 self.sock = self._start()
             except (OSError, subprocess.SubprocessError) as exc:
-                self.broken = True
-                _log.warning("commands run without containment: the supervisor did not start (%s)", exc)
+                self.failure = str(exc) or type(exc).__name__
+                _log.warning("commands are refused: the supervisor did not start (%s)", self.failure)
+        if self.sock is None:
+            raise ContainmentUnavailable(self.failure or "unknown")
         return self.sock
 
     def _start(self) -> socket.socket:
@@ -110,9 +125,13 @@ _ZYGOTE = _Zygote()
 
 
 def start() -> bool:
-    """Start the zygote now (it starts on first use otherwise); whether commands are contained."""
+    """Start the zygote now (it starts on first use otherwise); whether commands are contained
+    (False also where they are refused for want of it)."""
     with _ZYGOTE.lock:
-        return _ZYGOTE.connection() is not None
+        try:
+            return _ZYGOTE.connection() is not None
+        except ContainmentUnavailable:
+            return False
 
 
 def launch(
@@ -125,7 +144,8 @@ def launch(
     """Hand `argv` to a new supervisor with (stdout, stderr, status, control) `fds`, the
     environment `env` (default: ours) and `opens` open for reading as its fds 3, 4, ...
 
-    False when containment is not available here (the caller then runs the command itself).
+    False on a system without containment (the caller then runs the command itself);
+    ContainmentUnavailable on Linux when the supervisor cannot start (the command is refused).
     ValueError for a NUL byte in the command, its directory or the environment.
     """
     where = os.fsencode(cwd) if cwd is not None else _current_directory()

@@ -258,6 +258,23 @@ async def test_without_containment_commands_run_as_before(
     assert_all_gone({}, marker, within_s=2.0)
 
 
+async def test_where_the_supervisor_cannot_start_commands_are_refused_not_run_uncontained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Containment fails closed: a supervisor that exits at start (here: a script in its place
+    that does) refuses every command, and none of them runs."""
+    broken = tmp_path / "supervisor.py"
+    broken.write_text("import sys\nsys.exit(1)\n")
+    monkeypatch.setattr(containment, "_SCRIPT", broken)
+    monkeypatch.setattr(containment, "_ZYGOTE", containment._Zygote())
+    ran = tmp_path / "ran"
+    for _attempt in range(2):  # refused at once the second time (not tried again)
+        result = await run(f"touch {ran}", tmp_path)
+        assert result.is_error and "refused" in result.text and "supervisor did not start" in result.text
+    assert not ran.exists()
+    assert containment.start() is False
+
+
 async def run(command: str, cwd: Path, timeout_ms: int = 60_000) -> MachineResult:
     return await run_process(
         ["/bin/bash", "-c", command], cwd=cwd, timeout_ms=timeout_ms, progress=lambda text, stream: None

@@ -73,6 +73,10 @@ helpers :func:`text`, :func:`tool_use`, :func:`raw_tool_use`, :func:`thinking`),
     connect/first-byte timeout tests.
 ``delay_s``
     Pause before every ``content_block_delta`` (slow streams).
+``dribble="head"`` / ``dribble="body"``
+    An endpoint that is alive and goes nowhere: one byte every ``dribble_every_s`` (default
+    0.05 s) until stop(), after the status line (an endless header: the headers never end) or
+    after the first SSE event (an endless SSE comment: no further event is ever complete).
 ``model``, ``headers``
     Override the echoed model; add response headers (e.g. ``{"retry-after": "0"}``).
 ``applied_edits``
@@ -343,6 +347,8 @@ class Reply:
     gate_release_continues: bool = False
     hang_before_headers: bool = False
     delay_s: float = 0.0
+    dribble: str | None = None  # "head" or "body": one byte at a time, forever (see the docstring)
+    dribble_every_s: float = 0.05
     model: str | None = None
     applied_edits: Sequence[Mapping[str, Any]] = ()  # echoed when the request has context_management
 
@@ -1137,6 +1143,8 @@ class FakeAnthropic:
                 return
             if r.stall_after is not None and not sse and not r.gate_release_continues:
                 return self._drop(h)
+        if r.dribble == "head":
+            return self._dribble(h, b"HTTP/1.1 200 OK\r\nX-Pad: ", r.dribble_every_s, write=h.wfile.write)
         if r.page is not None and (as_error or r.status == 200):
             data = r.page.encode()
             self._send_head(h, rec.status, req_id, "text/html", r.headers, len(data))
@@ -1171,7 +1179,20 @@ class FakeAnthropic:
             if name == "content_block_delta" and r.delay_s and self._stopping.wait(r.delay_s):
                 return
             self._write_chunk(h, f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            if r.dribble == "body":
+                return self._dribble(h, b": ", r.dribble_every_s, write=lambda b: self._write_chunk(h, b))
         self._write_chunk(h, b"")
+
+    def _dribble(self, h: _Handler, start: bytes, every_s: float, write: Callable[[bytes], object]) -> None:
+        """Write ``start``, then one byte every ``every_s`` until stop() or the client goes away."""
+        try:
+            write(start)
+            h.wfile.flush()
+            while not self._stopping.wait(every_s):
+                write(b"x")
+                h.wfile.flush()
+        except OSError:
+            return
 
     def _hold(self, gate: threading.Event | None) -> bool:
         """Wait for ``gate`` (or, without one, for stop()); True if the reply should go on."""

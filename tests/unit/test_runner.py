@@ -332,6 +332,19 @@ async def test_an_endpoint_that_never_answers_ends_within_its_silence_deadline(f
     assert len(fake_api.requests) < 6
 
 
+@pytest.mark.parametrize("where", ["head", "body"])
+async def test_an_endpoint_that_dribbles_bytes_without_progress_ends_within_its_deadline(fake_api, where):
+    """Alive but going nowhere (a byte at a time of an endless header, or of an endless SSE
+    comment): the bytes are not progress; the request ends with an error, retries bounded."""
+    fake_api.enqueue(*[text_reply("never", dribble=where) for _ in range(6)])
+    stream = StreamPolicy(first_event_timeout_s=0.5, idle_timeout_s=0.3, silence_deadline_s=1.5)
+    runner, events = make_runner(fake_api, stream=stream), Recorder()
+    result = await runner.run("hi", events)
+    assert result.status == "error", result
+    assert "no event" in result.message or "answer" in result.message.lower(), result.message
+    assert len(fake_api.requests) < 6
+
+
 async def test_dead_stream_near_the_deadline_falls_back_to_one_non_streaming_call(fake_api):
     fake_api.enqueue(text_reply("stalls", stall_after=4), text_reply("whole answer"))
     stream = StreamPolicy(idle_timeout_s=0.2, near_deadline_s=60)
