@@ -35,6 +35,6 @@ class StreamPolicy:
     # A model call with nothing from the endpoint this long in all, retries included, gives up
     # (the clock starts again whenever events arrive: a long reply that breaks is still retried).
     silence_deadline_s: float = 115.0  # with the time to connect, an error within 120 s
-    waiting_notice_s: float = 10.0  # no first event this long: said (the Waiting event)
+    waiting_notice_s: float = 9.0  # no first event this long: said (the Waiting event), within 10 s
     near_deadline_s: float = 30.0  # a dead stream with less time left falls back to one plain call
     request_timeout_s: float = 600.0
