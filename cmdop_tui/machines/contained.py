@@ -2,8 +2,9 @@
 
 The supervisor, not the app, is the command's parent; it tells the command's pid and exit code on
 a status pipe, and kills the command's whole tree when the app closes the control pipe or dies.
-`spawn_contained` gives None where there is no supervisor (not Linux, or it could not start): the
-caller then starts the command itself.
+`spawn_contained` gives None on a system without supervisors (not Linux): the caller then starts
+the command itself. On Linux a supervisor that cannot start refuses the command
+(`containment.ContainmentUnavailable`, an OSError): it is never run uncontained.
 """
 
 from __future__ import annotations
@@ -101,8 +102,8 @@ async def spawn_contained(
     argv: list[str], cwd: Path | None, env: Mapping[str, str] | None = None, opens: Sequence[Path] = ()
 ) -> ContainedChild | None:
     """Start `argv` under a supervisor (with `env`, and `opens` open for reading as fds 3, 4...);
-    None when there is none here. OSError when it cannot start (a missing program, a bad
-    directory), ValueError for a NUL byte."""
+    None on a system without supervisors. OSError when it cannot start (a missing program, a bad
+    directory, no supervisor on Linux), ValueError for a NUL byte."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     status_read, status_write = os.pipe()
