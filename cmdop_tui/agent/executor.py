@@ -31,6 +31,15 @@ from cmdop_tui.tools.placement import Placement
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
 
 
+class OutputArchive(Protocol):
+    """Where a session keeps tool outputs whole (its transcript): those a result holds capped,
+    and those a compaction took out of the conversation."""
+
+    def output(self, call_id: str) -> str | None: ...
+
+    def keep(self, call_id: str, text: str) -> bool: ...
+
+
 class ToolHost(Protocol):
     """What the executor reads of the loop, live (a session may swap tools or machines)."""
 
@@ -44,7 +53,7 @@ class ToolHost(Protocol):
     def config(self) -> AgentConfig: ...
 
     conversation: Conversation
-    recall_fallback: Callable[[str], str | None] | None  # outputs compaction let go
+    archive: OutputArchive | None
 
     def placement(self, call: ToolCall) -> Placement: ...
 
@@ -96,12 +105,15 @@ class ToolExecutor:
         return repeated
 
     def output_of(self, call_id: str) -> str | None:
-        """The whole output of an earlier tool call of this session (for `recall`), also one a
-        compaction took out of the conversation (from the transcript, where there is one)."""
+        """The whole output of an earlier tool call of this session (for `recall`): the archive's
+        (the transcript's, where there is one), which has it uncapped and also those a compaction
+        took out of the conversation; else the conversation's."""
+        if self.host.archive is not None and (kept := self.host.archive.output(call_id)) is not None:
+            return kept
         for message in self.host.conversation.messages:
             if (block := result_for(blocks_of(message), call_id)) is not None:
                 return result_text(block)
-        return self.host.recall_fallback(call_id) if self.host.recall_fallback is not None else None
+        return None
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
         if call.tool is not None:  # what a write or an edit would change, for the question and the card
@@ -150,6 +162,7 @@ class ToolExecutor:
             machines=self.host.machines,
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
             recall=self.output_of,
+            keep=lambda text: self.host.archive is not None and self.host.archive.keep(call.id, text),
             escalate=lambda needs: self._escalate(call, needs),
             denied_on=lambda machine: self.host.host_rules(call, machine) if self.host.host_rules else None,
             stopped_with=lambda result: self._record_stopped(call, result),

@@ -22,7 +22,7 @@ from outside through `Runner.reconfigure`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.context_meter import ContextMeter, describe_failure
 from cmdop_tui.agent.context_usage import ContextUsage
 from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued, TurnStarted, Usage
-from cmdop_tui.agent.executor import ToolExecutor
+from cmdop_tui.agent.executor import OutputArchive, ToolExecutor
 from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
@@ -86,7 +86,7 @@ class Runner:
         self.machines = machines
         self.host_rules = host_rules  # per-host rule checks for a call that fans out (run_on_machines)
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
-        self.recall_fallback: Callable[[str], str | None] | None = None  # outputs compaction let go
+        self.archive: OutputArchive | None = None  # whole outputs beyond the history (the transcript)
         self.ledger = Ledger(self._config)
         self.meter = ContextMeter(self, self._config, self.ledger)
         self.executor = ToolExecutor(self)

@@ -57,7 +57,7 @@ class SessionRecorder:
         self._unwritable_said = False
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)
-        runner.recall_fallback = self.tool_output
+        runner.archive = self
 
     @property
     def session_id(self) -> str | None:
@@ -123,9 +123,18 @@ class SessionRecorder:
             return list(self.runner.conversation.messages)
         return transcripts.load(self.transcript.path).whole
 
-    def tool_output(self, call_id: str) -> str | None:
-        """A tool output as the transcript keeps it (`recall` of one a compaction let go)."""
+    def output(self, call_id: str) -> str | None:
+        """A tool output as the transcript keeps it, whole (`recall` of one capped, or one a
+        compaction let go); None without a transcript or such a call."""
         return transcripts.tool_output(self.transcript.path, call_id) if self.transcript else None
+
+    def keep(self, call_id: str, text: str) -> bool:
+        """Keep the whole output of a call whose result is capped, for `recall`; False when this
+        session has no transcript to keep it in. A failed write holds it like any record."""
+        if self.transcript is None:
+            return False
+        self._write(lambda transcript: transcript.event(transcripts.KEPT_OUTPUT_EVENT, call_id=call_id, text=text))
+        return True
 
     def close(self) -> None:
         """Close the transcript, made durable first; what it still holds is lost, and said."""

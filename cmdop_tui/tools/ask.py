@@ -22,7 +22,7 @@ from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.support.text import truncate_middle
-from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult, host_event
+from cmdop_tui.tools.base import NestedSink, Subject, Tool, ToolContext, ToolResult, capped, host_event
 from cmdop_tui.tools.schema import object_schema, prop
 
 ASK_TIMEOUT_MS = 120_000
@@ -30,7 +30,8 @@ ASK_MAX_TIMEOUT_MS = 300_000
 TOTAL_TIMEOUT_MS = 240_000
 TOTAL_MAX_TIMEOUT_MS = 600_000
 MAX_PARALLEL = 16  # hosts asked at once; more wait for a free slot
-ANSWER_LIMIT = DEFAULT_OUTPUT_LIMIT  # characters of one host's answer kept, its start and its end
+ANSWER_LIMIT = DEFAULT_OUTPUT_LIMIT  # characters of the answers kept, their start and end
+HOST_SHARE_MIN = 2_000  # characters of each host's answer kept however many hosts answer
 _TAGS = frozenset({"remote"})
 
 
@@ -42,11 +43,10 @@ class _Answer:
     error: str | None = None
 
     def result(self, machine: str, output: str = "") -> ToolResult:
-        """The answer; else why there is none, with the end of what the agent there printed
-        (`output`: its exit line and stderr, say a traceback of a broken install)."""
+        """The answer, whole (the caller caps it); else why there is none, with the end of what the
+        agent there printed (`output`: its exit line and stderr, say a traceback of a broken install)."""
         if self.final is not None:
-            # capped as command output is: a 20 MB answer would fill every later request
-            return ToolResult(truncate_middle(self.final, ANSWER_LIMIT) or "(the remote agent gave an empty answer)")
+            return ToolResult(self.final or "(the remote agent gave an empty answer)")
         if self.error is not None:
             return ToolResult.error(f"the agent on {machine} stopped: {self.error}")
         said = _tail(output)
@@ -116,7 +116,9 @@ def _tail(output: str, lines: int = 8, limit: int = 1_000) -> str:
 
 
 async def _ask_machine(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
-    return await ask(ctx.machines, args["hostname"], args["prompt"], args.get("timeout_ms", ASK_TIMEOUT_MS), ctx)
+    result = await ask(ctx.machines, args["hostname"], args["prompt"], args.get("timeout_ms", ASK_TIMEOUT_MS), ctx)
+    # capped as command output is: a 20 MB answer would fill every later request
+    return ToolResult(capped(result.content, ANSWER_LIMIT, ctx, "answer"), result.is_error)
 
 
 class _HostState:
@@ -171,15 +173,42 @@ async def _ask_machines(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         for task in tasks.values():
             task.cancel()  # no-op for finished ones; stops the rest (and their remote agents)
         await asyncio.gather(*tasks.values(), return_exceptions=True)
-    results: dict[str, dict[str, Any]] = {}
-    for hostname, task in tasks.items():
-        if task in late:
-            results[hostname] = {"ok": False, "error": f"no answer within the total deadline of {total:.0f} s"}
-        else:
-            result = task.result()
-            results[hostname] = {"ok": not result.is_error, ("error" if result.is_error else "answer"): result.content}
-    failed = sum(1 for r in results.values() if not r["ok"])
-    return ToolResult(json.dumps(results, indent=2, ensure_ascii=False), is_error=failed == len(results))
+    late_result = ToolResult.error(f"no answer within the total deadline of {total:.0f} s")
+    answers = {hostname: late_result if task in late else task.result() for hostname, task in tasks.items()}
+    return _keyed(answers, ctx)
+
+
+def _keyed(answers: dict[str, ToolResult], ctx: ToolContext) -> ToolResult:
+    """The hosts' answers keyed by host, sharing one host's budget so that a hundred hosts do not
+    make a hundred times the request; when any is cut, all of them are kept whole for `recall`."""
+    share = max(HOST_SHARE_MIN, ANSWER_LIMIT // max(1, len(answers)))
+
+    def keyed(limit: int | None) -> str:
+        results = {
+            hostname: {
+                "ok": not result.is_error,
+                ("error" if result.is_error else "answer"): result.content
+                if limit is None
+                else truncate_middle(result.content, limit),
+            }
+            for hostname, result in answers.items()
+        }
+        return json.dumps(results, indent=2, ensure_ascii=False)
+
+    whole, shown = keyed(None), keyed(share)
+    if shown != whole:
+        kept = ctx.keep(whole)
+        shown += (
+            "\n["
+            + (
+                f"answers are cut to {share:,} characters each; all of them are kept whole: recall id "
+                f"{ctx.call_id!r} pages through them"
+                if kept
+                else "answers are cut; the cut parts are not kept: this session has no transcript"
+            )
+            + "]"
+        )
+    return ToolResult(shown, is_error=all(result.is_error for result in answers.values()))
 
 
 ASK_MACHINE = Tool(

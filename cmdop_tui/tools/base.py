@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.machine import Machine, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.support.text import truncate_middle
 
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
@@ -41,7 +42,8 @@ class ToolContext:
 
     `machines` is the session's fleet (None: the local machine only). `nested` receives the
     events of an agent working for this call on another machine (ask_machine). `recall` gives
-    the whole output of an earlier call of the session by its id (None: no such call).
+    the whole output of an earlier call of the session by its id (None: no such call); `keep(text)`
+    keeps this call's whole output there when its result holds it capped (False: nowhere to keep it).
     `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
     (None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
     machine denies this call there (None: none does), for a tool that runs on many machines.
@@ -55,6 +57,7 @@ class ToolContext:
     machines: Fleet | None = None
     nested: NestedSink = lambda event: None
     recall: Callable[[str], str | None] = lambda call_id: None
+    keep: Callable[[str], bool] = lambda text: False
     escalate: Callable[[SandboxRefusal], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
     denied_on: Callable[[str], str | None] = lambda machine: None
     stopped_with: Callable[[ToolResult], None] = lambda result: None
@@ -145,3 +148,15 @@ def host_event(host: str, state: str, line: str = "", elapsed_s: float | None = 
     """The nested event that tells the fleet view how one host of a call over many is doing
     (queued, running, done, failed...), with its last line."""
     return {"type": "host", "hostname": host, "state": state, "line": line, "elapsed_s": elapsed_s}
+
+
+def capped(text: str, limit: int, ctx: ToolContext, what: str = "output") -> str:
+    """`text` cut to its first and last `limit` characters or so, the whole kept for `recall`
+    (`ctx.keep`), and the cut saying where the rest is, or that nothing holds it."""
+    if len(text) <= limit:
+        return text
+    if ctx.keep(text):
+        where = f"the whole {what} ({len(text):,} characters) is kept: recall id {ctx.call_id!r} pages through it"
+    else:
+        where = "the cut part is not kept: this session has no transcript"
+    return f"{truncate_middle(text, limit)}\n[{where}]"

@@ -19,11 +19,13 @@ from cmdop_tui.transcripts.export import export_markdown
 from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions
 from cmdop_tui.transcripts.load import LoadedSession, load, resume, tool_output
 from cmdop_tui.transcripts.paths import resolve, sessions_dir
+from cmdop_tui.transcripts.records import KEPT_OUTPUT_EVENT
 from cmdop_tui.transcripts.repair import INTERRUPTED_RESULT, repair
 from cmdop_tui.transcripts.transcript import Transcript
 
 __all__ = [
     "INTERRUPTED_RESULT",
+    "KEPT_OUTPUT_EVENT",
     "LoadedSession",
     "SessionError",
     "SessionInfo",

@@ -22,7 +22,15 @@ from cmdop_tui.agent.history import Conversation, is_summary_block, without_summ
 from cmdop_tui.agent.messages import Message, OperationRecord, blocks_of, result_for
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.transcripts.paths import resolve
-from cmdop_tui.transcripts.records import ROLES, UNSTORED_EVENT, VERSION, parse_record, valid_blocks, valid_message
+from cmdop_tui.transcripts.records import (
+    KEPT_OUTPUT_EVENT,
+    ROLES,
+    UNSTORED_EVENT,
+    VERSION,
+    parse_record,
+    valid_blocks,
+    valid_message,
+)
 from cmdop_tui.transcripts.repair import repair_history
 from cmdop_tui.transcripts.transcript import Transcript
 
@@ -149,7 +157,8 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
                 if isinstance(version := record.get("version"), int) and version > VERSION:
                     notes.append(f"written by a newer cmdop-tui (format version {version}); read as version {VERSION}")
         elif op == "event":
-            events.append(record)
+            if record.get("kind") != KEPT_OUTPUT_EVENT:  # only `tool_output` reads those, not replay
+                events.append(record)
             if record.get("kind") == UNSTORED_EVENT and isinstance(count := record.get("records"), int):
                 unstored = count
         elif op in ("append", "replace", "clear", "compact", "retract"):
@@ -203,19 +212,34 @@ def _apply(conversation: Conversation, record: OperationRecord) -> str | None:
 
 
 def tool_output(session: str | Path, call_id: str, directory: Path | str | None = None) -> str | None:
-    """The output of tool call `call_id` as the transcript keeps it (for `recall` after a
-    compaction took it out of the conversation); None when it is not there."""
+    """The whole output of tool call `call_id` as the transcript keeps it (for `recall`): the one
+    kept beside a capped result when there is one, else the result itself (one a compaction took
+    out of the conversation); None when it is not there."""
     try:
         data = resolve(session, directory).read_bytes()
     except OSError:
         return None
     needle = json.dumps(call_id).encode()
+    found: str | None = None
     for line in data.split(b"\n"):
         if needle not in line:
             continue
         record = parse_record(line)
-        if record is None or record.get("op") != "append" or not valid_blocks(blocks := record.get("blocks")):
+        if record is None:
             continue
-        if (block := result_for(blocks, call_id)) is not None:
-            return result_text(block)
-    return None
+        if _is_kept_output(record, call_id):
+            return str(record["text"])
+        if record.get("op") != "append" or not valid_blocks(blocks := record.get("blocks")):
+            continue
+        if found is None and (block := result_for(blocks, call_id)) is not None:
+            found = result_text(block)
+    return found
+
+
+def _is_kept_output(record: OperationRecord, call_id: str) -> bool:
+    return (
+        record.get("op") == "event"
+        and record.get("kind") == KEPT_OUTPUT_EVENT
+        and record.get("call_id") == call_id
+        and isinstance(record.get("text"), str)
+    )

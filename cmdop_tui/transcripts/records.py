@@ -32,6 +32,8 @@ VERSION = 1
 # The event a writer closing with records it could not write leaves last, when even that fits:
 # {"op":"event","kind":"unstored","records":N}. Loading then knows why the last turn looks cut.
 UNSTORED_EVENT = "unstored"
+# The whole output of a tool call whose result the history holds capped (`recall` reads it).
+KEPT_OUTPUT_EVENT = "kept_output"
 ROLES = ("user", "assistant")
 
 # How the writer starts each kind of line. The listing recognises lines by these prefixes

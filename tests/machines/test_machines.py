@@ -29,9 +29,11 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory, ssh_config_hosts
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
-from cmdop_tui.tools.ask import ASK_MACHINE, ASK_MACHINES
+from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.tools.ask import ANSWER_LIMIT, ASK_MACHINE, ASK_MACHINES
 from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE
+from cmdop_tui.tools.recall import PAGE_CHARS, RECALL
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
@@ -359,6 +361,47 @@ async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, t
     assert result.text == "alpha has been up 3 days."
     nested = events.of(ToolNested)
     assert nested and nested[0].machine == "alpha" and nested[-1].event["type"] == "final"
+
+
+async def test_a_huge_answer_is_capped_in_the_history_and_recalled_whole_from_the_transcript(fake_api, lab, tmp_path):
+    fleet = fleet_for(lab)
+    huge = "START " + "".join(f"{i:07d}," for i in range(20_000)) + " END"  # 160 kB: 9 recall pages
+    page = PAGE_CHARS
+    fake_api.enqueue(
+        tool_reply("ask_machine", {"hostname": "alpha", "prompt": "dump it"}, id="toolu_ask"),
+        text_reply(huge),  # the remote agent's answer
+        tool_reply("recall", {"id": "toolu_ask", "page": 4}),  # a page from the middle the cap cut out
+        text_reply("seen it"),
+    )
+    runner = make_runner(fake_api, cwd=tmp_path)
+    runner.machines = fleet
+    runner.tools = type(runner.tools)([*runner.tools, ASK_MACHINE, RECALL])
+    recorder = SessionRecorder(runner, secrets=[])
+    assert recorder.new() == []
+    try:
+        result = await runner.run("dump alpha", Recorder())
+    finally:
+        recorder.close()
+        await fleet.close()
+    assert result.text == "seen it"
+    answered = tool_results(fake_api.requests[-1].body)
+    capped, recalled = answered["toolu_ask"], next(text for id_, text in answered.items() if id_ != "toolu_ask")
+    assert len(capped) < ANSWER_LIMIT + 300 and capped.startswith("START ") and " END" in capped
+    assert "recall id 'toolu_ask'" in capped and f"{len(huge):,} characters" in capped
+    assert huge[3 * page : 4 * page] in recalled and "page 4 of 9" in recalled  # the cut part, whole
+
+
+def tool_results(body: dict) -> dict[str, str]:
+    """Each tool result of a request's messages, by call id, as its text."""
+    return {
+        block["tool_use_id"]: "".join(part["text"] for part in block["content"])
+        if isinstance(block["content"], list)
+        else block["content"]
+        for message in body["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    }
 
 
 # --- scoped sessions ----------------------------------------------------------------------------
