@@ -37,6 +37,7 @@ READ_CHUNK = 64 * 1024
 # After the shell exits, how long to keep reading from background processes that inherited
 # its stdout/stderr before giving up on them.
 PIPE_GRACE_S = 0.5
+FROZEN_PIPE_GRACE_S = 0.05  # what the readers still have in hand, when the other side is not answering
 ABORT_WAIT_S = 0.5  # how long a Stop waits for the remote side's kill before returning
 _ABORTING: set[asyncio.Future[None]] = set()  # remote kills still under way (kept from the GC)
 REAP_TIMEOUT_S = 2.0
@@ -200,9 +201,9 @@ async def _wait_for_exit(shell: _Shell, timeout_s: float) -> bool:
     return True
 
 
-async def _drain(pumps: asyncio.Future[Any]) -> bool:
+async def _drain(pumps: asyncio.Future[Any], grace_s: float = PIPE_GRACE_S) -> bool:
     """Let the readers finish what is left in the pipes; False if something still holds them."""
-    done, _ = await asyncio.wait({pumps}, timeout=PIPE_GRACE_S)
+    done, _ = await asyncio.wait({pumps}, timeout=grace_s)
     if done:
         pumps.result()  # surface an unexpected reader error instead of losing it
     return bool(done)
@@ -230,8 +231,10 @@ async def _supervise(
     pumps = asyncio.gather(*(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items()))
     try:
         timed_out = not await _wait_for_exit(shell, timeout_s)
-        if timed_out:
-            await _abort(shell, on_abort)
+        if timed_out and not await _abort(shell, on_abort):
+            # The other side did not confirm the kill: the link is frozen, and ssh's master, which
+            # holds the pipes, gives nothing more; what arrived is the output, without waiting.
+            return timed_out, await _drain(pumps, grace_s=FROZEN_PIPE_GRACE_S)
         return timed_out, await _drain(pumps)
     except BaseException:
         await asyncio.shield(_abort(shell, on_abort))
@@ -242,18 +245,21 @@ async def _supervise(
         shell.child.close()
 
 
-async def _abort(shell: _Shell, on_abort: AbortHook | None) -> None:
-    """Kill the process group here (and, through the hook, whatever it started elsewhere).
+async def _abort(shell: _Shell, on_abort: AbortHook | None) -> bool:
+    """Kill the process group here (and, through the hook, whatever it started elsewhere);
+    whether the hook finished in time (True without one).
 
     The hook is waited on for ABORT_WAIT_S at most: over a link that froze it cannot finish until
     ssh gives the link up, and a Stop or a time-out must not wait for that; it goes on alone."""
+    finished = True
     if on_abort is not None:
         remote = asyncio.ensure_future(_remote_abort(on_abort))
         _ABORTING.add(remote)
         remote.add_done_callback(_ABORTING.discard)
-        await asyncio.wait({remote}, timeout=ABORT_WAIT_S)
+        finished = bool((await asyncio.wait({remote}, timeout=ABORT_WAIT_S))[0])
     shell.child.kill()
     await _reap(shell)
+    return finished
 
 
 async def _remote_abort(on_abort: AbortHook) -> None:
