@@ -54,6 +54,7 @@ class SessionRecorder:
         self.listeners: list[Callable[[TranscriptNotice], None]] = []  # the surfaces say these at once
         self.records_lost = 0  # records a closed transcript never got written
         self._failing: OSError | None = None  # the write failure being waited out
+        self._dropped_seen = 0  # records the transcript let go that were already counted lost
         self._unwritable_said = False
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)
@@ -146,14 +147,16 @@ class SessionRecorder:
         except OSError:
             pass  # counted below: close tries the held records once more
         transcript.close()
-        if transcript.held:
-            self.records_lost += transcript.held
+        unwritten = transcript.held + transcript.dropped - self._dropped_seen
+        if unwritten:
+            self.records_lost += unwritten
             self.say(
-                f"{transcript.held} record(s) of this session could not be written to {transcript.path} "
+                f"{unwritten} record(s) of this session could not be written to {transcript.path} "
                 f"({_reason(self._failing)}): the transcript is incomplete",
                 "error",
             )
         self._failing = None
+        self._dropped_seen = 0
 
     def _on_record(self, record: dict[str, Any]) -> None:
         self._write(lambda transcript: transcript.append(record))
@@ -184,10 +187,20 @@ class SessionRecorder:
             return
         if self._failing is not None and not transcript.held:
             self._failing = None
-            self.say(f"the transcript {transcript.path} is written again: nothing was lost", "info")
+            lost, self._dropped_seen = transcript.dropped - self._dropped_seen, transcript.dropped
+            self.records_lost += lost
+            if lost:
+                self.say(f"the transcript {transcript.path} is written again; {lost} record(s) were lost", "error")
+            else:
+                self.say(f"the transcript {transcript.path} is written again: nothing was lost", "info")
 
     def _write_failed(self, transcript: Transcript, exc: OSError) -> None:
-        """Said once per spell of failures: the next success says it is over."""
+        """Said once per spell of failures, and once more when records start being let go: the
+        next success says it is over."""
+        if isinstance(exc, transcripts.HeldLimitError) and not isinstance(self._failing, transcripts.HeldLimitError):
+            self._failing = exc
+            self.say(f"the transcript {transcript.path} cannot be written and {exc.strerror}; more follow", "error")
+            return
         if self._failing is not None:
             return
         self._failing = exc

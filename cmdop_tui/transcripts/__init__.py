@@ -14,7 +14,7 @@ The package, a module per concern:
 - `errors`: `SessionError` and its kinds.
 """
 
-from cmdop_tui.transcripts.errors import SessionError, SessionLockedError, SessionNotFoundError
+from cmdop_tui.transcripts.errors import HeldLimitError, SessionError, SessionLockedError, SessionNotFoundError
 from cmdop_tui.transcripts.export import export_markdown
 from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions
 from cmdop_tui.transcripts.load import LoadedSession, load, resume, tool_output
@@ -25,6 +25,7 @@ from cmdop_tui.transcripts.transcript import Transcript
 
 __all__ = [
     "INTERRUPTED_RESULT",
+    "HeldLimitError",
     "KEPT_OUTPUT_EVENT",
     "LoadedSession",
     "SessionError",

@@ -13,3 +13,7 @@ class SessionLockedError(SessionError):
 
 class SessionNotFoundError(SessionError, FileNotFoundError):
     """No session by that id, id prefix or path."""
+
+
+class HeldLimitError(OSError):
+    """A transcript that cannot be written holds no more in memory: this record is let go."""

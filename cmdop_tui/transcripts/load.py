@@ -162,7 +162,9 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
             if record.get("kind") == UNSTORED_EVENT and isinstance(count := record.get("records"), int):
                 unstored = count
         elif op in ("append", "replace", "clear", "compact", "retract"):
-            unstored = 0  # the session went on after it: the gap is behind
+            if unstored:  # the session went on after it: the gap is behind
+                notes.append(f"line {number}: {unstored} record(s) before it were never written (the disk was full)")
+            unstored = 0
             before = list(conversation.messages)
             problem = _apply(conversation, record)
             if problem:

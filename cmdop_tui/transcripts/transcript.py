@@ -10,7 +10,9 @@ record) closes that gap at the cost of a disk flush (milliseconds on most disks)
 
 A write that fails (a full disk, a quota, an I/O error) leaves no fragment: what it wrote is cut
 off again, the record is held in memory with those after it, and the next `append` or `flush`
-writes them all, in order, before anything new; `held` counts them. A file removed or replaced
+writes them all, in order, before anything new; `held` counts them. Memory is bounded: past
+HELD_LIMIT_BYTES held, a new record is let go (`HeldLimitError`, counted in `dropped`), and a
+marker where it would have been says how many are missing there. A file removed or replaced
 while the app runs is written anew at the next write, with everything written so far (the
 descriptor still reads the old one), and `listeners` are told.
 
@@ -41,7 +43,7 @@ from typing import Any, Self
 
 from cmdop_tui.agent.messages import OperationRecord
 from cmdop_tui.support.secrets import Redactor
-from cmdop_tui.transcripts.errors import SessionError, SessionLockedError
+from cmdop_tui.transcripts.errors import HeldLimitError, SessionError, SessionLockedError
 from cmdop_tui.transcripts.paths import (
     SESSION_ID,
     SUFFIX,
@@ -57,6 +59,7 @@ from cmdop_tui.transcripts.writing import TornTailError, recreate, same_file, sy
 _CREATE_ATTEMPTS = 100  # fresh ids tried before giving up on a directory
 _TAIL_CHUNK = 65536  # bytes read at a time when looking backwards for the last line
 _HEADER_LIMIT = 1 << 20  # bytes read at most when looking for the end of the header line
+HELD_LIMIT_BYTES = 64 << 20  # records held in memory while the file cannot be written
 
 
 class Transcript:
@@ -77,6 +80,9 @@ class Transcript:
         self._sync = getattr(os, "fdatasync", os.fsync)
         self._closer = weakref.finalize(self, os.close, fd)  # closing also releases the lock
         self._held: deque[bytes] = deque()  # lines a failed write left to write, oldest first
+        self._held_bytes = 0
+        self.dropped = 0  # records let go because too much was held (the file misses them)
+        self._gap = 0  # of those, the ones no marker in the file names yet
         self._after_fragment = False  # the file ends on a fragment a failed write could not cut off
 
     # construction
@@ -164,10 +170,31 @@ class Transcript:
         redacted = self._redactor.record(record)
         if redacted is None:
             return
-        self._held.append(encode_record(redacted))
+        line = encode_record(redacted)
+        if self._held and self._held_bytes + len(line) > HELD_LIMIT_BYTES:
+            self._let_go_unless_written()
+        if self._gap:
+            self._hold(encode_record(_unstored_marker(self._gap)))
+            self._gap = 0
+        self._hold(line)
         self.flush()
         if self.fsync:
             self._sync(self._fd)
+
+    def _hold(self, line: bytes) -> None:
+        self._held.append(line)
+        self._held_bytes += len(line)
+
+    def _let_go_unless_written(self) -> None:
+        """With too much held: write it now, or let the new record go (raises HeldLimitError)."""
+        try:
+            self.flush()
+        except OSError as exc:
+            self.dropped += 1
+            self._gap += 1
+            raise HeldLimitError(
+                exc.errno, f"{HELD_LIMIT_BYTES >> 20} MB of records wait to be written; this one is let go"
+            ) from exc
 
     @property
     def held(self) -> int:
@@ -191,7 +218,7 @@ class Transcript:
                 self._after_fragment = True
                 raise
             self._after_fragment = False
-            self._held.popleft()
+            self._held_bytes -= len(self._held.popleft())
 
     def sync(self) -> None:
         """`flush`, then make the file durable against power loss (a turn's end). Raises OSError."""
@@ -202,8 +229,7 @@ class Transcript:
     def _say_unstored(self) -> None:
         """Leave a last small record saying how many were never written: it may fit where they
         did not (the slack of the file's last block), and then loading knows why the end is cut."""
-        marker = {"op": "event", "kind": UNSTORED_EVENT, "ts": round(time.time(), 3), "records": len(self._held)}
-        line = encode_record(marker)
+        line = encode_record(_unstored_marker(len(self._held) + self._gap))
         with contextlib.suppress(OSError):
             write_line(self._fd, self._after_any_fragment(line))
 
@@ -237,7 +263,7 @@ class Transcript:
             if self._held:
                 with contextlib.suppress(OSError):
                     self.flush()
-            if self._held:
+            if self._held or self._gap:
                 self._say_unstored()
             self._fd = -1
             self._closer()
@@ -254,6 +280,11 @@ class Transcript:
 
     def __repr__(self) -> str:
         return f"Transcript({self.id!r}, path={str(self.path)!r}{', closed' if self.closed else ''})"
+
+
+def _unstored_marker(records: int) -> OperationRecord:
+    """The event saying `records` records are missing from the file at this place."""
+    return {"op": "event", "kind": UNSTORED_EVENT, "ts": round(time.time(), 3), "records": records}
 
 
 def _header(session_id: str, **fields: str) -> OperationRecord:

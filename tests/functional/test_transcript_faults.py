@@ -90,6 +90,33 @@ def test_close_counts_what_the_full_disk_kept_back(tmp_path: Path) -> None:
         lines_of(transcript.path)
 
 
+def test_memory_held_for_a_full_disk_is_bounded_and_the_gap_is_marked(tmp_path: Path, monkeypatch) -> None:
+    from cmdop_tui.transcripts import transcript as writer
+
+    monkeypatch.setattr(writer, "HELD_LIMIT_BYTES", 20_000)  # a few records' worth
+    with small_filesystem(tmp_path / "fs") as fs, Transcript.create(fs) as transcript:
+        transcript.append(prompt(0))
+        filler = full_disk.fill(fs)
+        let_go = []
+        for n in range(1, 30):
+            try:
+                transcript.append(prompt(n))
+            except transcripts.HeldLimitError:
+                let_go.append(n)
+            except OSError:
+                pass  # held
+        assert let_go and transcript.dropped == len(let_go) and transcript.held < 30 - len(let_go)
+        filler.unlink()
+        transcript.append(prompt(30))
+        assert transcript.held == 0
+        loaded = load(transcript.path)
+        records = [json.loads(line) for line in lines_of(transcript.path)]
+        kept = [int(r["blocks"][0]["text"].split()[0]) for r in records if r["op"] == "append"]
+        assert kept == [n for n in range(31) if n not in let_go]  # in order; only those let go missing
+        assert any(f"{len(let_go)} record(s) before it were never written" in note for note in loaded.notes)
+        lines_of(transcript.path)
+
+
 def test_a_removed_transcript_is_written_again_whole(tmp_path: Path) -> None:
     told: list[str] = []
     with Transcript.create(tmp_path) as transcript:
