@@ -7,9 +7,9 @@ listen sockets, 127.0.0.1 being one); the client's ssh_config has a host per add
 so each host is its own ssh connection and its own ControlMaster, as a hundred machines would be
 (each server's host key pinned with HostKeyAlias).
 
-1. run_on_machines, `sleep 1` on 100 hosts, 64 at a time (its maximum concurrency), beside a
-   plain ssh fan-out: asyncio subprocesses of the same ssh binary with the same options (the
-   transport's own argv), the same bound, the same connections: cold (no master: every host
+1. run_on_machines, `sleep 1` on 100 hosts with its default settings, beside a bare parallel
+   ssh fan-out: asyncio subprocesses of the same ssh binary with the same options (the
+   transport's own argv), all at once, the same connections: cold (no master: every host
    connects) and warm (every master up). Target: run_on_machines within 10 % of plain ssh.
 2. A single command on a warm connection, once per host: median, target <= 30 ms.
 """
@@ -26,13 +26,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
+from remote_side import make_home, remove_home
 from sshd import SshClientSetup, SshServer, current_user, start_servers, stop_servers
 
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.tools.base import ToolContext
-from cmdop_tui.tools.fanout import MAX_CONCURRENCY, RUN_ON_MACHINES
+from cmdop_tui.tools.fanout import RUN_ON_MACHINES, default_concurrency
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
@@ -68,7 +69,7 @@ def fresh_fleet(config: Path) -> Fleet:
 
 
 async def on_machines(fleet: Fleet) -> float:
-    args = {"command": COMMAND, "machines": NAMES, "concurrency": MAX_CONCURRENCY}
+    args = {"command": COMMAND, "machines": NAMES}  # the default settings
     context = ToolContext(call_id="bench", cwd=Path.cwd(), machines=fleet)
     started = time.perf_counter()
     result = await run_tool(RUN_ON_MACHINES, args, context)
@@ -78,8 +79,8 @@ async def on_machines(fleet: Fleet) -> float:
 
 
 async def plain_ssh(fleet: Fleet) -> float:
-    """The same fan-out with nothing of ours around ssh: its argv, a semaphore, wait for all."""
-    slots = asyncio.Semaphore(MAX_CONCURRENCY)
+    """The same fan-out with nothing of ours around ssh: its argv, all at once, wait for all."""
+    slots = asyncio.Semaphore(HOSTS)
     argvs = [
         [*fleet.transport(fleet.inventory.resolve(name))._options_argv("auto"), name, "--", COMMAND] for name in NAMES
     ]
@@ -146,7 +147,7 @@ def compare(what: str, ours: list[float], plain: list[float]) -> str:
     a, b = statistics.median(ours), statistics.median(plain)
     return (
         f"run_on_machines {HOSTS} hosts {COMMAND}, {what}: {a:.2f} s; plain ssh fan-out: {b:.2f} s "
-        f"({(a - b) / b * 100:+.1f} %)  [target within 10 %; medians of {len(ours)}, concurrency {MAX_CONCURRENCY}]"
+        f"({(a - b) / b * 100:+.1f} %)  [target within 10 %; medians of {len(ours)}, default concurrency {default_concurrency(HOSTS)}]"
     )
 
 
@@ -168,13 +169,29 @@ async def main(config: Path) -> None:
         await close(fleet)
 
 
+def remote_home() -> Path:
+    """The remote user's home: a server's, small (a dotfile or two), not this machine's. The hosts
+    all run here, so the sandbox's first scan of the home for secrets there, which a real fleet
+    does on each host's own cores, would otherwise be a hundred scans of one large home on two.
+    Outside /tmp, which the sandbox there makes private."""
+    home = make_home()
+    (home / ".bashrc").write_text("# a server's home\n")
+    (home / ".ssh").mkdir(mode=0o700)
+    return home
+
+
 if __name__ == "__main__":
     client = SshClientSetup()
     groups = [ADDRESSES[i : i + PER_SERVER] for i in range(0, HOSTS, PER_SERVER)]
-    servers = [SshServer(client.identity, name=f"sshd-fleet{n}", listen=group) for n, group in enumerate(groups)]
+    home = remote_home()
+    servers = [
+        SshServer(client.identity, name=f"sshd-fleet{n}", listen=group, env={"HOME": str(home)})
+        for n, group in enumerate(groups)
+    ]
     try:
         start_servers(servers)
         asyncio.run(main(client_config(client, servers)))
     finally:
         stop_servers(servers)
         client.close()
+        remove_home(home)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import resource
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,8 +27,10 @@ from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 
 __all__ = ["RUN_ON_MACHINES", "Outcome", "grouped_report", "host_ranges"]
 
-DEFAULT_CONCURRENCY = 10
-MAX_CONCURRENCY = 64
+MAX_CONCURRENCY = 256
+DEFAULT_CONCURRENCY_CAP = 128  # hosts at once when the call does not say: a whole fleet of most sizes
+FDS_PER_HOST = 4  # a running host's ssh client holds its pipes' ends here
+FDS_KEPT = 128  # descriptors left for the rest of the app
 TOTAL_OUTPUT = 64_000  # bytes of output shown for all hosts together; each gets its share
 MIN_HOST_OUTPUT = 1_000
 LIVE_EVERY_S = 0.25  # a running host's last line goes to the UI at most this often
@@ -188,6 +191,15 @@ class _Host:
             return self.end(Outcome.of(self.spec.name, result))
 
 
+def default_concurrency(hosts: int) -> int:
+    """Hosts at once when the call does not say: every host (waiting on remote commands costs
+    little here, and a fleet is only as quick as its slowest slot), bounded by a cap and by the
+    file descriptors this process may still open."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    by_descriptors = (soft - FDS_KEPT) // FDS_PER_HOST if soft != resource.RLIM_INFINITY else DEFAULT_CONCURRENCY_CAP
+    return max(1, min(hosts, DEFAULT_CONCURRENCY_CAP, by_descriptors))
+
+
 async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     if ctx.machines is None:
         return ToolResult.error("this session has no other machines: use execute_command")
@@ -197,7 +209,7 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{exc}; nothing was run")
     if not specs:
         return ToolResult.error("no machines named; nothing was run")
-    slots = asyncio.Semaphore(args.get("concurrency", DEFAULT_CONCURRENCY))
+    slots = asyncio.Semaphore(args.get("concurrency") or default_concurrency(len(specs)))
     output_limit = max(MIN_HOST_OUTPUT, TOTAL_OUTPUT // len(specs))
     hosts = [_Host(spec, ctx) for spec in specs]
     tasks = [asyncio.create_task(host.run(args["command"], args, slots, output_limit)) for host in hosts]
@@ -255,7 +267,7 @@ RUN_ON_MACHINES = Tool(
             ),
             "concurrency": prop(
                 "integer",
-                f"Hosts at once (default {DEFAULT_CONCURRENCY}).",
+                f"Hosts at once (default: all of them, up to {DEFAULT_CONCURRENCY_CAP}).",
                 minimum=1,
                 maximum=MAX_CONCURRENCY,
             ),

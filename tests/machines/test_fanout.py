@@ -17,8 +17,16 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.machine import MachineResult
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.tools import fanout
 from cmdop_tui.tools.base import ToolContext
-from cmdop_tui.tools.fanout import RUN_ON_MACHINES, Outcome, grouped_report, host_ranges
+from cmdop_tui.tools.fanout import (
+    DEFAULT_CONCURRENCY_CAP,
+    RUN_ON_MACHINES,
+    Outcome,
+    default_concurrency,
+    grouped_report,
+    host_ranges,
+)
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
@@ -43,6 +51,15 @@ def test_identical_outcomes_are_grouped_in_order():
     assert "  active (running)" in report[2:5]
     assert "web07: exit 3" in report and "  inactive" in report
     assert "db1: error: cannot reach db1 over ssh: Connection refused" in report
+
+
+def test_the_default_concurrency_is_the_fleet_bounded_by_descriptors(monkeypatch):
+    assert default_concurrency(3) == 3  # every host at once
+    assert default_concurrency(1_000) == DEFAULT_CONCURRENCY_CAP
+    monkeypatch.setattr(fanout.resource, "getrlimit", lambda which: (256, 4096))  # a small ulimit -n
+    assert default_concurrency(100) == (256 - fanout.FDS_KEPT) // fanout.FDS_PER_HOST
+    monkeypatch.setattr(fanout.resource, "getrlimit", lambda which: (64, 64))
+    assert default_concurrency(100) == 1  # never none
 
 
 # --- a lab of real servers ---------------------------------------------------------------------
@@ -102,6 +119,16 @@ async def test_outputs_are_grouped_with_exit_codes_in_inventory_order(fleet, tmp
     report = result.content
     assert result.is_error and "2 distinct outcomes" in report  # no host exited 0
     assert report.index("alpha: exit 3") < report.index("bravo: exit 3")
+
+
+async def test_by_default_every_host_runs_at_once(fleet, remote_home, tmp_path):
+    """Each host waits until every host has started: with fewer slots than hosts it never ends."""
+    meeting = workspace(remote_home) / "meeting"
+    meeting.mkdir()
+    command = f"touch {meeting}/$RANDOM$$; until [ $(ls {meeting} | wc -l) -ge 2 ]; do sleep 0.05; done; echo met"
+    args = {"command": command, "machines": ["alpha", "bravo"], "timeout_ms": 60_000}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path))
+    assert not result.is_error and "2 hosts (alpha, bravo): exit 0" in result.content, result.content
 
 
 async def test_unknown_names_run_nothing(fleet, tmp_path):
