@@ -7,9 +7,10 @@ Run: .venv/bin/python bench/bench_remote_agent.py [--local-only]   (part 2 needs
    the real SDK): cold (no warm agent: CMDOP_TUI_NO_WARM=1) and warm (a warm agent running).
    Target: warm median and max <= 0.4 s.
 2. ask_machines over 10 hosts through real sshd (tests/support/sshd.py), each host's agent being this
-   install's cmdop-tui: from the call to each host's first model request (p50 and max over the
-   hosts), and the whole call, cold and warm. The ten "hosts" are this machine, so they share one
-   warm agent (a real fleet has one per host) and two cores.
+   install's cmdop-tui, four asks in a row: from the call to each host's first model request (p50
+   and max over the hosts), and the whole call, cold and warm. The ten "hosts" are this machine,
+   sharing two cores, each with a runtime dir of its own, so each has its own warm agent, as a
+   real fleet does. Target: the second ask, warm, <= 4 s.
 """
 
 from __future__ import annotations
@@ -154,23 +155,33 @@ async def fan_out(lab: SshLab, arrivals: Arrivals) -> tuple[list[float], float]:
 
 
 async def remote(server: FakeAnthropic, arrivals: Arrivals, scratch: Path, *, warm: bool) -> list[str]:
-    home, runtime = scratch / ("home-warm" if warm else "home-cold"), scratch / ("rt-warm" if warm else "rt-cold")
+    """Four asks in a row; each host has a runtime dir of its own (so an agent of its own, as each
+    machine of a real fleet has). Warm: the first ask runs cold and starts the agents, and the
+    second follows it at once, with nothing waited on in between."""
+    kind = "warm" if warm else "cold"
+    home = scratch / f"home-{kind}"
     home.mkdir()
+    runtimes = {}
+
+    def own_runtime(alias: str) -> dict[str, str]:
+        runtimes[alias] = scratch / f"rt-{kind}-{alias}"
+        return {"CMDOP_TUI_RUNTIME_DIR": str(runtimes[alias])}
+
     lines = []
-    with SshLab(10, env=environment(server, home, runtime, warm=warm)) as lab:
-        if warm:  # one run to start the agent (the lab's subreaper ends it with the servers)
-            await fan_out(lab, arrivals)
-            wait_for_agent(runtime)
-        for _ in range(3):
+    with SshLab(10, env=environment(server, home, scratch / "unused", warm=warm), host_env=own_runtime) as lab:
+        for ask in range(1, 5):
             firsts, whole = await fan_out(lab, arrivals)
+            target = "  [target <= 4 s]" if warm and ask == 2 else ""
             lines.append(
-                f"  first request per host p50 {statistics.median(firsts):.2f} s, max {max(firsts):.2f} s; "
-                f"the whole call {whole:.2f} s"
+                f"  ask {ask}: first request per host p50 {statistics.median(firsts):.2f} s, "
+                f"max {max(firsts):.2f} s; the whole call {whole:.2f} s{target}"
             )
         if warm:
-            stop_agent(runtime)
+            for runtime in runtimes.values():
+                stop_agent(runtime)
+            taken = sum(served(runtime) for runtime in runtimes.values())
             lines.append(
-                f"  (served by the warm agent: {served(runtime)} of {len(lab.aliases) * 4} runs, the first 10 cold)"
+                f"  (served by the hosts' warm agents: {taken} of {len(lab.aliases) * 4} runs, the first 10 cold)"
             )
     return lines
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import signal
 import socket
 import stat
@@ -29,6 +30,7 @@ from typing import Any
 
 NO_WARM_ENV = "CMDOP_TUI_NO_WARM"
 RUNTIME_DIR_ENV = "CMDOP_TUI_RUNTIME_DIR"
+LINGER_DIR = Path("/var/lib/systemd/linger")  # a file per user whose runtime dir logind keeps
 IDLE_ENV = "CMDOP_TUI_WARM_IDLE_S"
 DEFAULT_IDLE_S = 900.0  # an idle agent leaves after 15 minutes
 LOG_NAME = "agent.log"  # one line per start, run served or refused, and exit, of every agent there
@@ -72,14 +74,29 @@ def wants_warm(argv: list[str], environ: Mapping[str, str]) -> bool:
 
 
 def runtime_dir(environ: Mapping[str, str]) -> Path:
-    """$CMDOP_TUI_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cmdop-tui, else $TMPDIR/cmdop-tui-UID."""
+    """$CMDOP_TUI_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cmdop-tui where that outlives the login,
+    else $TMPDIR/cmdop-tui-UID."""
     explicit = environ.get(RUNTIME_DIR_ENV)
     if explicit:
         return Path(explicit)
     xdg = environ.get("XDG_RUNTIME_DIR")
-    if xdg:
+    if xdg and outlives_logins(Path(xdg)):
         return Path(xdg) / "cmdop-tui"
     return Path(environ.get("TMPDIR") or "/tmp") / f"cmdop-tui-{os.getuid()}"
+
+
+def outlives_logins(directory: Path) -> bool:
+    """Whether a runtime directory stays once the user's last login has ended. logind's own
+    (/run/user/UID) is removed then, unless the user lingers: an agent there would lose its
+    socket as soon as the ssh connection that started it closes, and the remote end of
+    ask_machine is started by just such a connection."""
+    if directory != Path(f"/run/user/{os.getuid()}"):
+        return True
+    try:
+        name = pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return False
+    return (LINGER_DIR / name).exists()
 
 
 def private_dir(path: Path, *, create: bool) -> bool:

@@ -71,6 +71,8 @@ TRANSPORT_PRELOAD = (
 LOCK_WAIT_S = 2.0  # a stale agent leaving lets the next one take the lock within this
 REQUEST_TIMEOUT_S = 5.0  # a client that connects and says nothing is dropped after this
 LOG_LIMIT_BYTES = 1 << 20  # one line per run: started afresh past this
+DEFAULT_CHECK_S = 30.0  # how often an agent with nothing to do looks whether its socket is still there
+CHECK_ENV = "CMDOP_TUI_WARM_CHECK_S"
 _BOUND: list[int] = []  # the inode of our socket's file, to remove only our own on leaving
 
 
@@ -123,12 +125,14 @@ def serve(argv: list[str] | None = None) -> None:
             log.write(f"{os.getpid()}: not serving: an import started a thread\n")
             return
         gc.freeze()  # the imported objects stay shared with the forks, not copied on write
-        listener = _listen(agent_file(directory, key, "sock"))
+        socket_path = agent_file(directory, key, "sock")
+        listener = _listen(socket_path)
         agent_file(directory, key, "pid").write_text(f"{os.getpid()}\n")
         log.write(f"{os.getpid()}: ready ({key})\n")
         reason = "idle"
         try:
-            reason = _loop(listener, code, interpreter, [lock.fileno(), log.fileno(), listener.fileno()], log)
+            own = [lock.fileno(), log.fileno(), listener.fileno()]
+            reason = _loop(listener, socket_path, code, interpreter, own, log)
         except _Stop:
             reason = "SIGTERM"
         finally:
@@ -187,29 +191,50 @@ def _leave(directory: Path, key: str, listener: socket.socket) -> None:
 
 
 def idle_seconds() -> float:
+    return _seconds(IDLE_ENV, DEFAULT_IDLE_S)
+
+
+def _seconds(name: str, default: float) -> float:
     try:
-        return max(0.0, float(os.environ.get(IDLE_ENV, DEFAULT_IDLE_S)))
+        return max(0.0, float(os.environ.get(name, default)))
     except ValueError:
-        return DEFAULT_IDLE_S
+        return default
 
 
-def _loop(listener: socket.socket, code: CodeWatch, interpreter: str, own: list[int], log: IO[str]) -> str:
+def _still_ours(path: Path) -> bool:
+    """Whether our socket is still where clients look for it: logind removes a runtime dir
+    when the user's last login ends, and a tidy-up may remove the file; then no client can
+    reach us again and we leave at once instead of idling out."""
+    try:
+        return os.stat(path).st_ino in _BOUND
+    except OSError:
+        return False
+
+
+def _loop(listener: socket.socket, path: Path, code: CodeWatch, interpreter: str, own: list[int], log: IO[str]) -> str:
     def stop(signum: int, frame: object) -> None:
         raise _Stop
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the supervisors reap themselves
-    idle = idle_seconds()
+    idle, check = idle_seconds(), _seconds(CHECK_ENV, DEFAULT_CHECK_S)
+    last_run = time.monotonic()
     while True:
-        ready, _, _ = select.select([listener], [], [], idle)
+        left = last_run + idle - time.monotonic()
+        ready, _, _ = select.select([listener], [], [], max(0.0, min(left, check)))
         if not ready:
-            return "idle"
+            if time.monotonic() - last_run >= idle:
+                return "idle"
+            if not _still_ours(path):
+                return "its socket was removed"
+            continue
         try:
             conn, _ = listener.accept()
         except OSError:
             continue
         with conn:
             outcome = _take(conn, code, interpreter, own, log)
+        last_run = time.monotonic()
         if outcome == "stale":
             return "the installed code changed"
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -347,6 +348,26 @@ def test_the_agent_leaves_when_idle(agent):
     agent.start(CMDOP_TUI_WARM_IDLE_S="0.5")
     assert agent.process.wait(20) == 0
     assert "exit (idle)" in agent.log() and agent.file("sock") is None
+
+
+def test_the_agent_leaves_when_its_runtime_directory_is_removed(agent):
+    """As logind removes /run/user/UID when the last login ends: no client can reach it again."""
+    agent.start(CMDOP_TUI_WARM_CHECK_S="0.05")  # idle for the default 15 minutes
+    shutil.rmtree(agent.directory)
+    assert agent.process.wait(20) == 0
+
+
+def test_a_runtime_directory_removed_at_logout_is_not_used(monkeypatch, tmp_path):
+    logind = f"/run/user/{os.getuid()}"
+    linger = tmp_path / "linger"
+    linger.mkdir()
+    monkeypatch.setattr(warm, "LINGER_DIR", linger)
+    env = {"XDG_RUNTIME_DIR": logind, "TMPDIR": str(tmp_path)}
+    assert warm.runtime_dir(env) == tmp_path / f"cmdop-tui-{os.getuid()}"  # gone with the ssh login
+    (linger / pwd.getpwuid(os.getuid()).pw_name).touch()  # loginctl enable-linger
+    assert warm.runtime_dir(env) == Path(logind) / "cmdop-tui"
+    assert warm.runtime_dir({**env, "XDG_RUNTIME_DIR": str(tmp_path / "rt")}) == tmp_path / "rt" / "cmdop-tui"
+    assert warm.runtime_dir({**env, "CMDOP_TUI_RUNTIME_DIR": "/x"}) == Path("/x")
 
 
 def test_the_runtime_directory_must_be_private(tmp_path):

@@ -44,7 +44,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Self
@@ -762,15 +762,24 @@ class SshLab:
         path: StrPath | Sequence[StrPath] | None = None,
         shell_rc: bool = False,
         timeout: float = READY_TIMEOUT,
+        host_env: Callable[[str], Mapping[str, str]] | None = None,
     ) -> None:
-        """Start the servers (concurrently) and write the client side; clean up on failure."""
+        """Start the servers (concurrently) and write the client side; clean up on failure.
+        ``host_env``: more variables for one host, by its alias (say a runtime dir of its own, as
+        each machine of a real fleet has)."""
         if count < 0:
             raise ValueError("count must be >= 0")
         self.client = SshClientSetup()
         self.servers: list[SshServer] = []
         try:
             self.servers = [
-                SshServer(self.client.identity, env=env, path=path, shell_rc=shell_rc, name=f"sshd-{alias_for(i)}")
+                SshServer(
+                    self.client.identity,
+                    env={**(env or {}), **(host_env(alias_for(i)) if host_env else {})},
+                    path=path,
+                    shell_rc=shell_rc,
+                    name=f"sshd-{alias_for(i)}",
+                )
                 for i in range(count)
             ]
             start_servers(self.servers, timeout)
