@@ -84,6 +84,13 @@ class Connection:
     identity_files: tuple[str, ...] = ()
 
     @property
+    def label(self) -> str:
+        """`user@host:port via jump`, as a person reads it (the port only when not 22)."""
+        port = f":{self.port}" if self.port != DEFAULT_PORT else ""
+        via = f" via {self.proxy_jump}" if self.proxy_jump else " via ProxyCommand" if self.proxy_command else ""
+        return f"{self.user}@{self.hostname}{port}{via}"
+
+    @property
     def is_forge(self) -> bool:
         """A code forge's git endpoint (github.com, ... or user `git`): no shell there."""
         host = self.hostname.lower().rstrip(".")

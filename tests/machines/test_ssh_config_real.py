@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "support"))
-
 from ssh_oracle import DATA, case_names, compare, lay_out
 
 from cmdop_tui.machines.ssh_config import Connection, read_ssh_config
