@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from cmdop_tui.machines.ssh_config import SYSTEM_DIR, read_ssh_config
+from cmdop_tui.machines.ssh_config import read_ssh_config
+from cmdop_tui.machines.ssh_config_files import SYSTEM_DIR
 from cmdop_tui.machines.ssh_config_syntax import (
     SyntaxProblem,
     argv_split,
