@@ -119,8 +119,11 @@ class Reader:
         try:
             with path.open("rb") as handle:
                 data = handle.read(MAX_FILE_BYTES + 1)
+                info = os.fstat(handle.fileno())
         except OSError:
             return None  # a missing file is no problem, to ssh either
+        if depth > 0 and (info.st_uid not in (0, os.getuid()) or info.st_mode & 0o022):
+            self.problems.append(f"{path}: ssh refuses it: bad owner or permissions (writable by others)")
         if len(data) > MAX_FILE_BYTES:
             self.problems.append(f"{path}: larger than {MAX_FILE_BYTES // 1024 // 1024} MB; not read")
             return None

@@ -134,3 +134,13 @@ def test_forges_are_told_apart(tmp_path):
     read = read_ssh_config(config, home=tmp_path, user="me")
     assert [h.alias for h in read.forges] == ["github.com", "gitlab.com", "gh-work", "git.corp"]
     assert [h.alias for h in read.machines] == ["box"]
+
+
+def test_an_included_file_others_can_write_is_one_ssh_refuses(tmp_path):
+    ssh = tmp_path / ".ssh"
+    config = write(ssh / "config", "Include shared\n")
+    shared = write(ssh / "shared", "Host shared1\n")
+    shared.chmod(0o666)
+    read = read_ssh_config(config, home=tmp_path)
+    assert read.aliases == ["shared1"]
+    assert read.problems == (f"{shared}: ssh refuses it: bad owner or permissions (writable by others)",)
