@@ -144,3 +144,16 @@ def test_an_included_file_others_can_write_is_one_ssh_refuses(tmp_path):
     read = read_ssh_config(config, home=tmp_path)
     assert read.aliases == ["shared1"]
     assert read.problems == (f"{shared}: ssh refuses it: bad owner or permissions (writable by others)",)
+
+
+def test_a_forge_is_not_a_machine_and_naming_it_says_why(tmp_path):
+    from cmdop_tui.machines.inventory import Inventory
+    from cmdop_tui.machines.spec import MachineError
+
+    config = write(tmp_path / "config", "Host gh\n  HostName github.com\nHost box\n  HostName box.lan\n")
+    inventory = Inventory.load([], config)
+    assert inventory.names() == ["local", "box"]
+    assert [forge.alias for forge in inventory.forges] == ["gh"]
+    with pytest.raises(MachineError, match="'gh' is a code forge in ssh_config"):
+        inventory.resolve("gh")
+    assert inventory.ssh_host(inventory.resolve("box")).connection.hostname == "box.lan"
