@@ -106,3 +106,17 @@ async def test_the_machines_panel_shows_where_each_connection_goes(fake_api, ssh
         assert "via alpha" in text("jumped")
         await wait_until(pilot, lambda: "jumped" in panel.health, what="the probes")
         assert "gh" not in fleet.health
+
+
+async def test_without_a_runnable_ssh_the_answer_says_so(tmp_path, monkeypatch):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host web1\n")
+    monkeypatch.setenv("PATH", str(tmp_path / "no-bin"))
+    answer = await SshResolver(config).resolve("web1")
+    assert (answer.connection, answer.error) == (None, "ssh is not installed")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text("not a program")  # there, but not executable
+    monkeypatch.setenv("PATH", str(bin_dir))
+    answer = await SshResolver(config).resolve("web1")
+    assert answer.connection is None and answer.error.startswith("cannot run ssh")
