@@ -37,6 +37,7 @@ class SshHost:
     line: int
     connection: Connection
     certain: bool = True  # False: a Match exec or DNS canonicalisation could change it; ask ssh -G
+    forge: bool = False  # a code forge's git endpoint: where git pushes go, not a machine
 
 
 @dataclass(frozen=True)
@@ -54,11 +55,11 @@ class SshConfig:
 
     @property
     def machines(self) -> list[SshHost]:
-        return [host for host in self.hosts if not host.connection.is_forge]
+        return [host for host in self.hosts if not host.forge]
 
     @property
     def forges(self) -> list[SshHost]:
-        return [host for host in self.hosts if host.connection.is_forge]
+        return [host for host in self.hosts if host.forge]
 
 
 # --- the aliases --------------------------------------------------------------------------------
@@ -97,5 +98,7 @@ def read_ssh_config(
         connection, evaluation = evaluate(alias, configs, user)
         defining = next((e for e in entries if (e.path, e.number) in evaluation.applied), None)
         if defining is not None:
-            hosts.append(SshHost(alias, defining.path, defining.number, connection, evaluation.certain))
+            # `User git` counts only when the config says it (the local user may be called git).
+            forge = connection.goes_to_forge or evaluation.values.get("user") == FORGE_USER
+            hosts.append(SshHost(alias, defining.path, defining.number, connection, evaluation.certain, forge))
     return SshConfig(tuple(hosts), tuple(reader.files), tuple(reader.problems))

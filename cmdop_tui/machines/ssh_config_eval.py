@@ -58,10 +58,10 @@ class Connection:
         return f"{self.user}@{self.hostname}{port}{via}"
 
     @property
-    def is_forge(self) -> bool:
-        """A code forge's git endpoint (github.com, ... or user `git`): no shell there."""
+    def goes_to_forge(self) -> bool:
+        """Its host is a code forge's (github.com, ..., or a subdomain such as ssh.github.com)."""
         host = self.hostname.lower().rstrip(".")
-        return self.user == FORGE_USER or any(host == f or host.endswith("." + f) for f in FORGE_HOSTS)
+        return any(host == forge or host.endswith("." + forge) for forge in FORGE_HOSTS)
 
 
 # --- evaluating one host ----------------------------------------------------------------------

@@ -134,6 +134,8 @@ def test_forges_are_told_apart(tmp_path):
     read = read_ssh_config(config, home=tmp_path, user="me")
     assert [h.alias for h in read.forges] == ["github.com", "gitlab.com", "gh-work", "git.corp"]
     assert [h.alias for h in read.machines] == ["box"]
+    # Logged in here as `git` (a forge's own server), the machines stay machines.
+    assert [h.alias for h in read_ssh_config(config, home=tmp_path, user="git").machines] == ["box"]
 
 
 def test_an_included_file_others_can_write_is_one_ssh_refuses(tmp_path):
