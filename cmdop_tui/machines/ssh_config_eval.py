@@ -68,7 +68,7 @@ class Connection:
 
 
 @dataclass
-class _Evaluation:
+class Evaluation:
     """One host's pass over the files, as ssh's read_config_file: first value wins."""
 
     host: str
@@ -155,6 +155,23 @@ def _expand_hostname(hostname: str | None, host: str) -> str:
     return hostname.replace("%%", "\0").replace("%h", host).replace("\0", "%")
 
 
+def _jump(spec: str) -> str:
+    """A ProxyJump value as ssh prints it: the hops before the last as written; the last one
+    read (`ssh://` dropped, a numeric host in brackets, the port as a number)."""
+    before, _, last = spec.rpartition(",")
+    last = last.removeprefix("ssh://").rstrip("/") if last.startswith("ssh://") else last
+    user, _, place = last.rpartition("@")
+    if place.startswith("["):
+        host, _, tail = place[1:].partition("]")
+        port = tail.removeprefix(":")
+    else:
+        host, _, port = place.partition(":")
+    numeric = ":" in host or all(c in "0123456789." for c in host)
+    shown = f"[{host}]" if numeric else host
+    number = f":{int(port)}" if port.isdigit() and int(port) > 0 else ""
+    return f"{before + ',' if before else ''}{user + '@' if user else ''}{shown}{number}"
+
+
 def _is_address(host: str) -> bool:
     try:
         ipaddress.ip_address(host)
@@ -182,10 +199,10 @@ def local_user() -> str:
         return os.environ.get("USER", "")
 
 
-def evaluate(alias: str, configs: Iterable[ConfigFile], user: str | None = None) -> tuple[Connection, _Evaluation]:
+def evaluate(alias: str, configs: Iterable[ConfigFile], user: str | None = None) -> tuple[Connection, Evaluation]:
     """What ssh makes of `alias` with these top files (a final pass when the config asks for one)."""
     configs = tuple(configs)
-    evaluation = _Evaluation(host=alias, original=alias, local_user=user or local_user())
+    evaluation = Evaluation(host=alias, original=alias, local_user=user or local_user())
     for config in configs:
         evaluation.active = True
         evaluation.walk(config)
@@ -204,7 +221,7 @@ def evaluate(alias: str, configs: Iterable[ConfigFile], user: str | None = None)
     return _connection(evaluation, hostname), evaluation
 
 
-def _connection(evaluation: _Evaluation, hostname: str) -> Connection:
+def _connection(evaluation: Evaluation, hostname: str) -> Connection:
     values = evaluation.values
     jump = values.get("proxyjump")
     command = values.get("proxycommand")
@@ -212,7 +229,7 @@ def _connection(evaluation: _Evaluation, hostname: str) -> Connection:
         hostname=hostname,
         user=values.get("user", evaluation.local_user),
         port=_port(values.get("port")),
-        proxy_jump=None if jump is None or jump.lower() == "none" else jump,
+        proxy_jump=None if jump is None or jump.lower() == "none" else _jump(jump),
         proxy_command=None if command is None or command.lower() == "none" else command,
         identity_files=tuple(evaluation.identity_files),
     )

@@ -73,7 +73,7 @@ def test_the_forms_case_reads_every_host_form(tmp_path):
     read = read_ssh_config(config, home=tmp_path, user="me")
     assert read.aliases == [
         "lab1", "lab2", "web1", "web2", "db1", "db2", "web4", "bastion",
-        "gateway.internal", "app.internal", "work-db", "ci", "gh",
+        "gateway.internal", "app.internal", "work-db", "ci", "gh", "jump-uri", "jump-address", "jump-chain",
     ]  # fmt: skip
     hosts = {host.alias: host.connection for host in read.hosts}
     assert hosts["web2"] == Connection("10.0.0.web2", "deploy")
@@ -82,5 +82,11 @@ def test_the_forms_case_reads_every_host_form(tmp_path):
     assert hosts["app.internal"].proxy_jump == "bastion" and hosts["gateway.internal"].proxy_jump is None
     assert hosts["work-db"].hostname == "db.work.example.com"  # included inside `Host work-*`
     assert hosts["ci"].proxy_command == "ssh -W %h:%p bastion"
+    jumps = [hosts[name].proxy_jump for name in ("jump-uri", "jump-address", "jump-chain")]
+    assert jumps == [
+        "ops@bastion.example.com:2222",
+        "admin@[192.0.2.7]:22",
+        "first.example.com,second.example.com:2200",
+    ]
     assert [host.alias for host in read.forges] == ["gh"]
     assert "not-included" not in read.aliases and "other" not in read.aliases
