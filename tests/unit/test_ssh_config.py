@@ -159,3 +159,16 @@ def test_a_forge_is_not_a_machine_and_naming_it_says_why(tmp_path):
     with pytest.raises(MachineError, match="'gh' is a code forge in ssh_config"):
         inventory.resolve("gh")
     assert inventory.ssh_host(inventory.resolve("box")).connection.hostname == "box.lan"
+
+
+def test_by_default_the_users_config_is_read_with_its_includes(isolated_home):
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.session.inventory import inventory_of
+
+    write(isolated_home / ".ssh" / "config", "Include config.d/*\nHost=web1\n  User ops\n")
+    write(isolated_home / ".ssh" / "config.d" / "work", 'Host "db1" github.com\n')
+    inventory, options = inventory_of(Settings())
+    assert options.config_file is None  # ssh reads ~/.ssh/config (and /etc/ssh/ssh_config) itself
+    assert inventory.names()[:3] == ["local", "db1", "web1"]
+    assert [forge.alias for forge in inventory.forges] == ["github.com"]
+    assert inventory.ssh_host(inventory.resolve("web1")).connection.user == "ops"
