@@ -17,6 +17,8 @@ from cmdop_tui.machines.install import DEFAULT_JOBS, Installer
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.spec import Health, MachineError, MachineSpec
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
+from cmdop_tui.machines.ssh_config import Connection
+from cmdop_tui.machines.ssh_resolve import Resolution, SshResolver
 from cmdop_tui.machines.wheels import Wheels, WheelsError
 from cmdop_tui.session.inventory import inventory_of
 
@@ -35,7 +37,7 @@ def parser() -> argparse.ArgumentParser:
     install.add_argument(
         "--wheels", type=Path, metavar="DIR", help="use the wheels in DIR (this version's and its dependencies')"
     )
-    commands.add_parser("list", help="each machine: host, tags, state, and its agent")
+    commands.add_parser("list", help="each machine: host, user, port, jump, tags, state, and its agent")
     return p
 
 
@@ -76,10 +78,12 @@ async def install(specs: list[MachineSpec], options: SshOptions, wheels: Wheels 
 
 
 async def listing(inventory: Inventory, options: SshOptions) -> str:
-    """A table of the remote machines, each probed (at once)."""
+    """A table of the remote machines, each probed and (an ssh_config alias) asked of `ssh -G`, all
+    at once; then the code forges of ssh_config (never probed) and what ssh_config has wrong."""
     remotes = [spec for spec in inventory if not spec.is_local]
+    notes = _notes(inventory)
     if not remotes:
-        return "no machines: add [machines.NAME] to the settings, or Host entries to ~/.ssh/config"
+        return "\n".join(["no machines: add [machines.NAME] to the settings, or Host entries to ~/.ssh/config", *notes])
 
     async def check(spec: MachineSpec) -> Health:
         transport = SshTransport(spec, options)
@@ -88,11 +92,44 @@ async def listing(inventory: Inventory, options: SshOptions) -> str:
         finally:
             await transport.close()
 
-    healths = await asyncio.gather(*(check(spec) for spec in remotes))
-    rows = [("NAME", "HOST", "TAGS", "STATE", "AGENT")]
+    resolver = SshResolver(options.config_file)
+    aliases = [spec.host for spec in remotes if spec.source == "ssh_config"]
+    healths, answers = await asyncio.gather(
+        asyncio.gather(*(check(spec) for spec in remotes)), resolver.resolve_all(aliases)
+    )
+    rows: list[tuple[str, ...]] = [("NAME", "HOST", "USER", "PORT", "JUMP", "TAGS", "STATE", "AGENT")]
     for spec, health in zip(remotes, healths, strict=True):
-        rows.append((spec.name, spec.host, ",".join(spec.tags) or "-", health.state, agent_label(health.agent) or "-"))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+        answer = answers.get(spec.host) if spec.source == "ssh_config" else None
+        host, user, port, jump = _address(spec, inventory, answer)
+        tags = ",".join(spec.tags) or "-"
+        rows.append((spec.name, host, user, port, jump, tags, health.state, agent_label(health.agent) or "-"))
+    refusals = sorted({answer.error for answer in answers.values() if answer.error})
+    return "\n".join([_table(rows), *(f"ssh -G: {error}" for error in refusals), *notes])
+
+
+def _address(spec: MachineSpec, inventory: Inventory, answer: Resolution | None) -> tuple[str, str, str, str]:
+    """HOST, USER, PORT, JUMP of a machine: ssh -G's answer for an ssh_config alias (our own
+    reading of the file when ssh could not answer); the spec's for the others ("-": ssh's default)."""
+    defined = inventory.ssh_host(spec)
+    connection: Connection | None = answer.connection if answer and answer.connection else None
+    if connection is None and defined is not None:
+        connection = defined.connection
+    if connection is None:
+        return spec.host, spec.user or "-", str(spec.port) if spec.port else "-", "-"
+    jump = connection.proxy_jump or ("(ProxyCommand)" if connection.proxy_command else "-")
+    return connection.hostname, connection.user, str(connection.port), jump
+
+
+def _notes(inventory: Inventory) -> list[str]:
+    notes = []
+    if forges := inventory.forges:
+        notes.append("code forges in ssh_config, not machines (never probed): " + ", ".join(f.alias for f in forges))
+    notes += [f"ssh_config: {problem}" for problem in inventory.ssh.problems]
+    return notes
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
-        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[4]]) for row in rows
+        "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]) for row in rows
     )

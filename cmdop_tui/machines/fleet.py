@@ -28,6 +28,8 @@ from cmdop_tui.machines.remote_sandbox import RemoteFacts, RemoteSandbox
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, State
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
+from cmdop_tui.machines.ssh_config import Connection
+from cmdop_tui.machines.ssh_resolve import SshResolver
 
 HealthListener = Callable[[MachineSpec, Health], None]
 CLEANUP_TIMEOUT_S = 5.0  # removing a session's folder on a machine at the end gets this long
@@ -51,6 +53,7 @@ class Fleet:
         self._probes: dict[str, asyncio.Future[Health]] = {}  # probes under way, shared by their callers
         self._used: dict[str, RemoteSandbox] = {}  # machines where this session's folder may exist
         self.session = secrets.token_hex(8)  # this session's folder on each machine
+        self.connections = SshResolver(options.config_file)  # ssh -G's answers, kept for the session
         self.target: MachineSpec | None = None
         self.set_target(target)
 
@@ -74,6 +77,22 @@ class Fleet:
             return self.inventory.resolve(name).name
         except MachineError:
             return name
+
+    # --- what each connection will do ------------------------------------------------------------
+
+    def connection(self, spec: MachineSpec) -> Connection | None:
+        """What a connection to an ssh_config alias will do: ssh -G's answer once it has come,
+        else the inventory's own reading (None: not an ssh_config alias). Never waits."""
+        known = self.connections.known(spec.host) if spec.source == "ssh_config" else None
+        if known is not None and known.connection is not None:
+            return known.connection
+        defined = self.inventory.ssh_host(spec)
+        return defined.connection if defined else None
+
+    async def resolve_connections(self) -> None:
+        """Ask ssh -G about every ssh_config alias of the fleet (a few at a time, once a session)."""
+        aliases = [spec.host for spec in self.inventory if spec.source == "ssh_config"]
+        await self.connections.resolve_all(aliases)
 
     # --- tools ---------------------------------------------------------------------------------
 

@@ -1,4 +1,8 @@
-"""Which machines there are: the local one, those in settings, and the Host entries of ssh_config.
+"""Which machines there are: the local one, those in settings, and the Host aliases of ssh_config.
+
+ssh_config is read as OpenSSH reads it (machines/ssh_config.py); an alias whose connection goes
+to a code forge (github.com, ... or user `git`) is where git pushes go, not a machine: it is kept
+apart (`forges`) and never probed.
 
 Names resolve by exact name, then by hostname, then by a unique prefix; an ambiguous name is an
 error that lists the candidates. A selector names several machines at once: `tag:T` (the machines
@@ -12,39 +16,17 @@ import socket
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
-from cmdop_tui.machines.spec import LOCAL, MachineError, MachineSpec, check_host
+from cmdop_tui.machines.spec import LOCAL, MachineError, MachineSpec
+from cmdop_tui.machines.ssh_config import SshConfig, SshHost, read_ssh_config
 
-WILDCARDS = frozenset("*?!")
 TAG_PREFIX = "tag:"
 
 
 def ssh_config_hosts(path: Path) -> list[str]:
-    """The concrete `Host` aliases of an ssh_config file (patterns and negations skipped, and so
-    is an alias ssh would not read as a host, such as one with a zero-width space pasted from a
-    web page: one odd line must not keep the session from opening)."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    hosts: list[str] = []
-    for line in text.splitlines():
-        words = line.strip().split()
-        if len(words) < 2 or words[0].lower() != "host":
-            continue
-        for alias in words[1:]:
-            if alias.startswith("#"):
-                break
-            if not WILDCARDS & set(alias) and _is_host(alias) and alias not in hosts:
-                hosts.append(alias)
-    return hosts
-
-
-def _is_host(alias: str) -> bool:
-    try:
-        check_host(alias)
-    except MachineError:
-        return False
-    return True
+    """The aliases of an ssh_config file as ssh reads them (patterns, negations and Match
+    criteria are none, and neither is a name ssh could not take as a host, such as one with a
+    zero-width space pasted from a web page: one odd line must not keep the session from opening)."""
+    return read_ssh_config(path).aliases
 
 
 def local_spec() -> MachineSpec:
@@ -54,11 +36,19 @@ def local_spec() -> MachineSpec:
 class Inventory:
     """Machines by name, in the order the user sees them: local, settings, ssh_config."""
 
-    def __init__(self, machines: Iterable[MachineSpec], groups: Mapping[str, Sequence[str]] | None = None) -> None:
+    def __init__(
+        self,
+        machines: Iterable[MachineSpec],
+        groups: Mapping[str, Sequence[str]] | None = None,
+        *,
+        ssh: SshConfig | None = None,
+    ) -> None:
         self._machines: dict[str, MachineSpec] = {}
         for machine in machines:
             self._machines.setdefault(machine.name, machine)
         self.groups: dict[str, tuple[str, ...]] = {name: tuple(members) for name, members in (groups or {}).items()}
+        self.ssh = ssh or SshConfig()  # the ssh_config as read: its aliases, forges and problems
+        self._ssh_hosts = {host.alias: host for host in self.ssh.hosts}
 
     @classmethod
     def load(
@@ -66,13 +56,24 @@ class Inventory:
         configured: Iterable[MachineSpec],
         ssh_config: Path | None,
         groups: Mapping[str, Sequence[str]] | None = None,
+        *,
+        system_config: Path | None = None,
     ) -> Inventory:
-        from_ssh = (
-            [MachineSpec(name=alias, host=alias, source="ssh_config") for alias in ssh_config_hosts(ssh_config)]
-            if ssh_config
-            else []
-        )
-        return cls([local_spec(), *configured, *from_ssh], groups)
+        """Local, `configured`, then the machine aliases of `ssh_config` (the user's file) and of
+        `system_config` (read after it, as ssh reads /etc/ssh/ssh_config when given no -F)."""
+        files = [(path, is_user) for path, is_user in ((ssh_config, True), (system_config, False)) if path]
+        ssh = read_ssh_config(files) if files else SshConfig()
+        from_ssh = [MachineSpec(name=host.alias, host=host.alias, source="ssh_config") for host in ssh.machines]
+        return cls([local_spec(), *configured, *from_ssh], groups, ssh=ssh)
+
+    @property
+    def forges(self) -> list[SshHost]:
+        """The ssh_config aliases that go to a code forge: not machines, never probed."""
+        return [host for host in self.ssh.forges if host.alias not in self._machines]
+
+    def ssh_host(self, spec: MachineSpec) -> SshHost | None:
+        """How ssh_config defines `spec` (None: not an ssh_config alias)."""
+        return self._ssh_hosts.get(spec.host) if spec.source == "ssh_config" else None
 
     def __iter__(self) -> Iterator[MachineSpec]:
         return iter(self._machines.values())
@@ -104,6 +105,8 @@ class Inventory:
         if candidates:
             names = ", ".join(sorted(m.name for m in candidates))
             raise MachineError(f"machine {name!r} is ambiguous: it could be {names}")
+        if any(forge.alias == wanted for forge in self.forges):
+            raise MachineError(f"{name!r} is a code forge in ssh_config (where git pushes go), not a machine")
         known = ", ".join(self.names())
         raise MachineError(f"unknown machine {name!r}; known machines: {known}")
 

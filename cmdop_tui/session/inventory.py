@@ -9,6 +9,7 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.machines.ssh import SshOptions
+from cmdop_tui.machines.ssh_config import SYSTEM_CONFIG
 
 
 def inventory_of(settings: Settings) -> tuple[Inventory, SshOptions]:
@@ -24,5 +25,6 @@ def inventory_of(settings: Settings) -> tuple[Inventory, SshOptions]:
         from cmdop_tui.machines.ansible import load_ansible_inventory
 
         ansible = load_ansible_inventory(settings.ansible_inventory)
-    inventory = Inventory.load([*settings.machines, *ansible], ssh_config, settings.groups)
+    system_config = None if settings.ssh_config else SYSTEM_CONFIG  # ssh reads it too, but not with -F
+    inventory = Inventory.load([*settings.machines, *ansible], ssh_config, settings.groups, system_config=system_config)
     return inventory, SshOptions(config_file=settings.ssh_config)

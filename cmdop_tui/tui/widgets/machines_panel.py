@@ -18,7 +18,7 @@ from cmdop_tui.agent.context import current_user
 from cmdop_tui.machines.agent import agent_label
 from cmdop_tui.machines.health import local_health
 from cmdop_tui.machines.remote_sandbox import sandbox_label
-from cmdop_tui.machines.spec import LOCAL, Health
+from cmdop_tui.machines.spec import LOCAL, Health, MachineError
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
@@ -107,6 +107,7 @@ class MachinesPanel(SidePanel):
         if len(fleet.inventory) > 1:
             self._fleet = fleet
             self.probe()
+            self.resolve()
             self.set_interval(HEALTH_REFRESH_S, self.probe)
 
     @work(group="health", exclusive=True, exit_on_error=False)
@@ -114,6 +115,14 @@ class MachinesPanel(SidePanel):
         """Probe every machine of the fleet; the panel updates as the answers come."""
         if self._fleet is not None:
             await self._fleet.probe_all()
+
+    @work(group="connections", exclusive=True, exit_on_error=False)
+    async def resolve(self) -> None:
+        """Ask ssh -G what each ssh_config alias's connection will do (after the first paint; the
+        inventory's own reading is shown until the answers come)."""
+        if self._fleet is not None:
+            await self._fleet.resolve_connections()
+            self.redraw()
 
     def set_machines(self, remotes: list[str]) -> None:
         self.remotes = remotes
@@ -171,6 +180,8 @@ class MachinesPanel(SidePanel):
             detail = f"{agent} · {detail}"  # whether ask_machine can work there
         if health.uptime:
             detail += f" · up {health.uptime}"
+        if address := self._address(name):
+            detail = f"{address} · {detail}"
         prompt = Content.assemble(
             self._marker(name),
             (f"{health.glyph} ", STATE_STYLE[health.state]),
@@ -179,6 +190,17 @@ class MachinesPanel(SidePanel):
             (f"    {detail[:60]}", "$text-muted"),
         )
         return Option(prompt, id=name)
+
+    def _address(self, name: str) -> str:
+        """Where the machine's connection goes (`user@host:port via jump`), when the fleet knows."""
+        if self._fleet is None:
+            return ""
+        try:
+            spec = self._fleet.inventory.resolve(name)
+        except MachineError:
+            return ""
+        connection = self._fleet.connection(spec)
+        return connection.label if connection else ""
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
