@@ -28,7 +28,8 @@ from typing import TYPE_CHECKING, Any, Literal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
-from .names import unique_keys
+from .configured import UNTRUSTED_REASON
+from .names import server_key, unique_keys
 from .server_tables import McpServerSpec
 from .specs import PROJECT_FILE, PROJECT_SOURCE, describe_target, expand
 from .tools import RemoteTool, mcp_tool
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Status = Literal["connecting", "connected", "failed", "crashed", "disabled"]
+Status = Literal["connecting", "connected", "failed", "crashed", "disabled", "untrusted"]
 POLL_S = 0.05  # how often a wait looks at its stop signal
 SDK_LOAD_S = 5.0  # loading the MCP SDK, at most (about half a second)
 
@@ -77,11 +78,20 @@ class _Server:
 class McpServers:
     """The MCP servers of a session (see the module doc)."""
 
-    def __init__(self, specs: Sequence[McpServerSpec], registry: ToolRegistry | None = None, *, cwd: Path) -> None:
+    def __init__(
+        self,
+        specs: Sequence[McpServerSpec],
+        registry: ToolRegistry | None = None,
+        *,
+        cwd: Path,
+        untrusted: Sequence[McpServerSpec] = (),
+    ) -> None:
+        """`untrusted`: a project's servers waiting for the user's trust, shown and never started."""
         self.registry = registry if registry is not None else ToolRegistry()
         self.cwd = cwd
         self.listeners: list[Callable[[ServerState], None]] = []
         self._specs = tuple(specs)
+        self._untrusted = tuple(spec for spec in untrusted if spec.name not in {s.name for s in specs})
         self._table: dict[str, _Server] | None = None  # made on first use: opening a session stays instant
         self._client: ModuleType | None = None
         self._starting: asyncio.Task[None] | None = None
@@ -94,6 +104,9 @@ class McpServers:
         if self._table is None:
             keys = unique_keys(spec.name for spec in self._specs)
             self._table = {spec.name: _Server(spec, keys[spec.name], _first_state(spec)) for spec in self._specs}
+            for spec in self._untrusted:  # shown, never started
+                state = replace(_first_state(spec), status="untrusted", reason=UNTRUSTED_REASON)
+                self._table[spec.name] = _Server(spec, server_key(spec.name), state)
         return self._table
 
     # --- what the user sees -----------------------------------------------------------------------

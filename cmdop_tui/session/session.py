@@ -31,7 +31,8 @@ from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.mcp import McpServers, McpServerSpec, configured_servers
+from cmdop_tui.mcp import McpServers, McpServerSpec
+from cmdop_tui.mcp.configured import Configured, configured
 from cmdop_tui.mcp.files import server_files
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
@@ -82,6 +83,7 @@ class Session:
         self.record = record
         self.mcp_wait_s = mcp_wait_s
         self.notes: list[str] = []  # what the user should be told once the session is open
+        self.mcp_notes: list[str] = []  # those of them about MCP servers (a .mcp.json to trust...)
         self._given_client = client
         self._given_fleet = fleet
         self.client: anthropic.AsyncAnthropic | None = None
@@ -136,8 +138,8 @@ class Session:
                 "the safety floor and approvals still apply"
             )
         self._cleanup.push_async_callback(self.fleet.close)
-        specs, mcp_notes = configured_servers(self.settings, self.cwd or Path.cwd())
-        self.notes += self._hold_the_sandbox(specs)
+        mcp = configured(self.settings, self.cwd or Path.cwd())
+        self.notes += self._hold_the_sandbox(mcp.servers)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
         self._runner = build_runner(
@@ -153,7 +155,7 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
-        self._start_mcp(self._runner, specs, mcp_notes)
+        self._start_mcp(self._runner, mcp)
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
 
@@ -181,12 +183,14 @@ class Session:
             f"scratch workspace {workspace}, and read everything else as it is"
         ]
 
-    def _start_mcp(self, runner: Runner, specs: list[McpServerSpec], notes: list[str]) -> None:
+    def _start_mcp(self, runner: Runner, found: Configured) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
         background (this returns at once); each one's tools join the runner's registry when it
-        has connected, and leave it when the session closes."""
-        self.notes += notes
-        self.mcp = McpServers(specs, runner.tools, cwd=runner.cwd)
+        has connected, and leave it when the session closes. A project's servers waiting for
+        trust are shown, not started."""
+        self.notes += found.notes
+        self.mcp_notes = list(found.notes)
+        self.mcp = McpServers(found.servers, runner.tools, cwd=runner.cwd, untrusted=found.untrusted)
         self._cleanup.push_async_callback(self.mcp.close)
         self.mcp.start()
 

@@ -166,10 +166,11 @@ class SessionOpener:
         if error is not None:
             await session.close()
             return SessionState("failed", error=error), []
+        notes = list(session.mcp_notes)  # a .mcp.json waiting for trust, a broken one (the status line has the sandbox)
         try:
-            notes = session.start_transcript()
+            notes += session.start_transcript()
         except SessionError as exc:
-            notes = [f"{exc}; this is a new session", *session.recorder.new()]
+            notes += [f"{exc}; this is a new session", *session.recorder.new()]
         return SessionState("open", session=session), notes
 
     async def _opened(self, state: SessionState, notes: list[str]) -> None:
