@@ -9,7 +9,11 @@ SSE) and the SDK's `ClientSession`, initialises, lists the tools, and then waits
 crash: the server's stdout closed, or its HTTP endpoint went away), or for `close()`. Anyio's
 cancel scopes must be left by the task that entered them, hence the one task. Calls are made
 from the caller's task (the agent loop's): a Stop cancels the call at once, the SDK tells the
-server (`notifications/cancelled`), and the connection stays usable.
+server (`notifications/cancelled`), and the connection stays usable; a question the server asked
+meanwhile (mcp/answering.py: an approval to sample the model, a form) ends with it.
+
+What the client declares comes from the session's `ClientAnswers` (mcp/asks.py): the roots (the
+workspace) always, sampling and elicitation when the session can answer them.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import contextlib
 import logging
 import os
 import tempfile
+import warnings
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +44,8 @@ from cmdop_tui.support.secrets import CREDENTIAL_ENV
 from cmdop_tui.support.version import VERSION
 from cmdop_tui.tools.base import ToolResult
 
+from .answering import Asking, callbacks
+from .asks import ClientAnswers
 from .results import tool_result
 from .server_tables import McpServerSpec
 from .tools import RemoteTool
@@ -75,8 +82,15 @@ class Connection:
         on_tools: Callable[[list[RemoteTool]], None],
         on_lost: Callable[[str], None],
         spawning: asyncio.Lock | None = None,
+        answers: ClientAnswers | None = None,
+        key: str = "",
     ) -> None:
+        """`answers`: how the session answers what the server asks (None: roots only, none);
+        `key`: the server's part of its tools' names (`mcp__KEY__...`)."""
         self.spec = spec
+        self._answers = answers or ClientAnswers()
+        self._key = key or spec.name
+        self._asking = Asking()
         self._spawning = spawning or asyncio.Lock()
         self.cwd = cwd
         self._on_tools = on_tools
@@ -121,6 +135,9 @@ class Connection:
 
         try:
             result = await session.call_tool(name, args, progress_callback=on_progress)
+        except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
+            self._asking.stop()
+            raise
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 await asyncio.sleep(0)  # let the connection's task see the end and say why
@@ -135,6 +152,15 @@ class Connection:
         except Exception as exc:  # a result the SDK could not read, a transport failure...
             return ToolResult.error(f"the call to the MCP server '{self.spec.name}' failed: {describe(exc)}")
         return tool_result(result)
+
+    async def roots_changed(self) -> None:
+        """Tell the server the roots changed (it asks for them again). Never raises."""
+        session = self._session
+        if session is None or not self.alive:
+            return
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")  # deprecated for the protocol's next version, current in this one
+            await session.send_roots_list_changed()
 
     async def close(self) -> None:
         """End the connection (and the server's process). Bounded; never raises."""
@@ -159,7 +185,11 @@ class Connection:
                 group.start_soon(self._forward, read, sender)
                 try:
                     async with ClientSession(
-                        receiver, write, message_handler=self._on_message, client_info=CLIENT_INFO
+                        receiver,
+                        write,
+                        message_handler=self._on_message,
+                        client_info=CLIENT_INFO,
+                        **callbacks(self._answers, self.spec.name, self._key, self._asking),
                     ) as session:
                         await session.initialize()
                         tools = await self._list(session)

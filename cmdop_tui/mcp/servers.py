@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
+from .asks import ClientAnswers
 from .configured import UNTRUSTED_REASON
 from .names import server_key, unique_keys
 from .server_tables import McpServerSpec
@@ -85,8 +86,11 @@ class McpServers:
         *,
         cwd: Path,
         untrusted: Sequence[McpServerSpec] = (),
+        answers: ClientAnswers | None = None,
     ) -> None:
-        """`untrusted`: a project's servers waiting for the user's trust, shown and never started."""
+        """`untrusted`: a project's servers waiting for the user's trust, shown and never started;
+        `answers`: how the session answers what servers ask (mcp/asks.py; None: roots only, none)."""
+        self.answers = answers
         self.registry = registry if registry is not None else ToolRegistry()
         self.cwd = cwd
         self.listeners: list[Callable[[ServerState], None]] = []
@@ -148,6 +152,11 @@ class McpServers:
                 pass
         return not self.connecting
 
+    async def roots_changed(self) -> None:
+        """Tell every connected server that the roots changed (they ask for them again)."""
+        connections = [server.connection for server in self._servers.values() if server.connection is not None]
+        await asyncio.gather(*(connection.roots_changed() for connection in connections))
+
     async def close(self) -> None:
         """End every connection (and every server process); their tools leave the registry."""
         self._closed = True
@@ -189,6 +198,8 @@ class McpServers:
             spawning=self._spawning,
             on_tools=lambda tools: self._offer(server, tools),
             on_lost=lambda why: self._lost(server, connection, why),
+            answers=self.answers,
+            key=server.key,
         )
         try:
             tools = await connection.open()

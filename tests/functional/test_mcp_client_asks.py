@@ -1,0 +1,164 @@
+"""What MCP servers ask of the client, through a real Session, the real agent loop and the fake
+Messages API, against the official `mcp-server-everything`: the roots (the workspace), sampling
+(the session's model, asked like a tool call, its cost counted) and elicitation (the surface's
+question; a clear refusal when there is no one to ask)."""
+
+from __future__ import annotations
+
+import pytest
+from agent_helpers import Recorder
+from fake_anthropic import text_reply, tool_reply
+from mcp_servers.harness import settings_with
+from real_tools import real_tool
+
+from cmdop_tui import Operator
+from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.events import ToolEnd, Usage
+from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.session.session import Session
+
+SAMPLE = "mcp__everything__trigger-sampling-request"
+ELICIT = "mcp__everything__trigger-elicitation-request"
+ROOTS = "mcp__everything__get-roots-list"
+
+
+def everything() -> McpServerSpec:
+    return McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
+
+
+class Asked:
+    """An approver that records each call asked and answers `allow`."""
+
+    def __init__(self, allow: bool) -> None:
+        self.allow = allow
+        self.calls: list[ToolCall] = []
+
+    async def __call__(self, call: ToolCall) -> Approval:
+        self.calls.append(call)
+        return Approval(self.allow, "" if self.allow else "the user chose Deny", by_person=True)
+
+
+def tool_output(events: Recorder, name: str) -> str:
+    return next(end.output for end in events.of(ToolEnd) if end.name == name)
+
+
+async def test_the_servers_tools_that_need_roots_sampling_and_elicitation_are_offered(
+    fake_api, anthropic_env, tmp_path
+):
+    fake_api.enqueue(tool_reply(ROOTS, {}), text_reply("listed"))
+    events = Recorder()
+    async with Session(settings_with(everything()), platform="headless", cwd=tmp_path, record=False) as session:
+        result = await session.run("which roots?", events)
+    assert result.text == "listed"
+    offered = {tool["name"] for tool in fake_api.requests[0].body["tools"]}
+    assert {SAMPLE, ELICIT, ROOTS} <= offered  # declared: the server registered them
+    listed = tool_output(events, ROOTS)
+    assert "Current MCP Roots (1 total)" in listed and f"URI: {tmp_path.resolve().as_uri()}" in listed
+
+
+async def test_sampling_goes_to_the_sessions_model_once_allowed_and_counts_in_its_cost(
+    fake_api, anthropic_env, tmp_path
+):
+    fake_api.enqueue(
+        tool_reply(SAMPLE, {"prompt": "say something kind", "maxTokens": 100_000}),
+        text_reply("kind words from the model"),  # the sampling request
+        text_reply("the server got its answer"),
+    )
+    asked, events = Asked(allow=True), Recorder()
+    settings = settings_with(everything())
+    async with Session(settings, platform="headless", ask=asked, cwd=tmp_path, record=False) as session:
+        result = await session.run("sample", events)
+        spent = session.spent_usd
+    assert result.text == "the server got its answer"
+    sampling = asked.calls[-1]
+    assert sampling.name == "mcp__everything__sampling" and sampling.tool is None
+    assert sampling.input["server"] == "everything" and sampling.input["max_tokens"] == 4096  # capped
+    assert "user: Resource trigger-sampling-request context: say something kind" in sampling.input["messages"]
+    sampled = fake_api.requests[1].body
+    assert sampled["model"] == "claude-sonnet-5-5" and sampled["max_tokens"] == 4096 and not sampled.get("stream")
+    assert sampled["system"] == "You are a helpful test server."
+    assert sampled["messages"][0]["content"][0]["text"].endswith("say something kind")
+    assert sampled["temperature"] == 0.7
+    assert fake_api.api_key in str(fake_api.requests[1].headers)  # the session's own key
+    assert "kind words from the model" in tool_output(events, SAMPLE)
+    costs = [usage for usage in events.of(Usage) if usage.purpose == "sampling"]
+    assert len(costs) == 1 and costs[0].cost_usd and spent >= costs[0].cost_usd
+    assert costs[0].session_cost_usd == pytest.approx(spent, rel=0.5)
+
+
+async def test_a_denied_sampling_tells_the_server_why_and_the_model_is_not_asked(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(tool_reply(SAMPLE, {"prompt": "hi", "maxTokens": 10}), text_reply("it was refused"))
+    events = Recorder()
+
+    async def decide(call: ToolCall) -> Approval:
+        return Approval(call.name != "mcp__everything__sampling", "the user chose Deny", by_person=True)
+
+    async with Session(settings_with(everything()), platform="headless", ask=decide, cwd=tmp_path, record=False) as s:
+        await s.run("sample", events)
+    assert len(fake_api.requests) == 2  # the turn, and the next: no sampling request
+    output = tool_output(events, SAMPLE)
+    assert "the user did not allow the MCP server 'everything' to sample the model: the user chose Deny" in output
+
+
+async def test_with_no_one_to_ask_an_elicitation_is_refused_clearly(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("nobody answered"))
+    events = Recorder()
+    settings = settings_with(everything()).with_run(auto_approve=True)  # --yes: the tool call runs
+    async with Session(settings, platform="headless", cwd=tmp_path, record=False) as session:
+        await session.run("ask me", events)
+    output = tool_output(events, ELICIT)
+    assert "no one is there to answer" in output
+
+
+async def test_an_elicitation_is_answered_by_the_surfaces_function_and_checked_against_its_form(
+    fake_api, anthropic_env, tmp_path
+):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("answered"), tool_reply(ELICIT, {}), text_reply("bad"))
+    questions: list[ElicitationRequest] = []
+    answers = iter([{"name": "Ada", "check": True, "integer": 7}, {"integer": 7}])
+
+    async def elicit(request: ElicitationRequest) -> Elicited:
+        questions.append(request)
+        return Elicited("accept", next(answers))
+
+    events = Recorder()
+    settings = settings_with(everything()).with_run(auto_approve=True)
+    async with Session(settings, platform="headless", elicit=elicit, cwd=tmp_path, record=False) as session:
+        await session.run("ask me", events)
+        await session.run("ask me again", events)
+    form = questions[0]
+    assert form.server == "everything" and form.message == "Please provide inputs for the following fields:"
+    fields = {field.name: field for field in form.fields}
+    assert fields["name"].required and fields["integer"].kind == "integer" and fields["integer"].maximum == 100
+    assert fields["untitledSingleSelectEnum"].kind == "choice" and fields["titledMultipleSelectEnum"].kind == "choices"
+    first, second = (end.output for end in events.of(ToolEnd))
+    assert "- Name: Ada" in first and "- Favorite Integer: 7" in first
+    assert "the answer does not fit the form: String: required" in second  # `name` left out
+
+
+def test_the_librarys_answer_function_fills_a_form_and_sees_a_url_it_is_never_sent_to(
+    fake_api, anthropic_env, tmp_path
+):
+    url = "https://example.com/authorize?session=1"
+    fake_api.enqueue(
+        tool_reply(ELICIT, {}),
+        tool_reply("mcp__everything__trigger-url-elicitation", {"url": url, "message": "Log in there."}),
+        text_reply("both answered"),
+    )
+    asked: list[ElicitationRequest] = []
+
+    def answer(request: ElicitationRequest) -> dict[str, object] | None:
+        asked.append(request)
+        return {"name": "Grace"} if not request.is_url else None  # the URL: declined
+
+    events: list[dict] = []
+    with Operator(
+        settings=settings_with(everything()), cwd=tmp_path, record=False, approval="auto", elicit=answer
+    ) as op:
+        assert op.chat("ask me twice", on_event=events.append) == "both answered"
+    form, link = asked
+    assert not form.is_url and form.fields and link.is_url and link.url == url and link.message == "Log in there."
+    outputs = [event["output"] for event in events if event["type"] == "tool_end"]
+    assert "- Name: Grace" in outputs[0]
+    assert '"action": "decline"' in outputs[1]
