@@ -9,10 +9,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from fake_anthropic import text_reply, tool_reply
 from mcp_servers.harness import DEMO, new_tag, settings_with, stdio_spec, tagged, wait_gone
-from textual.widgets import Static
-from tui_helpers import make_app, notices, submit, wait_until
+from real_tools import real_tool
+from textual.widgets import Input, Label, Static
+from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
+from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 
 
@@ -64,3 +68,62 @@ async def test_a_projects_mcp_json_waiting_for_trust_is_said_shown_and_listed(fa
         await submit(pilot, "/mcp trust")
         await pilot.pause()
         assert notices(app)[-1].startswith(f"Trusted {project / '.mcp.json'} (proj)")
+
+
+# --- what a server asks: the elicitation dialog, the sampling approval ---------------------------------
+
+
+ELICIT = "mcp__everything__trigger-elicitation-request"
+
+
+def everything_settings():
+    spec = McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
+    return settings_with(spec).with_run(auto_approve=True)  # --yes: the tool call itself runs
+
+
+async def until_the_server_is_up(pilot, app) -> None:
+    await wait_until(pilot, lambda: app.session is not None, what="the session")
+    await wait_until(pilot, lambda: not app.session.mcp.connecting, timeout=30, what="the server")
+
+
+def record_of(app, name: str):
+    return next((record for record in app.tool_records.values() if record.name == name), None)
+
+
+async def test_a_servers_form_is_a_dialog_that_checks_the_answer_before_sending_it(fake_api, project):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("thanks for answering"))
+    app = make_app(fake_api, settings=everything_settings())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        dialog = app.screen
+        assert "everything" in str(dialog.query_one(Label).content)
+        first = dialog.query_one("#field-0", Input)
+        assert app.focused is first  # keyboard only: the first field has the focus
+        await pilot.press("ctrl+s")  # `name` is required and empty: not sent
+        await pilot.pause()
+        assert app.screen is dialog
+        assert str(dialog.query_one("#elicit-error", Static).content) == "String: required"
+        await pilot.press("A", "d", "a", "enter")  # Enter goes on to the next field
+        assert app.focused is not first
+        await pilot.press("ctrl+s")
+        await finish_turn(pilot)
+        record = record_of(app, ELICIT)
+        assert record is not None and record.status == "ok"
+        assert "- Name: Ada" in record.output and "- Favorite Integer: 42" in record.output  # a default kept
+        assert replies(app)[-1] == "thanks for answering"
+
+
+async def test_stop_closes_a_servers_question_and_ends_the_run(fake_api, project):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("not reached"))
+    app = make_app(fake_api, settings=everything_settings())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        app.action_stop()
+        await finish_turn(pilot)
+        assert not isinstance(app.screen, ElicitationScreen) and not app.running
+        assert record_of(app, ELICIT).status != "running"
+        assert any("Stopped" in n for n in notices(app))
