@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import tempfile
 import warnings
 from collections.abc import AsyncIterator, Callable
@@ -102,6 +103,8 @@ class Connection:
         self._tools_changed = False
         self.lost: str | None = None  # why the connection ended, once it has
         self._errlog: IO[str] | None = None
+        self._process: Any = None  # a stdio server's process (see `_server_process`)
+        self._abandoned = False  # a call was stopped: the server may still be working on it
 
     @property
     def alive(self) -> bool:
@@ -136,6 +139,7 @@ class Connection:
         try:
             result = await session.call_tool(name, args, progress_callback=on_progress)
         except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
+            self._abandoned = True
             self._asking.stop()
             raise
         except MCPError as exc:
@@ -169,12 +173,24 @@ class Connection:
         task = self._task
         if task is None or task.done():
             return
+        if self._abandoned:
+            self._end_process()
         if self._session is None:
             task.cancel()  # still connecting: nothing to wind down (the SDK still ends the process)
         done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
         if not done:
             task.cancel()
             await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+
+    def _end_process(self) -> None:
+        """End a stdio server's process group now. Closing waits for a server to leave by itself
+        once its stdin is closed (the SDK gives it 2 s); one that was left working on a stopped
+        call (it may ignore the cancellation) would hold the app's exit that long."""
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGTERM)  # its own group: the SDK starts it in a new session
 
     # --- the connection's task ------------------------------------------------------------------
 
@@ -275,7 +291,9 @@ class Connection:
                 # One process started at a time, one per turn of the event loop: forking this
                 # process takes ~5 ms, and twenty forks in one turn would hold a keypress 100 ms.
                 async with self._spawning:
-                    streams = await stack.enter_async_context(stdio_client(params, errlog=self._errlog))
+                    transport = stdio_client(params, errlog=self._errlog)
+                    streams = await stack.enter_async_context(transport)
+                    self._process = _server_process(transport)
                 yield streams
         elif spec.transport == "sse":
             async with sse_client(spec.url, headers=dict(spec.headers)) as streams:
@@ -307,6 +325,15 @@ class Connection:
         if self._errlog is not None:
             with contextlib.suppress(OSError):
                 self._errlog.close()
+
+
+def _server_process(transport: Any) -> Any:
+    """The server's process, which the SDK's `stdio_client` keeps to itself: the local
+    `process` of its generator, suspended while the transport is open. None if the SDK changes
+    that (closing then waits as the SDK does); tests/functional/test_mcp_stop.py pins it."""
+    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    return process if isinstance(getattr(process, "pid", None), int) else None
 
 
 def remote_tool(tool: types.Tool) -> RemoteTool:

@@ -4,10 +4,12 @@ over stdio, like tiny_server.py.
 Its tool `stall` answers only after `seconds` (a thread of its own works on it), whatever the
 client says meanwhile: `notifications/cancelled` is read and ignored, and an end of stdin does not
 end the process while a call is still being worked on (a non-daemon thread), as a server busy
-with a long job would. `--tag TEXT` marks the command line (tests find the process by it).
+with a long job would. `--tag TEXT` marks the command line (tests find the process by it);
+`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -51,6 +53,10 @@ def answer(message: dict) -> None:
     elif method == "tools/call" and params.get("name") == "stall":
         seconds = float((params.get("arguments") or {}).get("seconds", 60))
         threading.Thread(target=stall, args=(message["id"], seconds)).start()
+        mark = os.environ.get("STUBBORN_MARK_FILE")
+        if mark:
+            with open(mark, "w") as file:
+                file.write("working")
         return
     elif method == "ping":
         result = {}
