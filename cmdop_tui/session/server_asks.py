@@ -106,7 +106,7 @@ class ServerAsks:
         approval = await self.gate(call)
         if not approval.allowed:
             why = f": {approval.reason}" if approval.reason else ""
-            raise Refusal(f"the user did not allow the MCP server '{request.server}' to sample the model{why}")
+            raise Refusal(f"the MCP server '{request.server}' was not allowed to sample the model{why}")
         self._check_budget()
         config = self.runner.config
         options: dict[str, Any] = {}

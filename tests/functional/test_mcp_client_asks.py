@@ -5,8 +5,10 @@ question; a clear refusal when there is no one to ask)."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
-from agent_helpers import Recorder
+from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
 from mcp_servers.harness import settings_with
 from real_tools import real_tool
@@ -14,7 +16,8 @@ from real_tools import real_tool
 from cmdop_tui import Operator
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, Usage
-from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+from cmdop_tui.mcp import McpServers
+from cmdop_tui.mcp.asks import ClientAnswers, ElicitationRequest, Elicited, Root
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.session.session import Session
 
@@ -98,7 +101,7 @@ async def test_a_denied_sampling_tells_the_server_why_and_the_model_is_not_asked
         await s.run("sample", events)
     assert len(fake_api.requests) == 2  # the turn, and the next: no sampling request
     output = tool_output(events, SAMPLE)
-    assert "the user did not allow the MCP server 'everything' to sample the model: the user chose Deny" in output
+    assert "the MCP server 'everything' was not allowed to sample the model: the user chose Deny" in output
 
 
 async def test_with_no_one_to_ask_an_elicitation_is_refused_clearly(fake_api, anthropic_env, tmp_path):
@@ -162,3 +165,33 @@ def test_the_librarys_answer_function_fills_a_form_and_sees_a_url_it_is_never_se
     outputs = [event["output"] for event in events if event["type"] == "tool_end"]
     assert "- Name: Grace" in outputs[0]
     assert '"action": "decline"' in outputs[1]
+
+
+async def test_a_change_of_the_roots_is_told_and_the_server_asks_again(fake_api, tmp_path):
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    roots = [Root.of(first, "one")]
+    asked = asyncio.Event()
+
+    def current() -> list[Root]:
+        asked.set()
+        return list(roots)
+
+    fake_api.enqueue(tool_reply(ROOTS, {}), text_reply("one"), tool_reply(ROOTS, {}), text_reply("two"))
+    events = Recorder()
+    runner = make_runner(fake_api, approve=Asked(allow=True))
+    servers = McpServers([everything()], runner.tools, cwd=tmp_path, answers=ClientAnswers(roots=current))
+    servers.start()
+    try:
+        assert await servers.wait(30)
+        await runner.run("roots?", events)
+        roots.append(Root.of(second, "two"))
+        asked.clear()
+        await servers.roots_changed()
+        await asyncio.wait_for(asked.wait(), 10)  # the server asked for them again
+        await runner.run("roots now?", events)
+    finally:
+        await servers.close()
+    before, after = (end.output for end in events.of(ToolEnd))
+    assert "(1 total)" in before and "(2 total)" in after and second.as_uri() in after

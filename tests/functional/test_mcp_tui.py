@@ -16,6 +16,7 @@ from textual.widgets import Input, Label, Static
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
 from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 
@@ -74,6 +75,7 @@ async def test_a_projects_mcp_json_waiting_for_trust_is_said_shown_and_listed(fa
 
 
 ELICIT = "mcp__everything__trigger-elicitation-request"
+SAMPLE = "mcp__everything__trigger-sampling-request"
 
 
 def everything_settings():
@@ -127,3 +129,26 @@ async def test_stop_closes_a_servers_question_and_ends_the_run(fake_api, project
         assert not isinstance(app.screen, ElicitationScreen) and not app.running
         assert record_of(app, ELICIT).status != "running"
         assert any("Stopped" in n for n in notices(app))
+
+
+async def test_a_servers_sampling_request_is_asked_in_the_approval_modal_and_a_deny_is_told_to_it(fake_api, project):
+    fake_api.enqueue(tool_reply(SAMPLE, {"prompt": "write a haiku", "maxTokens": 50}), text_reply("it was refused"))
+    spec = McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
+    app = make_app(fake_api, settings=settings_with(spec))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "sample")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=20, what="the tool's approval")
+        assert app.screen.tool == SAMPLE
+        await pilot.press("y")
+        asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.tool != SAMPLE  # noqa: E731
+        await wait_until(pilot, asked, timeout=20, what="the sampling's approval")
+        modal = app.screen
+        assert modal.tool == "mcp__everything__sampling"
+        assert modal.arguments["server"] == "everything" and modal.arguments["max_tokens"] == 50
+        assert "user: Resource trigger-sampling-request context: write a haiku" in modal.arguments["messages"]
+        await pilot.press("n")
+        await finish_turn(pilot)
+        output = record_of(app, SAMPLE).output
+        assert "the MCP server 'everything' was not allowed to sample the model: the user chose Deny" in output
+        assert len(fake_api.requests) == 2  # the model was never sampled
