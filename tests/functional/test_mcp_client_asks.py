@@ -18,6 +18,7 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, Usage
 from cmdop_tui.mcp import McpServers
 from cmdop_tui.mcp.asks import ClientAnswers, ElicitationRequest, Elicited, Root
+from cmdop_tui.mcp.listing import list_servers_text
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.session.session import Session
 
@@ -195,3 +196,10 @@ async def test_a_change_of_the_roots_is_told_and_the_server_asks_again(fake_api,
         await servers.close()
     before, after = (end.output for end in events.of(ToolEnd))
     assert "(1 total)" in before and "(2 total)" in after and second.as_uri() in after
+
+
+async def test_mcp_list_declares_what_a_session_does_so_it_lists_the_same_tools(tmp_path):
+    text = await list_servers_text(settings_with(everything()), tmp_path, timeout=30)
+    assert "  connected: " in text
+    for name in (SAMPLE, ELICIT, ROOTS):
+        assert f"    {name}" in text.splitlines() or f"    {name}  (read-only)" in text.splitlines()
