@@ -11,7 +11,9 @@ A server that cannot start is `failed`, with the reason; one whose connection en
 its tools stay, a call to one of them starts it again first (once per call) and says why if it
 cannot. A changed tool list (`notifications/tools/list_changed`) updates the registry, which
 the agent loop reads every turn. Nothing here raises into the session: a server's trouble is its
-state, and a call's trouble is an error result.
+state, and a call's trouble is an error result. A project's servers waiting for the user's trust
+are `untrusted`: shown, never started. What servers ask of the client (roots, sampling,
+elicitation) goes to the session's `ClientAnswers` (mcp/asks.py).
 """
 
 from __future__ import annotations
