@@ -132,7 +132,8 @@ class Usage(Event):
     model: str = ""
     cost_usd: float | None = None  # this response's estimated cost (None: no price known)
     session_cost_usd: float | None = None  # the session's so far
-    purpose: Literal["reply", "summary"] = "reply"  # a summary's call says nothing of the context
+    # a summary's call, or a sampling an MCP server asked for, says nothing of the context
+    purpose: Literal["reply", "summary", "sampling"] = "reply"
 
     @property
     def total_input_tokens(self) -> int:

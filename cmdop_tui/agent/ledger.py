@@ -54,6 +54,10 @@ class Ledger:
         """What a compaction summary cost."""
         self._spend(replace(usage, purpose="summary"), emit)
 
+    def account_sampling(self, usage: Usage, emit: EventSink) -> None:
+        """What a completion an MCP server asked for cost (mcp/asks.py: sampling)."""
+        self._spend(replace(usage, purpose="sampling"), emit)
+
     def _spend(self, usage: Usage, emit: EventSink) -> None:
         config = self._config.current
         cost = estimate_cost(usage.model or config.model, usage, config.prices)

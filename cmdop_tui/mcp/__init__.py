@@ -8,6 +8,9 @@
     client      the SDK's side (imported in a thread, only when there are servers): one connection
     results     an MCP result as a ToolResult
     listing     `cmdop-tui mcp list`
+    asks        what a server may ask of the client (roots, sampling, elicitation), as plain data
+    forms       an elicitation's flat schema as fields; answers checked against it
+    answering   the SDK's callbacks for those questions (imported by client only)
 
 Nothing imported here loads the SDK.
 """

@@ -9,7 +9,11 @@ SSE) and the SDK's `ClientSession`, initialises, lists the tools, and then waits
 crash: the server's stdout closed, or its HTTP endpoint went away), or for `close()`. Anyio's
 cancel scopes must be left by the task that entered them, hence the one task. Calls are made
 from the caller's task (the agent loop's): a Stop cancels the call at once, the SDK tells the
-server (`notifications/cancelled`), and the connection stays usable.
+server (`notifications/cancelled`), and the connection stays usable; a question the server asked
+meanwhile (mcp/answering.py: an approval to sample the model, a form) ends with it.
+
+What the client declares comes from the session's `ClientAnswers` (mcp/asks.py): the roots (the
+workspace) always, sampling and elicitation when the session can answer them.
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ import asyncio
 import contextlib
 import logging
 import os
+import signal
 import tempfile
+import warnings
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import IO, Any
@@ -39,6 +45,8 @@ from cmdop_tui.support.secrets import CREDENTIAL_ENV
 from cmdop_tui.support.version import VERSION
 from cmdop_tui.tools.base import ToolResult
 
+from .answering import Asking, callbacks
+from .asks import ClientAnswers
 from .results import tool_result
 from .server_tables import McpServerSpec
 from .tools import RemoteTool
@@ -75,8 +83,15 @@ class Connection:
         on_tools: Callable[[list[RemoteTool]], None],
         on_lost: Callable[[str], None],
         spawning: asyncio.Lock | None = None,
+        answers: ClientAnswers | None = None,
+        key: str = "",
     ) -> None:
+        """`answers`: how the session answers what the server asks (None: roots only, none);
+        `key`: the server's part of its tools' names (`mcp__KEY__...`)."""
         self.spec = spec
+        self._answers = answers or ClientAnswers()
+        self._key = key or spec.name
+        self._asking = Asking()
         self._spawning = spawning or asyncio.Lock()
         self.cwd = cwd
         self._on_tools = on_tools
@@ -88,6 +103,8 @@ class Connection:
         self._tools_changed = False
         self.lost: str | None = None  # why the connection ended, once it has
         self._errlog: IO[str] | None = None
+        self._process: Any = None  # a stdio server's process (see `_server_process`)
+        self._abandoned = False  # a call was stopped: the server may still be working on it
 
     @property
     def alive(self) -> bool:
@@ -121,6 +138,10 @@ class Connection:
 
         try:
             result = await session.call_tool(name, args, progress_callback=on_progress)
+        except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
+            self._abandoned = True
+            self._asking.stop()
+            raise
         except MCPError as exc:
             if exc.code == types.CONNECTION_CLOSED:
                 await asyncio.sleep(0)  # let the connection's task see the end and say why
@@ -136,6 +157,15 @@ class Connection:
             return ToolResult.error(f"the call to the MCP server '{self.spec.name}' failed: {describe(exc)}")
         return tool_result(result)
 
+    async def roots_changed(self) -> None:
+        """Tell the server the roots changed (it asks for them again). Never raises."""
+        session = self._session
+        if session is None or not self.alive:
+            return
+        with warnings.catch_warnings(), contextlib.suppress(Exception):
+            warnings.simplefilter("ignore")  # deprecated for the protocol's next version, current in this one
+            await session.send_roots_list_changed()
+
     async def close(self) -> None:
         """End the connection (and the server's process). Bounded; never raises."""
         self._closing = True
@@ -143,12 +173,24 @@ class Connection:
         task = self._task
         if task is None or task.done():
             return
+        if self._abandoned:
+            self._end_process()
         if self._session is None:
             task.cancel()  # still connecting: nothing to wind down (the SDK still ends the process)
         done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
         if not done:
             task.cancel()
             await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+
+    def _end_process(self) -> None:
+        """End a stdio server's process group now. Closing waits for a server to leave by itself
+        once its stdin is closed (the SDK gives it 2 s); one that was left working on a stopped
+        call (it may ignore the cancellation) would hold the app's exit that long."""
+        process = self._process
+        if process is None or process.returncode is not None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGTERM)  # its own group: the SDK starts it in a new session
 
     # --- the connection's task ------------------------------------------------------------------
 
@@ -159,7 +201,11 @@ class Connection:
                 group.start_soon(self._forward, read, sender)
                 try:
                     async with ClientSession(
-                        receiver, write, message_handler=self._on_message, client_info=CLIENT_INFO
+                        receiver,
+                        write,
+                        message_handler=self._on_message,
+                        client_info=CLIENT_INFO,
+                        **callbacks(self._answers, self.spec.name, self._key, self._asking),
                     ) as session:
                         await session.initialize()
                         tools = await self._list(session)
@@ -245,7 +291,9 @@ class Connection:
                 # One process started at a time, one per turn of the event loop: forking this
                 # process takes ~5 ms, and twenty forks in one turn would hold a keypress 100 ms.
                 async with self._spawning:
-                    streams = await stack.enter_async_context(stdio_client(params, errlog=self._errlog))
+                    transport = stdio_client(params, errlog=self._errlog)
+                    streams = await stack.enter_async_context(transport)
+                    self._process = _server_process(transport)
                 yield streams
         elif spec.transport == "sse":
             async with sse_client(spec.url, headers=dict(spec.headers)) as streams:
@@ -277,6 +325,15 @@ class Connection:
         if self._errlog is not None:
             with contextlib.suppress(OSError):
                 self._errlog.close()
+
+
+def _server_process(transport: Any) -> Any:
+    """The server's process, which the SDK's `stdio_client` keeps to itself: the local
+    `process` of its generator, suspended while the transport is open. None if the SDK changes
+    that (closing then waits as the SDK does); tests/functional/test_mcp_stop.py pins it."""
+    frame = getattr(getattr(transport, "gen", None), "ag_frame", None)
+    process = frame.f_locals.get("process") if frame is not None else None
+    return process if isinstance(getattr(process, "pid", None), int) else None
 
 
 def remote_tool(tool: types.Tool) -> RemoteTool:

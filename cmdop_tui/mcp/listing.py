@@ -1,17 +1,21 @@
 """`cmdop-tui mcp list`: every configured MCP server, where it comes from, how it is reached,
 what it runs from the project (its trust covers those files), its state after trying to connect
-(with a timeout), and its tools as the model sees them."""
+(with a timeout), and its tools as the model sees them. The client declares what a session
+declares (roots, sampling, elicitation), so the tools listed are those a session is offered; a
+server that asks anything meanwhile is told that only a session answers."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tools.registry import ToolRegistry
 
+from .asks import ClientAnswers, Refusal, Root
 from .configured import configured_servers
 from .files import server_files
 from .servers import McpServers, ServerState
@@ -32,7 +36,7 @@ async def list_servers_text(settings: Settings, cwd: Path, timeout: float = LIST
         return "\n".join([*notes, NO_SERVERS])
     specs = [replace(spec, timeout_s=min(spec.timeout_s, timeout)) for spec in specs]
     registry = ToolRegistry()
-    servers = McpServers(specs, registry, cwd=cwd)
+    servers = McpServers(specs, registry, cwd=cwd, answers=listing_answers(cwd))
     servers.start()
     try:
         await servers.wait(timeout + 1.0)
@@ -43,6 +47,15 @@ async def list_servers_text(settings: Settings, cwd: Path, timeout: float = LIST
     finally:
         await servers.close()
     return "\n".join(lines)
+
+
+def listing_answers(cwd: Path) -> ClientAnswers:
+    """What `mcp list` declares: all a session does, answered by a refusal (nothing is run)."""
+
+    async def refuse(request: object) -> Any:
+        raise Refusal("`cmdop-tui mcp list` only lists tools; a session answers this")
+
+    return ClientAnswers(roots=lambda: [Root.of(cwd, "workspace")], sample=refuse, elicit=refuse)
 
 
 def describe(

@@ -11,7 +11,9 @@ A server that cannot start is `failed`, with the reason; one whose connection en
 its tools stay, a call to one of them starts it again first (once per call) and says why if it
 cannot. A changed tool list (`notifications/tools/list_changed`) updates the registry, which
 the agent loop reads every turn. Nothing here raises into the session: a server's trouble is its
-state, and a call's trouble is an error result.
+state, and a call's trouble is an error result. A project's servers waiting for the user's trust
+are `untrusted`: shown, never started. What servers ask of the client (roots, sampling,
+elicitation) goes to the session's `ClientAnswers` (mcp/asks.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
-from .names import unique_keys
+from .asks import ClientAnswers
+from .configured import UNTRUSTED_REASON
+from .names import server_key, unique_keys
 from .server_tables import McpServerSpec
 from .specs import PROJECT_FILE, PROJECT_SOURCE, describe_target, expand
 from .tools import RemoteTool, mcp_tool
@@ -39,7 +43,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Status = Literal["connecting", "connected", "failed", "crashed", "disabled"]
+Status = Literal["connecting", "connected", "failed", "crashed", "disabled", "untrusted"]
 POLL_S = 0.05  # how often a wait looks at its stop signal
 SDK_LOAD_S = 5.0  # loading the MCP SDK, at most (about half a second)
 
@@ -77,11 +81,23 @@ class _Server:
 class McpServers:
     """The MCP servers of a session (see the module doc)."""
 
-    def __init__(self, specs: Sequence[McpServerSpec], registry: ToolRegistry | None = None, *, cwd: Path) -> None:
+    def __init__(
+        self,
+        specs: Sequence[McpServerSpec],
+        registry: ToolRegistry | None = None,
+        *,
+        cwd: Path,
+        untrusted: Sequence[McpServerSpec] = (),
+        answers: ClientAnswers | None = None,
+    ) -> None:
+        """`untrusted`: a project's servers waiting for the user's trust, shown and never started;
+        `answers`: how the session answers what servers ask (mcp/asks.py; None: roots only, none)."""
+        self.answers = answers
         self.registry = registry if registry is not None else ToolRegistry()
         self.cwd = cwd
         self.listeners: list[Callable[[ServerState], None]] = []
         self._specs = tuple(specs)
+        self._untrusted = tuple(spec for spec in untrusted if spec.name not in {s.name for s in specs})
         self._table: dict[str, _Server] | None = None  # made on first use: opening a session stays instant
         self._client: ModuleType | None = None
         self._starting: asyncio.Task[None] | None = None
@@ -94,6 +110,9 @@ class McpServers:
         if self._table is None:
             keys = unique_keys(spec.name for spec in self._specs)
             self._table = {spec.name: _Server(spec, keys[spec.name], _first_state(spec)) for spec in self._specs}
+            for spec in self._untrusted:  # shown, never started
+                state = replace(_first_state(spec), status="untrusted", reason=UNTRUSTED_REASON)
+                self._table[spec.name] = _Server(spec, server_key(spec.name), state)
         return self._table
 
     # --- what the user sees -----------------------------------------------------------------------
@@ -134,6 +153,11 @@ class McpServers:
             except TimeoutError:
                 pass
         return not self.connecting
+
+    async def roots_changed(self) -> None:
+        """Tell every connected server that the roots changed (they ask for them again)."""
+        connections = [server.connection for server in self._servers.values() if server.connection is not None]
+        await asyncio.gather(*(connection.roots_changed() for connection in connections))
 
     async def close(self) -> None:
         """End every connection (and every server process); their tools leave the registry."""
@@ -176,6 +200,8 @@ class McpServers:
             spawning=self._spawning,
             on_tools=lambda tools: self._offer(server, tools),
             on_lost=lambda why: self._lost(server, connection, why),
+            answers=self.answers,
+            key=server.key,
         )
         try:
             tools = await connection.open()

@@ -32,6 +32,8 @@ from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings, load_settings
 from cmdop_tui.machines.spec import MachineSpec
+from cmdop_tui.mcp.asks import ElicitationRequest, Elicited, Elicitor
+from cmdop_tui.mcp.forms import FormValue
 from cmdop_tui.session.assembly import runner_config
 from cmdop_tui.session.session import Session
 
@@ -39,6 +41,12 @@ Mode = Literal["default", "strict", "auto"]
 #: Decides a tool call the rules leave to the user: True / False, or an Approval with a reason
 #: (a call that `needs_person` is allowed only by `Approval(True, by_person=True)`).
 Decide = Callable[[ToolCall], "bool | Approval | Awaitable[bool | Approval]"]
+
+#: Answers what an MCP server asks the person (`ElicitationRequest`: a form's `fields`, or a
+#: `url` to visit): an `Elicited`, or the form's values as a dict (accepted), or None (declined).
+Answer = Callable[
+    [ElicitationRequest], "Elicited | dict[str, FormValue] | None | Awaitable[Elicited | dict[str, FormValue] | None]"
+]
 
 NOT_BY_PERSON = (
     "only a person may allow this call ({what}), and the operator's approval function allowed it "
@@ -78,6 +86,12 @@ class Operator:
     `auto_run=True` is Open Interpreter's name for `approval="auto"`. `machine` scopes the work
     to one machine of the inventory; `machines` adds machines to it (a `MachineSpec`, or an
     address: an ssh alias, `user@host` or `user@host:port`).
+
+    `elicit` answers what an MCP server asks the person (an `ElicitationRequest`: a form, or a
+    URL the person should visit; the operator never opens it): return the form's values as a
+    dict, None to decline, or an `Elicited`. Without it the server is told no one can answer.
+    A server's request to sample the model is asked like a tool call, as
+    `mcp__SERVER__sampling` (the approval function, the mode, or a rule decide it).
     """
 
     def __init__(
@@ -97,8 +111,10 @@ class Operator:
         settings: Settings | None = None,
         cwd: Path | str | None = None,
         record: bool = True,
+        elicit: Answer | None = None,
     ) -> None:
         self.model = model
+        self.elicit = elicit
         self.max_turns = max_turns
         self.loop = loop
         self.loop_message = loop_message
@@ -212,7 +228,10 @@ class Operator:
         await self._stop_abandoned()
         if self._session is None:
             ask = _approver(self.approval) if callable(self.approval) else None
-            session = Session(self._settings_to_open(), platform="headless", ask=ask, cwd=self.cwd, record=self.record)
+            elicit = _elicitor(self.elicit) if self.elicit is not None else None
+            session = Session(
+                self._settings_to_open(), platform="headless", ask=ask, cwd=self.cwd, record=self.record, elicit=elicit
+            )
             await session.__aenter__()
             self._session = session
         else:
@@ -281,3 +300,18 @@ def _approver(decide: Decide) -> Callable[[ToolCall], Awaitable[Approval]]:
         return answer
 
     return approve
+
+
+def _elicitor(answer: Answer) -> Elicitor:
+    """A user's answer function (sync or async: an Elicited, a dict of values, or None) as the
+    session's elicitor."""
+
+    async def elicit(request: ElicitationRequest) -> Elicited:
+        given = answer(request)
+        if inspect.isawaitable(given):
+            given = await given
+        if given is None:
+            return Elicited("decline")
+        return given if isinstance(given, Elicited) else Elicited("accept", dict(given))
+
+    return elicit

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
+from os.path import expanduser
 from pathlib import Path
 from types import TracebackType
 
@@ -25,13 +26,15 @@ import anthropic
 from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import Platform, SessionFacts
-from cmdop_tui.agent.events import Cancelled
+from cmdop_tui.agent.events import Cancelled, Event
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.mcp import McpServers, McpServerSpec, configured_servers
+from cmdop_tui.mcp import McpServers, McpServerSpec
+from cmdop_tui.mcp.asks import ClientAnswers, Elicitor, Root
+from cmdop_tui.mcp.configured import Configured, configured
 from cmdop_tui.mcp.files import server_files
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
@@ -39,6 +42,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.server_asks import ServerAsks, workspace_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
 from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
@@ -53,6 +57,8 @@ class Session:
     written to the transcript store. `mcp_wait_s` bounds how long a run waits for MCP servers
     still connecting before its first request (None: not at all in the TUI, whose panel shows
     them arrive; elsewhere until each has connected or failed, within its own timeout).
+    `elicit` is how this surface asks the person what an MCP server wants to know (a form, or a
+    URL to visit; None: no one can, and the server is told so).
     """
 
     def __init__(
@@ -70,6 +76,7 @@ class Session:
         cwd: Path | None = None,
         record: bool = True,
         mcp_wait_s: float | None = None,
+        elicit: Elicitor | None = None,
     ) -> None:
         self.settings = settings
         self.platform: Platform = platform
@@ -81,7 +88,10 @@ class Session:
         self.cwd = cwd
         self.record = record
         self.mcp_wait_s = mcp_wait_s
+        self.elicit = elicit
+        self._sink: EventSink | None = None  # the running turn's, for what MCP servers' sampling costs
         self.notes: list[str] = []  # what the user should be told once the session is open
+        self.mcp_notes: list[str] = []  # those of them about MCP servers (a .mcp.json to trust...)
         self._given_client = client
         self._given_fleet = fleet
         self.client: anthropic.AsyncAnthropic | None = None
@@ -136,15 +146,16 @@ class Session:
                 "the safety floor and approvals still apply"
             )
         self._cleanup.push_async_callback(self.fleet.close)
-        specs, mcp_notes = configured_servers(self.settings, self.cwd or Path.cwd())
-        self.notes += self._hold_the_sandbox(specs)
+        mcp = configured(self.settings, self.cwd or Path.cwd())
+        self.notes += self._hold_the_sandbox(mcp.servers)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
+        gate = permission_gate(self.permissions, self.ask, self.fleet)
         self._runner = build_runner(
             self.settings,
             client=self.client,
             platform=self.platform,
-            approve=permission_gate(self.permissions, self.ask, self.fleet),
+            approve=gate,
             ui_cancel=self.ui_cancel,
             cwd=self.cwd,
             retry=self.retry,
@@ -153,7 +164,8 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
-        self._start_mcp(self._runner, specs, mcp_notes)
+        asks = ServerAsks(self._runner, self.client, gate, self._mcp_roots, self.elicit, self._emit)
+        self._start_mcp(self._runner, mcp, asks.answers())
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
 
@@ -181,14 +193,29 @@ class Session:
             f"scratch workspace {workspace}, and read everything else as it is"
         ]
 
-    def _start_mcp(self, runner: Runner, specs: list[McpServerSpec], notes: list[str]) -> None:
+    def _start_mcp(self, runner: Runner, found: Configured, answers: ClientAnswers) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
         background (this returns at once); each one's tools join the runner's registry when it
-        has connected, and leave it when the session closes."""
-        self.notes += notes
-        self.mcp = McpServers(specs, runner.tools, cwd=runner.cwd)
+        has connected, and leave it when the session closes. A project's servers waiting for
+        trust are shown, not started. `answers`: what the servers are told when they ask (roots,
+        sampling, elicitation: session/server_asks.py)."""
+        self.notes += found.notes
+        self.mcp_notes = list(found.notes)
+        self.mcp = McpServers(found.servers, runner.tools, cwd=runner.cwd, untrusted=found.untrusted, answers=answers)
         self._cleanup.push_async_callback(self.mcp.close)
         self.mcp.start()
+
+    def _mcp_roots(self) -> list[Root]:
+        """The roots MCP servers are told: the working directory, and the folders the user made
+        writable to the sandbox."""
+        sandbox = self.fleet.sandbox if self.fleet is not None else None
+        writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable] if sandbox and sandbox.confines else []
+        return workspace_roots(self.runner.cwd, writable)
+
+    def _emit(self, event: Event) -> None:
+        """To the running turn's sink (what a server's sampling cost); between turns, nowhere."""
+        if self._sink is not None:
+            self._sink(event)
 
     def start_transcript(self) -> list[str]:
         """Record a new transcript, or continue the one `--continue` / `--resume` names.
@@ -224,9 +251,11 @@ class Session:
             emit(Cancelled(reason="ui", message="stopped by the user"))
             return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
         await self._set_window()
+        self._sink = emit
         try:
             return await self.runner.run(prompt, emit)
         finally:
+            self._sink = None
             self._learn_window()
 
     async def _wait_for_mcp(self) -> bool:

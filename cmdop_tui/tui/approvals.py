@@ -1,5 +1,6 @@
 """The approval modal, awaited by the loop: a person's answer to a tool call, and the rule
-"This session" or "Always" makes of it.
+"This session" or "Always" makes of it; and the dialog an MCP server's question (elicitation)
+is answered in.
 
 The loop calls `ask_approval` (through the session's gate) for each call that needs asking; the
 app hands itself in as an `ApprovalHost`, the few things the modal needs of it.
@@ -14,8 +15,10 @@ from textual.screen import Screen
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
 from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
+from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
@@ -67,6 +70,24 @@ async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
     if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
         return Approval(True)
     return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+
+
+async def ask_elicitation(host: ApprovalHost, request: ElicitationRequest) -> Elicited:
+    """The dialog of an MCP server's question, awaited by its connection; a Stop of the call that
+    led to it (the connection cancels the question) closes it."""
+    answer: asyncio.Future[Elicited | None] = asyncio.get_running_loop().create_future()
+    screen = ElicitationScreen(request)
+
+    def answered(elicited: Elicited | None) -> None:
+        if not answer.done():
+            answer.set_result(elicited)
+
+    host.push_screen(screen, answered)
+    try:
+        return await answer or Elicited("cancel")
+    finally:
+        if screen.is_attached and screen is host.screen:
+            screen.dismiss(Elicited("cancel"))
 
 
 async def remember_allowed(host: ApprovalHost, call: ToolCall, *, session: bool) -> None:

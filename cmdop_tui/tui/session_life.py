@@ -23,6 +23,7 @@ from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.machines.spec import MachineError
+from cmdop_tui.mcp.asks import Elicitor
 from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
@@ -89,9 +90,11 @@ class OpenerHost(Protocol):
 class SessionOpener:
     """Opens the app's session, once at start and again with the local model when accepted."""
 
-    def __init__(self, host: OpenerHost, ask: Approver, opening: Opening) -> None:
+    def __init__(self, host: OpenerHost, ask: Approver, opening: Opening, elicit: Elicitor | None = None) -> None:
+        """`ask`: the approval modal; `elicit`: the dialog of an MCP server's question."""
         self.host = host
         self.ask = ask
+        self.elicit = elicit
         self.opening = opening
         self.ready = asyncio.Event()  # set once the first attempt has ended, either way
         self.pending: Session | None = None  # a session still opening (its model stops on quit)
@@ -151,6 +154,7 @@ class SessionOpener:
             self.host.settings,
             platform="tui",
             ask=self.ask,
+            elicit=self.elicit,
             ui_cancel=given.ui_cancel,
             client=given.client,
             retry=given.retry or RetryPolicy(),
@@ -166,10 +170,11 @@ class SessionOpener:
         if error is not None:
             await session.close()
             return SessionState("failed", error=error), []
+        notes = list(session.mcp_notes)  # a .mcp.json waiting for trust, a broken one (the status line has the sandbox)
         try:
-            notes = session.start_transcript()
+            notes += session.start_transcript()
         except SessionError as exc:
-            notes = [f"{exc}; this is a new session", *session.recorder.new()]
+            notes += [f"{exc}; this is a new session", *session.recorder.new()]
         return SessionState("open", session=session), notes
 
     async def _opened(self, state: SessionState, notes: list[str]) -> None:

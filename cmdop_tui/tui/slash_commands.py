@@ -17,12 +17,14 @@ from textual.binding import Binding
 
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
+from cmdop_tui.mcp.configured import UNTRUSTED_REASON, configured
 from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE
 from cmdop_tui.mcp.specs import project_servers
 from cmdop_tui.mcp.trust import trust as trust_mcp_project
 from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
+from cmdop_tui.support.text import inert_line
 from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
 from cmdop_tui.tui.commands import (
     CommandHost,
@@ -143,11 +145,25 @@ async def slash_mcp(app: CommandHost, argument: str) -> None:
             f"Trusted {cwd / PROJECT_MCP_FILE} ({names}); its servers start with the next session."
         )
         return
-    states = app.session.mcp.states() if app.session is not None and app.session.mcp is not None else []
-    lines = [f"  {state.name}: {state.summary()}" for state in states] or [
+    await app.chat.add_notice("\n".join(["MCP servers:", *mcp_lines(app, cwd)]))
+
+
+def mcp_lines(app: CommandHost, cwd: Path) -> list[str]:
+    """Each MCP server and its state: the session's once it is open; before that (or when it
+    could not open) what the settings and the project configure, not started yet."""
+    if app.session is not None and app.session.mcp is not None:
+        states = [(state.name, state.summary()) for state in app.session.mcp.states()]
+    else:
+        try:
+            found = configured(app.settings, cwd)
+        except SettingsError as exc:
+            return [f"  {exc}"]
+        waiting = "starts once the session has opened" if not app.session_ready.is_set() else "not started: no session"
+        states = [(spec.name, waiting) for spec in found.servers]
+        states += [(spec.name, f"untrusted: {UNTRUSTED_REASON}") for spec in found.untrusted]
+    return [f"  {inert_line(name)}: {inert_line(summary)}" for name, summary in states] or [
         "  none configured ([mcp.NAME] in the settings, or .mcp.json)"
     ]
-    await app.chat.add_notice("\n".join(["MCP servers:", *lines]))
 
 
 async def slash_budget(app: CommandHost, argument: str) -> None:

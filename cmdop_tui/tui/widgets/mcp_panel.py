@@ -1,6 +1,7 @@
 """The MCP panel, beside the machines panel: each MCP server of the session and its state
-(connecting, connected with its number of tools, failed or crashed with the reason, disabled).
-Hidden while the session has no MCP server."""
+(connecting, connected with its number of tools, failed or crashed with the reason, disabled,
+or a project's server waiting for the user's trust, with how to give it). Hidden while the session
+has no MCP server."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ GLYPH = {
     "failed": ("✕", "$error"),
     "crashed": ("✕", "$error"),
     "disabled": ("○", "$text-muted"),
+    "untrusted": ("⊘", "$warning"),
 }
 
 
@@ -79,10 +81,13 @@ class McpPanel(SidePanel):
         facts = f"{count} tool{'s' if count != 1 else ''}" if state.status == "connected" else state.status
         if state.status == "crashed":
             facts += " · restarts on its next call"
-        detail = state.reason or f"{state.transport}: {state.target}"
+        elif state.status == "untrusted":
+            facts = "not trusted yet · /mcp trust"
+        problem = state.reason if state.status in ("failed", "crashed") else ""
+        detail = problem or f"{state.transport}: {state.target}"
         return Content.assemble(
             (f"{glyph} ", style),
             (inert_line(state.name), "bold"),
             (f" {facts}\n", "$text-muted"),
-            (f"  {inert_line(detail)[:DETAIL_WIDTH]}", "$error" if state.reason else "$text-muted"),
+            (f"  {inert_line(detail)[:DETAIL_WIDTH]}", "$error" if problem else "$text-muted"),
         )

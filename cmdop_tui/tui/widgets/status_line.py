@@ -112,7 +112,7 @@ class StatusLine(Widget):
         event = message.event
         usage = replace(self.facts.usage)
         usage.add(event)
-        if event.purpose == "summary":  # a compaction's summary: it costs, but fills no context
+        if event.purpose != "reply":  # a summary, a sampling: it costs, but fills no context
             self.update_facts(usage=usage, cost_usd=event.session_cost_usd)
             return
         context = event.total_input_tokens + event.output_tokens

@@ -21,6 +21,7 @@ from cmdop_tui.mcp.server_tables import McpServerSpec, settings_servers
 HERE = Path(__file__).resolve().parent
 DEMO = HERE / "demo_server.py"
 TINY = HERE / "tiny_server.py"
+STUBBORN = HERE / "stubborn_server.py"
 
 
 def new_tag() -> str:

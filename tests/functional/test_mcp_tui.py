@@ -1,0 +1,154 @@
+"""MCP in the real app (Pilot, the fake Messages API, real servers): `/mcp` lists the servers
+configured before and after the session opens; a project's `.mcp.json` waiting for trust is said
+at start, shown in the MCP panel and by `/mcp`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from fake_anthropic import text_reply, tool_reply
+from mcp_servers.harness import DEMO, new_tag, settings_with, stdio_spec, tagged, wait_gone
+from real_tools import real_tool
+from textual.widgets import Input, Label, Static
+from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+
+from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.tui.screens.approval import ApprovalScreen
+from cmdop_tui.tui.screens.elicitation import ElicitationScreen
+from cmdop_tui.tui.widgets.mcp_panel import McpPanel
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # the app's session works in the current directory
+    return tmp_path
+
+
+def panel_text(app) -> str:
+    return str(app.query_one(McpPanel).query_one("#mcp-servers", Static).content)
+
+
+async def test_slash_mcp_lists_the_configured_servers_before_and_after_the_session_opens(fake_api, project):
+    tag = new_tag()
+    app = make_app(fake_api, settings=settings_with(stdio_spec("demo", tag=tag)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "/mcp")  # the session is still opening
+        await pilot.pause()
+        first = notices(app)[-1]
+        assert first.startswith("MCP servers:\n  demo: ") and "none configured" not in first
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
+        await wait_until(pilot, lambda: not app.session.mcp.connecting, timeout=30, what="the server")
+        await submit(pilot, "/mcp")
+        await pilot.pause()
+        assert notices(app)[-1] == "MCP servers:\n  demo: connected: 13 tools"
+    assert wait_gone(tag) == []
+
+
+async def test_a_projects_mcp_json_waiting_for_trust_is_said_shown_and_listed(fake_api, project):
+    tag = new_tag()
+    (project / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"proj": {"command": sys.executable, "args": [str(DEMO), "--tag", tag]}}})
+    )
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.session is not None, what="the session")
+        await wait_until(pilot, lambda: any("trust" in n for n in notices(app)), what="the trust note")
+        note = next(n for n in notices(app) if "trust" in n)
+        assert "(proj)" in note and "start only once you trust this project" in note and "/mcp trust" in note
+        await pilot.pause()
+        assert app.query_one(McpPanel).display
+        shown = panel_text(app)
+        assert "⊘ proj not trusted yet · /mcp trust" in shown and f"stdio: {sys.executable}" in shown
+        await submit(pilot, "/mcp")
+        await pilot.pause()
+        assert notices(app)[-1].startswith("MCP servers:\n  proj: untrusted: waits for your trust: /mcp trust")
+        assert tagged(tag) == []  # never started
+        await submit(pilot, "/mcp trust")
+        await pilot.pause()
+        assert notices(app)[-1].startswith(f"Trusted {project / '.mcp.json'} (proj)")
+
+
+# --- what a server asks: the elicitation dialog, the sampling approval ---------------------------------
+
+
+ELICIT = "mcp__everything__trigger-elicitation-request"
+SAMPLE = "mcp__everything__trigger-sampling-request"
+
+
+def everything_settings():
+    spec = McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
+    return settings_with(spec).with_run(auto_approve=True)  # --yes: the tool call itself runs
+
+
+async def until_the_server_is_up(pilot, app) -> None:
+    await wait_until(pilot, lambda: app.session is not None, what="the session")
+    await wait_until(pilot, lambda: not app.session.mcp.connecting, timeout=30, what="the server")
+
+
+def record_of(app, name: str):
+    return next((record for record in app.tool_records.values() if record.name == name), None)
+
+
+async def test_a_servers_form_is_a_dialog_that_checks_the_answer_before_sending_it(fake_api, project):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("thanks for answering"))
+    app = make_app(fake_api, settings=everything_settings())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        dialog = app.screen
+        assert "everything" in str(dialog.query_one(Label).content)
+        first = dialog.query_one("#field-0", Input)
+        assert app.focused is first  # keyboard only: the first field has the focus
+        await pilot.press("ctrl+s")  # `name` is required and empty: not sent
+        await pilot.pause()
+        assert app.screen is dialog
+        assert str(dialog.query_one("#elicit-error", Static).content) == "String: required"
+        await pilot.press("A", "d", "a", "enter")  # Enter goes on to the next field
+        assert app.focused is not first
+        await pilot.press("ctrl+s")
+        await finish_turn(pilot)
+        record = record_of(app, ELICIT)
+        assert record is not None and record.status == "ok"
+        assert "- Name: Ada" in record.output and "- Favorite Integer: 42" in record.output  # a default kept
+        assert replies(app)[-1] == "thanks for answering"
+
+
+async def test_stop_closes_a_servers_question_and_ends_the_run(fake_api, project):
+    fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("not reached"))
+    app = make_app(fake_api, settings=everything_settings())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        app.action_stop()
+        await finish_turn(pilot)
+        assert not isinstance(app.screen, ElicitationScreen) and not app.running
+        assert record_of(app, ELICIT).status != "running"
+        assert any("Stopped" in n for n in notices(app))
+
+
+async def test_a_servers_sampling_request_is_asked_in_the_approval_modal_and_a_deny_is_told_to_it(fake_api, project):
+    fake_api.enqueue(tool_reply(SAMPLE, {"prompt": "write a haiku", "maxTokens": 50}), text_reply("it was refused"))
+    spec = McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
+    app = make_app(fake_api, settings=settings_with(spec))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "sample")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=20, what="the tool's approval")
+        assert app.screen.tool == SAMPLE
+        await pilot.press("y")
+        asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.tool != SAMPLE  # noqa: E731
+        await wait_until(pilot, asked, timeout=20, what="the sampling's approval")
+        modal = app.screen
+        assert modal.tool == "mcp__everything__sampling"
+        assert modal.arguments["server"] == "everything" and modal.arguments["max_tokens"] == 50
+        assert "user: Resource trigger-sampling-request context: write a haiku" in modal.arguments["messages"]
+        await pilot.press("n")
+        await finish_turn(pilot)
+        output = record_of(app, SAMPLE).output
+        assert "the MCP server 'everything' was not allowed to sample the model: the user chose Deny" in output
+        assert len(fake_api.requests) == 2  # the model was never sampled

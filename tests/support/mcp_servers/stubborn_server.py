@@ -1,0 +1,76 @@
+"""An MCP server that ignores cancellation: the protocol by hand with the standard library only,
+over stdio, like tiny_server.py.
+
+Its tool `stall` answers only after `seconds` (a thread of its own works on it), whatever the
+client says meanwhile: `notifications/cancelled` is read and ignored, and an end of stdin does not
+end the process while a call is still being worked on (a non-daemon thread), as a server busy
+with a long job would. `--tag TEXT` marks the command line (tests find the process by it);
+`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived.
+"""
+
+import json
+import os
+import sys
+import threading
+import time
+
+TOOLS = [
+    {
+        "name": "stall",
+        "description": "Answer after a while, whatever happens meanwhile.",
+        "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
+    }
+]
+LOCK = threading.Lock()
+
+
+def send(message: dict) -> None:
+    with LOCK:
+        try:
+            sys.stdout.write(json.dumps(message) + "\n")
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass  # the client has gone: the work was done for no one
+
+
+def stall(request_id: object, seconds: float) -> None:
+    time.sleep(seconds)
+    send({"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "done"}]}})
+
+
+def answer(message: dict) -> None:
+    method, params = message.get("method"), message.get("params") or {}
+    if "id" not in message:
+        return  # a notification: initialized, and cancelled (ignored on purpose)
+    if method == "initialize":
+        result = {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "stubborn", "version": "1"},
+        }
+    elif method == "tools/list":
+        result = {"tools": TOOLS}
+    elif method == "tools/call" and params.get("name") == "stall":
+        seconds = float((params.get("arguments") or {}).get("seconds", 60))
+        threading.Thread(target=stall, args=(message["id"], seconds)).start()
+        mark = os.environ.get("STUBBORN_MARK_FILE")
+        if mark:
+            with open(mark, "w") as file:
+                file.write("working")
+        return
+    elif method == "ping":
+        result = {}
+    else:
+        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
+        return
+    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+
+
+def main() -> None:
+    for line in sys.stdin:
+        if line.strip():
+            answer(json.loads(line))
+
+
+if __name__ == "__main__":
+    main()
