@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import posixpath
 import re
 import secrets
@@ -73,6 +74,34 @@ def sandbox_label(kind: str) -> str:
         "none": "no sandbox there",
         "unknown": "sandbox unknown: no commands",
     }.get(kind, "")
+
+
+@functools.lru_cache(maxsize=1024)
+def _hidden_places(facts: RemoteFacts) -> tuple[str, ...]:
+    """hidden_places of a machine's facts, made once: every operation there sends them, and making
+    them costs milliseconds, which a command to a hundred hosts would pay a hundred times."""
+    environ = dict(facts.relocations)
+    homes = dict.fromkeys([facts.home, facts.real_home])
+    places = [str(p) for home in homes for p in secret_locations(Path(home), _tilde(environ, home))]
+    return tuple(dict.fromkeys([*places, facts.data_dir, facts.config_dir]))
+
+
+@functools.lru_cache(maxsize=1024)
+def _rules_text(facts: RemoteFacts, extra_roots: tuple[str, ...], network: bool) -> str:
+    """The script's rules as bash arrays and values, made once per machine and policy (the same
+    reason as _hidden_places: a filter to assemble and hundreds of words to quote)."""
+    program = facts.seccomp
+    arrays = {
+        "STORES": _hidden_places(facts),
+        "EXTRA": extra_roots,
+        "UNSET": facts.unset,
+        "P": PROTECTED_NAMES,
+    }
+    lines = [f"{name}=({' '.join(shlex.quote(v) for v in values)})" for name, values in arrays.items()]
+    lines.append(f"F={base64.b64encode(program).decode() if program else ''}")
+    lines.append(f"RESOLV={shlex.quote(facts.resolv)}; NET={int(network)}")
+    lines.append(f"CLEAR={int(not facts.environ_known)}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)
@@ -230,9 +259,7 @@ class RemoteSandbox:
     def hidden_places(self) -> list[str]:
         """The credential stores of the remote home (where its environment moves them too) and the
         app's own folders there."""
-        environ = dict(self.facts.relocations)
-        homes = [str(p) for home in self._homes() for p in secret_locations(Path(home), _tilde(environ, home))]
-        return list(dict.fromkeys([*homes, self.facts.data_dir, self.facts.config_dir]))
+        return list(_hidden_places(self.facts))
 
     def _homes(self) -> list[str]:
         return list(dict.fromkeys([self.facts.home, self.facts.real_home]))
@@ -263,18 +290,7 @@ class RemoteSandbox:
         return f"{assigned}; {start}\n{self._rules()}\n{sh.FUNCTIONS}\n{sh.CONFINED}"
 
     def _rules(self) -> str:
-        program = self.facts.seccomp
-        arrays = {
-            "STORES": self.hidden_places(),
-            "EXTRA": self.extra_roots(),
-            "UNSET": list(self.facts.unset),
-            "P": list(PROTECTED_NAMES),
-        }
-        lines = [f"{name}=({' '.join(shlex.quote(v) for v in values)})" for name, values in arrays.items()]
-        lines.append(f"F={base64.b64encode(program).decode() if program else ''}")
-        lines.append(f"RESOLV={shlex.quote(self.facts.resolv)}; NET={int(self.network and self.mode != 'strict')}")
-        lines.append(f"CLEAR={int(not self.facts.environ_known)}")
-        return "\n".join(lines)
+        return _rules_text(self.facts, tuple(self.extra_roots()), self.network and self.mode != "strict")
 
     def _directory(self, cwd: str | None) -> str:
         """A shell word for where the operation starts (an absolute path: bwrap's --chdir)."""
