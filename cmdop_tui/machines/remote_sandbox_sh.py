@@ -22,7 +22,7 @@ SCAN_S = 60  # the first scan of a session may take this long; then the operatio
 REFRESH_S = 10  # a list older than this is made again while the next operation runs
 
 # Bare: no sandbox there (or off, or let out by the user), in the workspace all the same.
-BARE = r"""mkdir -p -m 700 -- "$W" 2>/dev/null
+BARE = r"""[ -d "$W" ] || mkdir -p -m 700 -- "$W" 2>/dev/null
 [ ! -d "$S" ] || : > "$S/stale"
 cd -- "$W" 2>/dev/null || cd || exit 1
 cd -- "$C" || exit 1

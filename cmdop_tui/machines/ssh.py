@@ -37,6 +37,10 @@ SOCKET_PATH_MAX = 107 - 17
 CONTROL_NAME_CHARS = 8 + 1 + 40
 _FINAL_CONTROL_NAME = re.compile(r"[0-9a-f]{8}-[0-9a-f]{40}")  # not PATH.<random>: see _clear_dead_sockets
 MASTER_GRACE_S = 1.0  # beyond the connect timeout, how long the first connection may take to set up its master
+# Looking for a dead master's socket means connecting to the live one's, milliseconds each, which a
+# command to a hundred hosts pays a hundred times in a row: done at most this often per machine.
+# A master that dies in between is met by a connection with ControlMaster=auto, which clears it.
+CLEAR_EVERY_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,7 @@ class SshTransport:
         self.options = options
         self._control_dir = _short_enough(options.control_dir) or default_control_dir()
         self._master_until = 0.0  # until then, the connection that may become the master is setting up
+        self._cleared_at = -CLEAR_EVERY_S  # when this route's dead control sockets were last cleared
 
     # --- argv ----------------------------------------------------------------------------------
 
@@ -167,7 +172,9 @@ class SshTransport:
         if now < self._master_until:
             return "no"
         self._master_until = now + self.options.connect_timeout_s + MASTER_GRACE_S
-        _clear_dead_sockets(self._control_dir, self._route)
+        if now - self._cleared_at >= CLEAR_EVERY_S:
+            self._cleared_at = now
+            _clear_dead_sockets(self._control_dir, self._route)
         return "auto"
 
     def _options_argv(self, master: str = "auto") -> list[str]:
