@@ -144,9 +144,11 @@ async def slash_mcp(app: CommandHost, argument: str) -> None:
         )
         return
     states = app.session.mcp.states() if app.session is not None and app.session.mcp is not None else []
-    lines = [f"  {state.name}: {state.summary()}" for state in states] or [
-        "  none configured ([mcp.NAME] in the settings, or .mcp.json)"
-    ]
+    lines = [
+        line
+        for state in states
+        for line in (f"  {state.name}: {state.summary()}", *(f"    {hidden}" for hidden in state.hidden_lines()))
+    ] or ["  none configured ([mcp.NAME] in the settings, or .mcp.json)"]
     await app.chat.add_notice("\n".join(["MCP servers:", *lines]))
 
 
