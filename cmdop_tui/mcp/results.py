@@ -12,7 +12,8 @@ resource read (`ReadResourceResult`) and a resource listing.
 - An embedded resource: its text inline (bounded); a blob decoded by its MIME type: text-like
   types as text, images as images, anything else described with its size.
 - Structured content, when the result has no text, as compact JSON, with every long base64
-  string in it replaced by a note of its size and kind.
+  string in it replaced by a note of its size and kind; a text that is the structured content
+  serialised (as the spec asks servers to send it) the same way.
 
 The text is made inert (no terminal sequences) and cut in the middle past `OUTPUT_LIMIT`
 characters, as command output is.
@@ -93,12 +94,26 @@ def tool_result(result: types.CallToolResult, reader: str | None = None) -> Tool
     """What the model gets for `result`; `reader` is the model's name of the tool that reads
     this server's resources (None: it offers none)."""
     parts = _Parts(reader)
+    structured = result.structured_content
     for block in result.content:
-        _block(parts, block)
+        if structured is not None and isinstance(block, types.TextContent) and _says(block.text, structured):
+            parts.add(compact_json(structured))  # the same JSON, without its base64 and spaces
+        else:
+            _block(parts, block)
     has_text = any(isinstance(block, types.TextContent) for block in result.content)
     if result.structured_content is not None and not has_text:
         parts.add(compact_json(result.structured_content))
     return parts.result(is_error=bool(result.is_error))
+
+
+def _says(text: str, structured: object) -> bool:
+    """Whether `text` is the structured content serialised (as the spec asks servers to send it)."""
+    if not text.lstrip().startswith(("{", "[")):
+        return False
+    try:
+        return bool(json.loads(text) == structured)
+    except ValueError:
+        return False
 
 
 def resource_result(result: types.ReadResourceResult, reader: str | None = None) -> ToolResult:

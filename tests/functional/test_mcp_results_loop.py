@@ -22,6 +22,7 @@ from real_tools import real_tool
 from cmdop_tui.agent.events import ToolEnd
 from cmdop_tui.agent.messages import is_image, is_text, is_tool_result
 from cmdop_tui.mcp import McpServers
+from cmdop_tui.mcp.listing import describe
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.session.session import Session
 
@@ -145,6 +146,9 @@ async def test_a_tool_that_runs_only_as_a_task_is_not_offered_and_said(fake_api,
     assert servers.states()[0].hidden_lines() == [
         "not offered: simulate-research-query: runs only as a task, which this client does not do"
     ]
+    listed = describe(servers.states()[0], servers.registry)  # what `cmdop-tui mcp list` prints
+    assert listed[-1] == "    not offered: simulate-research-query: runs only as a task, which this client does not do"
+    assert "    mcp__everything__read_resource  (read-only)" in listed
 
 
 @pytest.mark.parametrize(

@@ -140,6 +140,11 @@ def test_structured_content_alone_is_compact_json_without_base64():
     )
     text_too = tool_result(types.CallToolResult(content=[types.TextContent(text="t")], structured_content={"n": 1}))
     assert text_too.content == "t"  # the text says it already
+    serialised = json.dumps(structured, indent=2)  # the same, as the spec asks servers to send it too
+    echoed = tool_result(
+        types.CallToolResult(content=[types.TextContent(text=serialised)], structured_content=structured)
+    )
+    assert echoed.content == result.content
 
 
 def test_long_ordinary_strings_stay_as_they_are():
