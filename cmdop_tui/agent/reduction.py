@@ -11,7 +11,8 @@ Only the request changes; the conversation (and so the transcript) keeps every o
 * **Identical outputs.** An output the request already carries word for word is sent as a
   pointer to the first one.
 * **Old images.** A request carries the images of the newest tool results only (20 images, 6 MB):
-  an older result's are named in its text, not sent again.
+  an older result's are named in its text, not sent again; to a model that takes no images
+  (a local one, or one the Models API says so of) none is sent.
 """
 
 from __future__ import annotations
@@ -55,20 +56,23 @@ class OutputReducer:
     cleared: set[str] = field(default_factory=set)  # tool_use ids sent as stubs from now on
     freed: int = 0  # tokens the last call's new batch took out of the request (estimated)
 
-    def reduce(self, messages: list[Message], *, window: int | None, estimate: int) -> list[Message]:
-        """`messages` as the request should carry them; `estimate` is the request's size."""
+    def reduce(
+        self, messages: list[Message], *, window: int | None, estimate: int, images: bool = True
+    ) -> list[Message]:
+        """`messages` as the request should carry them; `estimate` is the request's size;
+        `images`: whether the model takes images (else none is sent: its line says it)."""
         self.freed = 0
         batch = self._clear_a_batch(messages, window) if window and estimate > self.policy.reduce_at * window else set()
         calls = {block["id"]: block for block in tool_uses(_blocks(messages))}
         first_with: dict[str, str] = {}  # output -> the first call that gave it
-        unsent = _images_past_budget(messages)
+        unsent = _images_past_budget(messages) if images else None  # None: every result's
         reduced: list[Message] = []
         for message in messages:
             blocks = []
             for block in blocks_of(message):
                 sent = self._reduced(block, calls, first_with)
-                if is_tool_result(sent) and sent["tool_use_id"] in unsent and result_images(sent):
-                    sent = _without_images(sent)
+                if is_tool_result(sent) and result_images(sent) and (unsent is None or sent["tool_use_id"] in unsent):
+                    sent = _without_images(sent, AGAIN if images else NO_IMAGES)
                 if sent is not block and block.get("tool_use_id") in batch:
                     self.freed += _tokens(block) - _tokens(sent)
                 blocks.append(sent)
@@ -126,9 +130,13 @@ def _images_past_budget(messages: list[Message]) -> set[str]:
     return past
 
 
-def _without_images(block: ToolResultBlock) -> ToolResultBlock:
+AGAIN = "not sent again, to keep the request small"
+NO_IMAGES = "not sent: this model takes no images"
+
+
+def _without_images(block: ToolResultBlock, why: str) -> ToolResultBlock:
     count = len(result_images(block))
-    note = f"[{count} image{'s' if count != 1 else ''} of this result not sent again, to keep the request small]"
+    note = f"[{count} image{'s' if count != 1 else ''} of this result {why}]"
     return _with_content(block, f"{result_text(block)}\n{note}")
 
 

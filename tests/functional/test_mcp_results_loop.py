@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from agent_helpers import Recorder, make_runner
-from fake_anthropic import text_reply, tool_reply
+from fake_anthropic import ModelSpec, text_reply, tool_reply
 from mcp_servers.harness import settings_with, stdio_spec
 from real_tools import real_tool
 
@@ -197,3 +197,15 @@ async def test_continue_sends_the_image_again_from_the_transcript(fake_api, anth
     results = [block for message in history for block in message["content"] if is_tool_result(block)]
     text, images = parts(results[0])
     assert text == "[image: image/png, 12 kB, 109x109]" and images == sent
+
+
+async def test_a_model_that_takes_no_images_gets_their_lines_only(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(tool_reply("mcp__demo__image", {}), text_reply("I cannot see it"))
+    settings = settings_with(stdio_spec()).with_run(auto_approve=True)
+    async with Session(settings, platform="headless", cwd=tmp_path, record=False) as session:
+        fake_api.models[session.runner.config.model] = ModelSpec(image_input=False)  # as the Models API says
+        assert (await session.run("picture", Recorder())).text == "I cannot see it"
+    text, images = parts(result_of(fake_api.requests[1]))
+    assert images == [] and text == (
+        "[image: image/png, 12 kB, 109x109]\n[1 image of this result not sent: this model takes no images]"
+    )

@@ -808,6 +808,7 @@ class ModelSpec:
     lifecycle: str = "active"
     line: str | None = None
     capabilities: bool = True
+    image_input: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def info(self, model_id: str) -> dict:
@@ -837,7 +838,7 @@ class ModelSpec:
                     "compact_20260112": cm,
                 },
                 "effort": {**yes, "low": yes, "medium": yes, "high": yes, "max": yes, "xhigh": {"supported": False}},
-                "image_input": yes,
+                "image_input": {"supported": self.image_input},
                 "pdf_input": yes,
                 "server_tools": {**yes, "code_execution": yes, "web_search": yes},
                 "structured_outputs": yes,

@@ -100,3 +100,16 @@ def test_the_kind_and_size_of_an_image_are_read_from_its_header():
     webp = b"RIFF\0\0\0\0WEBPVP8X" + b"\0" * 8 + (99).to_bytes(3, "little") + (49).to_bytes(3, "little")
     assert sniff(webp) == ImageFacts("image/webp", 100, 50)
     assert sniff(b"BM\0\0") is None and sniff(b"") is None
+
+
+def test_a_model_that_takes_no_images_gets_none_only_their_lines():
+    image = image_block("image/png", b64(png(4, 4)))
+    messages: list[Message] = [
+        {"role": "user", "content": [text_block("go")]},
+        call("t1"),
+        {"role": "user", "content": [tool_result_block("t1", "[image: image/png, 33 B, 4x4]", images=[image])]},
+    ]
+    sent = OutputReducer().reduce(messages, window=None, estimate=0, images=False)
+    assert sent[2]["content"][0]["content"] == (
+        "[image: image/png, 33 B, 4x4]\n[1 image of this result not sent: this model takes no images]"
+    )
