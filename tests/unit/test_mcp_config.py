@@ -9,9 +9,11 @@ import re
 import tomllib
 from dataclasses import replace
 
+import mcp_types as types
 import pytest
 
 from cmdop_tui.config.settings import FIRST_RUN_TEMPLATE, SettingsError, settings_from
+from cmdop_tui.mcp.client import remote_tool
 from cmdop_tui.mcp.configured import configured_servers
 from cmdop_tui.mcp.names import McpName, extra_name, server_key, tool_names, unique_keys
 from cmdop_tui.mcp.server_tables import McpServerSpec, mcp_server_from, settings_servers
@@ -312,3 +314,16 @@ def test_read_only_tools_run_without_asking_and_modes_apply():
 def test_a_spec_is_a_value():
     spec = McpServerSpec(name="a", command="x")
     assert replace(spec, name="b").name == "b" and spec.enabled and spec.source == "settings"
+
+
+def test_only_a_tool_that_runs_only_as_a_task_is_held_back():
+    def listed(support: str | None) -> RemoteTool:
+        execution = types.ToolExecution(task_support=support) if support else None
+        return remote_tool(types.Tool(name="t", input_schema={"type": "object"}, execution=execution))
+
+    assert [listed(support).task_only for support in (None, "forbidden", "optional", "required")] == [
+        False,
+        False,
+        False,
+        True,
+    ]
