@@ -7,7 +7,6 @@ comes with its usage.
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -47,11 +46,21 @@ def image_block_tokens(block: ImageBlock) -> int:
     return _image_tokens(data) if isinstance(data, str) else MAX_IMAGE_TOKENS
 
 
-@functools.lru_cache(maxsize=256)  # the same images are weighed at every request; a str keeps its hash
+_WEIGHED: dict[tuple[int, int], int] = {}  # the same images are weighed at every request
+_WEIGHED_MAX = 1024
+
+
 def _image_tokens(data: str) -> int:
-    facts = sniff(decode_head(data))
-    size = decoded_size(data)
-    return image_tokens(facts.width, facts.height, size) if facts else image_tokens(None, None, size)
+    key = (hash(data), len(data))  # a str keeps its hash; the key holds no reference to the image
+    tokens = _WEIGHED.get(key)
+    if tokens is None:
+        facts = sniff(decode_head(data))
+        size = decoded_size(data)
+        tokens = image_tokens(facts.width, facts.height, size) if facts else image_tokens(None, None, size)
+        if len(_WEIGHED) >= _WEIGHED_MAX:
+            _WEIGHED.clear()
+        _WEIGHED[key] = tokens
+    return tokens
 
 
 @dataclass(frozen=True)
