@@ -37,6 +37,7 @@ class AgentConfig:
     compaction: CompactionPolicy = CompactionPolicy()
     summary_model: str | None = None  # writes compaction summaries (None: the session's model)
     server_compaction: bool = False  # the endpoint compacts for us (beta context_management)
+    image_input: bool = True  # the model sees images (else a result's images go as the lines naming them)
     prices: Prices = field(default_factory=dict)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cmdop_tui.agent.cancel import Operation
-from cmdop_tui.agent.context_usage import estimate_tokens
+from cmdop_tui.agent.context_usage import estimate_tokens, message_tokens
 from cmdop_tui.agent.events import Compacted, CompactionStarted, Event, Retrying, Usage
 from cmdop_tui.agent.history import Conversation, previous_summary, summary_block, summary_of, without_summaries
 from cmdop_tui.agent.llm import ModelClient
@@ -86,10 +86,6 @@ class Split:
 
     at: int
     tail_tokens: int
-
-
-def message_tokens(message: Message) -> int:
-    return estimate_tokens(json.dumps(message, ensure_ascii=False))
 
 
 def _clean_start(message: Message) -> bool:

@@ -117,7 +117,9 @@ class ContextMeter:
         )
         messages = sanitize(self.conversation.messages)
         estimate = self._request_estimate(system, tools, messages)
-        reduced = self.reducer.reduce(messages, window=self.config.context_window, estimate=estimate)
+        reduced = self.reducer.reduce(
+            messages, window=self.config.context_window, estimate=estimate, images=self.config.image_input
+        )
         if self._baseline is None and self.config.context_window is not None:
             size = measure(system, [tool.definition() for tool in tools], reduced).total  # once, then real counts
         else:

@@ -22,7 +22,7 @@ from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation
 from cmdop_tui.agent.llm import EventSink, ModelReply
 from cmdop_tui.agent.loop_mode import RepeatGuard
-from cmdop_tui.agent.messages import ToolResultBlock, blocks_of, result_for, tool_result_block
+from cmdop_tui.agent.messages import ToolResultBlock, blocks_of, image_block, result_for, tool_result_block
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import SandboxRefusal
@@ -130,7 +130,7 @@ class ToolExecutor:
                 started = time.monotonic()  # the duration is the tool's, not the approval wait
                 result = await self._run(call, emit)
         finally:  # a cancelled tool still ends, so no display shows it running forever
-            result = self._stopped.pop(call.id, result)
+            result = self._stopped.pop(call.id, result).bounded()  # the card says what the model gets
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
@@ -187,4 +187,6 @@ class ToolExecutor:
         self._stopped[call.id] = ToolResult.error(f"{CANCELLED_RESULT}\n{result.content}")
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
-        self.finished[call.id] = tool_result_block(call.id, result.content, result.is_error)
+        result = result.bounded()
+        images = [image_block(image.media_type, image.data) for image in result.images]
+        self.finished[call.id] = tool_result_block(call.id, result.content, result.is_error, images)

@@ -27,6 +27,7 @@ from cmdop_tui.agent.messages import (
     Block,
     Message,
     OperationRecord,
+    ResultPart,
     Role,
     TextBlock,
     ToolResultBlock,
@@ -34,6 +35,7 @@ from cmdop_tui.agent.messages import (
     are_messages,
     blocks_of,
     is_blank_text,
+    is_sendable_image,
     is_text,
     is_tool_result,
     is_tool_use,
@@ -151,13 +153,45 @@ def _answered_as(blocks: list[Block], pairs: list[tuple[str, str]]) -> list[Bloc
     return fixed
 
 
+UNSENDABLE_PART = "[a part of this result the API does not take was left out]"
+
+
+def _sendable_parts(content: object) -> bool:
+    """Whether a tool result's content is what the API takes: a string, or text (not blank) and
+    images it takes."""
+    if not isinstance(content, list):
+        return True
+    return all((is_text(part) and not is_blank_text(part)) or is_sendable_image(part) for part in content)
+
+
+def _sendable_result(block: Block) -> Block:
+    """A tool result whose content parts the API would refuse (an image of a type it does not
+    take, a part of another kind, blank text, from an old or edited transcript) with each such
+    part said in a line; any other block as it is."""
+    if not is_tool_result(block):
+        return block
+    content = block.get("content")
+    if not isinstance(content, list) or _sendable_parts(content):
+        return block
+    parts: list[ResultPart] = []
+    for part in content:
+        if is_sendable_image(part) or (is_text(part) and not is_blank_text(part)):
+            parts.append(part)
+        elif not is_blank_text(part):
+            parts.append(text_block(UNSENDABLE_PART))
+    fixed = block.copy()
+    fixed["content"] = parts or [text_block("(no output)")]
+    return fixed
+
+
 def _valid_blocks(messages: Sequence[Message]) -> list[Message]:
-    """Blank text dropped; malformed and repeated tool_use ids renamed, with their results."""
+    """Blank text dropped; parts of tool results the API refuses said instead; malformed and
+    repeated tool_use ids renamed, with their results."""
     taken: set[str] = set()
     pairs: list[tuple[str, str]] = []
     fixed: list[Message] = []
     for index, message in enumerate(messages):
-        blocks = [b for b in blocks_of(message) if not is_blank_text(b)]
+        blocks = [_sendable_result(b) for b in blocks_of(message) if not is_blank_text(b)]
         if message.get("role") == "assistant":
             blocks, pairs = renamed_tool_ids(blocks, taken, f"fixed{index}")
         elif pairs:
@@ -183,6 +217,8 @@ def _is_valid(messages: Sequence[Message]) -> bool:
             return False
         if role == "user":
             answered = {b.get("tool_use_id") for b in tool_results(blocks)}
+            if not all(_sendable_parts(b.get("content")) for b in tool_results(blocks)):
+                return False
             if answered != asked:
                 return False
             asked = set()

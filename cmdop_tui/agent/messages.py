@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal, NotRequired, Required, TypeAlias, TypedDict, TypeGuard
 
+from cmdop_tui.support.images import MEDIA_TYPES
+
 Role: TypeAlias = Literal["user", "assistant"]
 # A tool's input and a tool call's JSON object: the tool's own schema gives it a shape, not this one.
 JsonObject: TypeAlias = dict[str, object]
@@ -42,10 +44,31 @@ class ToolUseBlock(TypedDict):
     cache_control: NotRequired[CacheControl]
 
 
+class Base64ImageSource(TypedDict):
+    type: Literal["base64"]
+    media_type: str  # one of support/images.py MEDIA_TYPES
+    data: str
+
+
+class UrlImageSource(TypedDict):
+    type: Literal["url"]
+    url: str
+
+
+class ImageBlock(TypedDict):
+    type: Literal["image"]
+    source: Base64ImageSource | UrlImageSource
+    cache_control: NotRequired[CacheControl]
+
+
+# What a tool result's content list may hold, of what the API takes there (text and images).
+ResultPart: TypeAlias = TextBlock | ImageBlock
+
+
 class ToolResultBlock(TypedDict):
     type: Literal["tool_result"]
     tool_use_id: str
-    content: str | list[TextBlock]
+    content: str | list[ResultPart]
     is_error: NotRequired[bool]
     cache_control: NotRequired[CacheControl]
 
@@ -72,7 +95,9 @@ class CompactionBlock(TypedDict):
 
 
 # Every kind may carry a cache breakpoint: it goes on the last block of a user turn, whatever its kind.
-Block: TypeAlias = TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock | CompactionBlock
+Block: TypeAlias = (
+    TextBlock | ImageBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock | CompactionBlock
+)
 
 
 class Message(TypedDict):
@@ -128,6 +153,22 @@ def is_blank_text(block: object) -> bool:
     return not isinstance(text, str) or not text.strip()
 
 
+def is_image(block: object) -> TypeGuard[ImageBlock]:
+    return kind_of(block) == "image"
+
+
+def is_sendable_image(block: object) -> TypeGuard[ImageBlock]:
+    """An image block the API takes: base64 data of one of its media types, or a URL."""
+    if not is_image(block):
+        return False
+    source: object = block.get("source")
+    if not isinstance(source, Mapping):
+        return False
+    if source.get("type") == "base64":
+        return source.get("media_type") in MEDIA_TYPES and isinstance(source.get("data"), str) and bool(source["data"])
+    return source.get("type") == "url" and isinstance(source.get("url"), str) and bool(source["url"])
+
+
 def is_tool_use(block: object) -> TypeGuard[ToolUseBlock]:
     return kind_of(block) == "tool_use"
 
@@ -169,11 +210,27 @@ def text_block(text: str) -> TextBlock:
     return {"type": "text", "text": text}
 
 
-def tool_result_block(tool_use_id: str, content: str, is_error: bool = False) -> ToolResultBlock:
-    block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": content or "(no output)"}
+def image_block(media_type: str, data: str) -> ImageBlock:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+
+
+def tool_result_block(
+    tool_use_id: str, content: str, is_error: bool = False, images: Sequence[ImageBlock] = ()
+) -> ToolResultBlock:
+    """A tool result: its text alone as a string (as it always was), or its text then its images."""
+    text = content or "(no output)"
+    block: ToolResultBlock = {"type": "tool_result", "tool_use_id": tool_use_id, "content": text}
+    if images:
+        block["content"] = [text_block(text), *images]
     if is_error:
         block["is_error"] = True
     return block
+
+
+def result_images(block: Mapping[str, object]) -> list[ImageBlock]:
+    """The image blocks of a tool result's content."""
+    content = block.get("content")
+    return [part for part in content if is_image(part)] if isinstance(content, list) else []
 
 
 def blocks_of(message: Mapping[str, object]) -> list[Block]:
@@ -194,7 +251,7 @@ def result_content_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(str(part.get("text", "")) for part in content if isinstance(part, Mapping))
+        return "".join(text_of(part) for part in content)
     return ""
 
 

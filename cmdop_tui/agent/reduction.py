@@ -10,6 +10,9 @@ Only the request changes; the conversation (and so the transcript) keeps every o
   cache keeps serving it.
 * **Identical outputs.** An output the request already carries word for word is sent as a
   pointer to the first one.
+* **Old images.** A request carries the images of the newest tool results only (20 images, 6 MB):
+  an older result's are named in its text, not sent again; to a model that takes no images
+  (a local one, or one the Models API says so of) none is sent.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from cmdop_tui.agent.context_usage import estimate_tokens
+from cmdop_tui.agent.context_usage import block_tokens, estimate_tokens
 from cmdop_tui.agent.messages import (
     Block,
     Message,
@@ -27,11 +30,14 @@ from cmdop_tui.agent.messages import (
     blocks_of,
     is_tool_result,
     result_content_text,
+    result_images,
     tool_results,
     tool_uses,
 )
 
 STUB_ARGUMENTS_CHARS = 80  # of the call's arguments, in a stub
+MAX_REQUEST_IMAGES = 20  # images of tool results in one request (past 20 the API also shrinks them)
+MAX_REQUEST_IMAGES_BASE64 = 8_000_000  # characters of their base64 in one request (its body takes 32 MB)
 
 
 @dataclass(frozen=True)
@@ -50,17 +56,23 @@ class OutputReducer:
     cleared: set[str] = field(default_factory=set)  # tool_use ids sent as stubs from now on
     freed: int = 0  # tokens the last call's new batch took out of the request (estimated)
 
-    def reduce(self, messages: list[Message], *, window: int | None, estimate: int) -> list[Message]:
-        """`messages` as the request should carry them; `estimate` is the request's size."""
+    def reduce(
+        self, messages: list[Message], *, window: int | None, estimate: int, images: bool = True
+    ) -> list[Message]:
+        """`messages` as the request should carry them; `estimate` is the request's size;
+        `images`: whether the model takes images (else none is sent: its line says it)."""
         self.freed = 0
         batch = self._clear_a_batch(messages, window) if window and estimate > self.policy.reduce_at * window else set()
         calls = {block["id"]: block for block in tool_uses(_blocks(messages))}
         first_with: dict[str, str] = {}  # output -> the first call that gave it
+        unsent = _images_past_budget(messages) if images else None  # None: every result's
         reduced: list[Message] = []
         for message in messages:
             blocks = []
             for block in blocks_of(message):
                 sent = self._reduced(block, calls, first_with)
+                if is_tool_result(sent) and result_images(sent) and (unsent is None or sent["tool_use_id"] in unsent):
+                    sent = _without_images(sent, AGAIN if images else NO_IMAGES)
                 if sent is not block and block.get("tool_use_id") in batch:
                     self.freed += _tokens(block) - _tokens(sent)
                 blocks.append(sent)
@@ -86,7 +98,7 @@ class OutputReducer:
         call_id, text = block["tool_use_id"], result_text(block)
         if call_id in self.cleared:
             return _with_content(block, stub(calls.get(call_id), call_id, text))
-        if len(text) < self.policy.min_output_chars:
+        if len(text) < self.policy.min_output_chars or result_images(block):
             return block
         first = first_with.setdefault(text, call_id)
         if first == call_id:
@@ -99,6 +111,33 @@ def _with_content(block: ToolResultBlock, content: str) -> ToolResultBlock:
     sent = block.copy()
     sent["content"] = content
     return sent
+
+
+def _images_past_budget(messages: list[Message]) -> set[str]:
+    """The tool results whose images a request no longer carries: counting from the newest,
+    those past MAX_REQUEST_IMAGES images or MAX_REQUEST_IMAGES_BASE64 characters of them (each
+    request sends the whole history again)."""
+    count = spent = 0
+    past: set[str] = set()
+    for block in reversed([block for block in _blocks(messages) if is_tool_result(block)]):
+        images = result_images(block)
+        if not images:
+            continue
+        count += len(images)
+        spent += sum(len(str(image["source"].get("data", ""))) for image in images)
+        if past or count > MAX_REQUEST_IMAGES or spent > MAX_REQUEST_IMAGES_BASE64:
+            past.add(block["tool_use_id"])
+    return past
+
+
+AGAIN = "not sent again, to keep the request small"
+NO_IMAGES = "not sent: this model takes no images"
+
+
+def _without_images(block: ToolResultBlock, why: str) -> ToolResultBlock:
+    count = len(result_images(block))
+    note = f"[{count} image{'s' if count != 1 else ''} of this result {why}]"
+    return _with_content(block, f"{result_text(block)}\n{note}")
 
 
 def stub(call: ToolUseBlock | None, call_id: str, text: str) -> str:
@@ -116,7 +155,7 @@ def stub(call: ToolUseBlock | None, call_id: str, text: str) -> str:
 
 
 def _tokens(block: Block) -> int:
-    return estimate_tokens(json.dumps(block, ensure_ascii=False))
+    return block_tokens(block)
 
 
 def _old_results(messages: list[Message], keep_turns: int) -> list[ToolResultBlock]:

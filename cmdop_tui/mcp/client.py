@@ -25,7 +25,7 @@ import os
 import signal
 import tempfile
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -47,7 +47,7 @@ from cmdop_tui.tools.base import ToolResult
 
 from .answering import Asking, callbacks
 from .asks import ClientAnswers
-from .results import tool_result
+from .results import resource_result, resources_listing, tool_result
 from .server_tables import McpServerSpec
 from .tools import RemoteTool
 
@@ -125,19 +125,66 @@ class Connection:
             await self.close()
             raise
 
-    async def call(self, name: str, args: dict[str, Any], report: ProgressSink) -> ToolResult:
-        """Call the tool `name`; what the server says, or why it could not, as a ToolResult.
+    @property
+    def offers_resources(self) -> bool:
+        """Whether the server said it has resources (then the model gets tools to read them)."""
+        capabilities = self._session.server_capabilities if self._session is not None else None
+        return capabilities is not None and capabilities.resources is not None
+
+    async def call(
+        self, name: str, args: dict[str, Any], report: ProgressSink, reader: str | None = None
+    ) -> ToolResult:
+        """Call the tool `name`; what the server says, or why it could not, as a ToolResult
+        (`reader`: the tool that reads the server's resources, named by its resource links).
         Cancelling the caller cancels the call (and tells the server)."""
-        session = self._session
-        if session is None or not self.alive:
-            return ToolResult.error(f"the MCP server '{self.spec.name}' is not connected ({self.lost or 'closed'})")
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             figure = f"{progress:g}/{total:g}" if total else f"{progress:g}"
             report(f"[progress {figure}] {message or ''}".rstrip() + "\n", "info")
 
+        async def send(session: ClientSession) -> ToolResult:
+            return tool_result(await session.call_tool(name, args, progress_callback=on_progress), reader)
+
+        return await self._ask(send, "call")
+
+    async def read_resource(self, uri: str, reader: str) -> ToolResult:
+        """The resource `uri` of the server, as the model reads it."""
+
+        async def send(session: ClientSession) -> ToolResult:
+            return resource_result(await session.read_resource(uri), reader)
+
+        return await self._ask(send, "read")
+
+    async def list_resources(self, reader: str) -> ToolResult:
+        """The server's resources and URI templates (MAX_PAGES pages of each at most)."""
+
+        async def send(session: ClientSession) -> ToolResult:
+            resources: list[types.Resource] = []
+            templates: list[types.ResourceTemplate] = []
+            cursor: str | None = None
+            for _ in range(MAX_PAGES):
+                page = await session.list_resources(params=_page(cursor))
+                resources += page.resources
+                if not (cursor := page.next_cursor):
+                    break
+            cursor = None
+            with contextlib.suppress(MCPError):  # templates are optional: a server may not list any
+                for _ in range(MAX_PAGES):
+                    listed = await session.list_resource_templates(params=_page(cursor))
+                    templates += listed.resource_templates
+                    if not (cursor := listed.next_cursor):
+                        break
+            return resources_listing(resources, templates, reader)
+
+        return await self._ask(send, "listing")
+
+    async def _ask(self, send: Callable[[ClientSession], Awaitable[ToolResult]], what: str) -> ToolResult:
+        """`send(session)`, or why the server could not answer, as a ToolResult."""
+        session = self._session
+        if session is None or not self.alive:
+            return ToolResult.error(f"the MCP server '{self.spec.name}' is not connected ({self.lost or 'closed'})")
         try:
-            result = await session.call_tool(name, args, progress_callback=on_progress)
+            return await send(session)
         except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
             self._abandoned = True
             self._asking.stop()
@@ -149,13 +196,12 @@ class Connection:
                 self._end(self.lost or detail)  # HTTP: the transport may not notice by itself
                 why = f" ({self.lost})" if self.lost else ""
                 return ToolResult.error(
-                    f"the MCP server '{self.spec.name}' closed the connection during the call{why}; "
+                    f"the MCP server '{self.spec.name}' closed the connection during the {what}{why}; "
                     "it is restarted on the next call"
                 )
-            return ToolResult.error(f"the MCP server '{self.spec.name}' refused the call: {exc}")
+            return ToolResult.error(f"the MCP server '{self.spec.name}' refused the {what}: {exc}")
         except Exception as exc:  # a result the SDK could not read, a transport failure...
-            return ToolResult.error(f"the call to the MCP server '{self.spec.name}' failed: {describe(exc)}")
-        return tool_result(result)
+            return ToolResult.error(f"the {what} to the MCP server '{self.spec.name}' failed: {describe(exc)}")
 
     async def roots_changed(self) -> None:
         """Tell the server the roots changed (it asks for them again). Never raises."""
@@ -344,7 +390,12 @@ def remote_tool(tool: types.Tool) -> RemoteTool:
         description=tool.description or title,
         input_schema=dict(tool.input_schema),
         read_only=bool(annotations and annotations.read_only_hint),
+        task_support=tool.execution.task_support if tool.execution else None,
     )
+
+
+def _page(cursor: str | None) -> types.PaginatedRequestParams | None:
+    return types.PaginatedRequestParams(cursor=cursor) if cursor else None
 
 
 def server_environment(extra: dict[str, str] | Any) -> dict[str, str]:

@@ -1,8 +1,9 @@
 """`cmdop-tui mcp list`: every configured MCP server, where it comes from, how it is reached,
 what it runs from the project (its trust covers those files), its state after trying to connect
-(with a timeout), and its tools as the model sees them. The client declares what a session
-declares (roots, sampling, elicitation), so the tools listed are those a session is offered; a
-server that asks anything meanwhile is told that only a session answers."""
+(with a timeout), its tools as the model sees them, and those it is not offered (with why). The
+client declares what a session declares (roots, sampling, elicitation), so the tools listed are
+those a session is offered; a server that asks anything meanwhile is told that only a session
+answers."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def describe(
         tool = registry.get(name)
         marker = "  (read-only)" if tool is not None and not tool.mutating else ""
         lines.append(f"    {name}{marker}")
+    lines += [f"    {line}" for line in state.hidden_lines()]
     return lines
 
 

@@ -27,15 +27,16 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
 
+from cmdop_tui.support.text import inert_line
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry
 
 from .asks import ClientAnswers
 from .configured import UNTRUSTED_REASON
-from .names import server_key, unique_keys
+from .names import server_key, tool_names, unique_keys
 from .server_tables import McpServerSpec
 from .specs import PROJECT_FILE, PROJECT_SOURCE, describe_target, expand
-from .tools import RemoteTool, mcp_tool
+from .tools import TASK_ONLY, RemoteTool, ResourceListing, ResourceRead, mcp_tool, resource_tools
 from .trust import UNTRUSTED_AGAIN, still_trusted
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class ServerState:
     status: Status
     tools: tuple[str, ...] = ()  # the names the model sees
     reason: str = ""  # why it failed or crashed
+    hidden: tuple[str, ...] = ()  # the server's tools not offered, each with why ("name: why")
 
     def summary(self) -> str:
         """`connected: 4 tools`, `failed: cannot start 'x': no such program`..."""
@@ -66,6 +68,10 @@ class ServerState:
         if self.status == "connected":
             return f"connected: {count} tool{'s' if count != 1 else ''}"
         return f"{self.status}: {self.reason}" if self.reason else self.status
+
+    def hidden_lines(self) -> list[str]:
+        """One line for each of the server's tools the model is not offered, with why."""
+        return [f"not offered: {inert_line(line)}" for line in self.hidden]
 
 
 @dataclass
@@ -76,6 +82,7 @@ class _Server:
     connection: Connection | None = None
     tools: dict[str, Tool] = field(default_factory=dict)  # by the model's name
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    reader: str | None = None  # the model's name of the tool that reads its resources (None: none)
 
 
 class McpServers:
@@ -222,12 +229,25 @@ class McpServers:
     # --- the registry -------------------------------------------------------------------------------
 
     def _offer(self, server: _Server, remote: list[RemoteTool]) -> None:
-        """The server's tools are `remote` now: the registry gets the new ones, loses the gone."""
+        """The server's tools are `remote` now: the registry gets the new ones, loses the gone.
+        A tool that runs only as a task is not offered (its state says so); a server with
+        resources gets the tools that list and read them."""
         if self._closed:
             return
+        offered = [item for item in remote if not item.task_only]
+        names = tool_names(server.spec.name, server.key, [item.name for item in offered])
+        made = [
+            mcp_tool(server.spec.name, server.key, item, self._caller(server), names[item.name]) for item in offered
+        ]
+        server.reader = None
+        if server.connection is not None and server.connection.offers_resources:
+            reading = resource_tools(
+                server.spec.name, server.key, (tool.name for tool in made), *self._resource_readers(server)
+            )
+            server.reader = reading[0].name
+            made += reading
         fresh: dict[str, Tool] = {}
-        for item in remote:
-            tool = mcp_tool(server.spec.name, server.key, item, self._caller(server), taken=fresh)
+        for tool in made:
             old = server.tools.get(tool.name)
             fresh[tool.name] = old if old is not None and _same(old, tool) else tool
         for name, old in server.tools.items():
@@ -240,7 +260,8 @@ class McpServers:
                 except ValueError:  # a name taken by another tool: this one is left out
                     log.warning("MCP tool %s of %s is left out: the name is taken", name, server.spec.name)
         server.tools = {name: tool for name, tool in fresh.items() if self.registry.get(name) is tool}
-        self._set(server, status="connected", tools=tuple(server.tools), reason="")
+        hidden = tuple(f"{item.name}: {TASK_ONLY}" for item in remote if item.task_only)
+        self._set(server, status="connected", tools=tuple(server.tools), reason="", hidden=hidden)
 
     def _withdraw(self, server: _Server) -> None:
         for name in server.tools:
@@ -259,9 +280,26 @@ class McpServers:
             connection = await self._live(server)
             if isinstance(connection, str):
                 return ToolResult.error(connection)
-            return await connection.call(tool, args, ctx.progress)
+            return await connection.call(tool, args, ctx.progress, server.reader)
 
         return call
+
+    def _resource_readers(self, server: _Server) -> tuple[ResourceRead, ResourceListing]:
+        """How the tools that read a server's resources reach it (restarting it, as a call does)."""
+
+        async def read(uri: str, ctx: ToolContext) -> ToolResult:
+            connection = await self._live(server)
+            if isinstance(connection, str):
+                return ToolResult.error(connection)
+            return await connection.read_resource(uri, server.reader or "")
+
+        async def listing(ctx: ToolContext) -> ToolResult:
+            connection = await self._live(server)
+            if isinstance(connection, str):
+                return ToolResult.error(connection)
+            return await connection.list_resources(server.reader or "")
+
+        return read, listing
 
     async def _live(self, server: _Server) -> Connection | str:
         """The server's connection, started again if it crashed; or why there is none."""

@@ -95,8 +95,9 @@ def decide(
     if mutating is None:
         mutating = spec.mutating if spec is not None else True
     names = [machine, *(s for s in selectors if s != machine)]
-    session = [r for r in session if any(r.applies_to(tool, name) for name in names)]
-    global_ = [r for r in global_ if any(r.applies_to(tool, name) for name in names)]
+    known_as = [tool, *(sorted(spec.aliases) if spec is not None else ())]  # an MCP tool's full name too
+    session = [r for r in session if any(r.applies_to(t, name) for t in known_as for name in names)]
+    global_ = [r for r in global_ if any(r.applies_to(t, name) for t in known_as for name in names)]
     verdict, rule = _rules_verdict(tool, args, machine, cwd, spec, session, global_)
     if judged is not None:
         return _for_a_person(judged, verdict, rule, mode)

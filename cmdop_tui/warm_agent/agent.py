@@ -53,6 +53,7 @@ PRELOAD = (
     "cmdop_tui.machines.spec",
     "cmdop_tui.permissions",
     "cmdop_tui.transcripts",
+    "cmdop_tui.mcp.client",  # the MCP SDK (~0.5 s): a run with MCP servers waits for them before its first request
     "anthropic",
     "ctypes",
 )

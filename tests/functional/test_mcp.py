@@ -5,6 +5,7 @@ results, tools added at run time, Stop, crashes, failures, and no server process
 from __future__ import annotations
 
 import asyncio
+import base64
 import re
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -15,6 +16,7 @@ import pytest
 from mcp_servers.harness import free_port, http_server, http_spec, new_tag, stdio_spec, tagged, wait_gone
 
 from cmdop_tui.mcp import McpServers, ServerState
+from cmdop_tui.mcp.names import unique_keys
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.tools.base import ToolContext, ToolResult
 from cmdop_tui.tools.registry import ToolRegistry, run_tool
@@ -65,7 +67,7 @@ async def test_a_servers_tools_are_offered_named_tagged_and_declared(demo, opene
     spec, _, _ = demo
     servers = await started(spec)
     opened.append(servers)
-    assert state(servers).status == "connected" and state(servers).summary().startswith("connected: 13 tools")
+    assert state(servers).status == "connected" and state(servers).summary().startswith("connected: 16 tools")
     names = servers.registry.names()
     assert {"mcp__demo__echo", "mcp__demo__slow", "mcp__demo__dotted_name"} <= set(names)
     assert all(TOOL_NAME.match(name) for name in names)
@@ -82,19 +84,52 @@ async def test_results_become_text_the_model_can_read(demo, opened):
     servers = await started(spec)
     opened.append(servers)
     assert await call(servers, "mcp__demo__echo", {"text": "hi"}) == ToolResult("hi")
-    assert await call(servers, "mcp__demo__image") == ToolResult("[image: image/png, 12 kB]")
+    image = await call(servers, "mcp__demo__image")
+    assert image.content == "[image: image/png, 12 kB, 109x109]" and len(image.images) == 1
+    assert image.images[0].media_type == "image/png" and base64.b64decode(image.images[0].data).startswith(b"\x89PNG")
     assert await call(servers, "mcp__demo__fail", {"message": "the disk is full"}) == ToolResult.error(
         "the disk is full"
     )
     mixed = await call(servers, "mcp__demo__mixed")
     assert mixed.content == (
-        "see these\n[resource: file:///notes.txt]\nthe notes\n[resource link: https://example.com/report (report)]"
+        "see these\n[resource: file:///notes.txt, text/plain]\nthe notes\n"
+        "[resource link: https://example.com/report (report): read it with mcp__demo__read_resource]"
     )
     structured = await call(servers, "mcp__demo__structured")
-    assert '"answer": 42' in structured.content and not structured.is_error
+    assert structured == ToolResult('{"answer":42,"unit":"none"}')
     assert await call(servers, "mcp__demo__dotted_name") == ToolResult("dotted")
     invalid = await call(servers, "mcp__demo__echo", {"text": 3})
     assert invalid.is_error and "'text' must be a string" in invalid.content  # checked before it goes out
+
+
+async def test_the_model_lists_and_reads_a_servers_resources(demo, opened):
+    spec, _, _ = demo
+    servers = await started(spec)
+    opened.append(servers)
+    reader = servers.registry.get("mcp__demo__read_resource")
+    assert reader is not None and not reader.mutating and reader.tags == {"mcp", "mcp:demo"}
+    listing = await call(servers, "mcp__demo__list_resources")
+    assert listing.content.splitlines() == [
+        "2 resources; read one with mcp__demo__read_resource(uri):",
+        "- demo://notes (notes) [text/plain]: The notes.",
+        "- demo://logo.png (logo) [image/png]",
+        "1 URI template (fill in the {names}):",
+        "- demo://{name}/readme (readme) [text/markdown]",
+    ]
+    linked = await call(servers, "mcp__demo__linked")
+    assert linked.content.splitlines() == [
+        "[resource link: demo://logo.png (logo), image/png, 3 kB: read it with mcp__demo__read_resource]",
+        "[resource link: demo://notes (notes): read it with mcp__demo__read_resource]",
+    ]
+    notes = await call(servers, "mcp__demo__read_resource", {"uri": "demo://notes"})
+    assert notes == ToolResult("[resource: demo://notes, text/plain]\nthe notes, read as a resource")
+    logo = await call(servers, "mcp__demo__read_resource", {"uri": "demo://logo.png"})
+    assert logo.content == "[resource: demo://logo.png, image/png]\n[image: image/png, 3 kB, 54x54]"
+    assert [image.media_type for image in logo.images] == ["image/png"]
+    filled = await call(servers, "mcp__demo__read_resource", {"uri": "demo://tools/readme"})
+    assert filled.content == "[resource: demo://tools/readme, text/markdown]\n# tools"
+    missing = await call(servers, "mcp__demo__read_resource", {"uri": "demo://nothing"})
+    assert missing.is_error and "refused the read" in missing.content
 
 
 async def test_a_tool_added_at_run_time_is_picked_up(demo, opened):
@@ -208,7 +243,7 @@ async def test_environment_variables_and_the_working_directory_reach_a_stdio_ser
 async def test_closing_ends_every_server_process_and_withdraws_the_tools(tmp_path):
     tags = [new_tag() for _ in range(3)]
     servers = await started(*(stdio_spec(f"s{i}", tag=tag) for i, tag in enumerate(tags)), cwd=tmp_path)
-    assert all(tagged(tag) for tag in tags) and len(servers.registry) == 39
+    assert all(tagged(tag) for tag in tags) and len(servers.registry) == 48
     await servers.close()
     assert len(servers.registry) == 0
     assert all(wait_gone(tag, timeout=5) == [] for tag in tags)
@@ -227,8 +262,11 @@ async def test_two_servers_whose_names_spell_the_same_keep_their_tools_apart(tmp
     servers = await started(stdio_spec("my.db"), stdio_spec("my_db"), cwd=tmp_path)
     opened.append(servers)
     assert (await call(servers, "mcp__my_db__echo", {"text": "a"})).content == "a"
-    assert (await call(servers, "mcp__my_db_2__echo", {"text": "b"})).content == "b"
-    assert len(servers.registry) == 26
+    dotted = unique_keys(["my.db", "my_db"])["my.db"]  # my_db, spelled so already, keeps its name
+    assert re.fullmatch(r"my_db_[0-9a-f]{6}", dotted) and f"mcp__{dotted}__echo" in state(servers, "my.db").tools
+    assert "mcp__my_db__echo" in state(servers, "my_db").tools
+    assert (await call(servers, f"mcp__{dotted}__echo", {"text": "b"})).content == "b"
+    assert len(servers.registry) == 32
 
 
 def test_a_server_state_says_what_it_is_in_a_line():

@@ -110,7 +110,7 @@ async def test_turn_one_allowlist_offers_mcp_tools_by_their_tag(fake_api, attach
     names = tool_names(fake_api.requests[0])
     core = {tool.name for tool in runner.tools if tool.core}
     assert {name for name in names if not name.startswith("mcp__")} == core  # core tools survive turn 1
-    assert len([name for name in names if name.startswith("mcp__demo__")]) == 13
+    assert len([name for name in names if name.startswith("mcp__demo__")]) == 16
 
 
 async def test_the_gate_asks_for_mutating_tools_audits_them_and_rules_decide(fake_api, attach, tmp_path):
@@ -298,7 +298,7 @@ def test_mcp_list_prints_each_server_its_source_transport_state_and_tools(tmp_pa
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == f"demo  (settings, stdio: {sys.executable} {DEMO} --tag {tag})"
-    assert lines[1] == "  connected: 13 tools"
+    assert lines[1] == "  connected: 16 tools"
     assert "    mcp__demo__echo  (read-only)" in lines and "    mcp__demo__slow" in lines
     web = lines.index(f"web  (.mcp.json, http: http://127.0.0.1:{port}/mcp)")
     assert lines[web + 1].startswith(f"  failed: cannot reach http://127.0.0.1:{port}/mcp")

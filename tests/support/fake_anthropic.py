@@ -588,6 +588,10 @@ def _check_messages(messages: Any) -> str | None:
                 return f"{where}: `tool_result` blocks are only allowed in user messages"
             if kind == "tool_result" and not _TOOL_ID.fullmatch(str(b.get("tool_use_id", ""))):
                 return f"{where}.tool_result.tool_use_id: String should match pattern '^[a-zA-Z0-9_-]+$'"
+            if kind == "tool_result" and (problem := _check_result_content(b.get("content"), f"{where}.tool_result")):
+                return problem
+            if kind == "image" and (problem := _check_image(b, f"{where}.image")):
+                return problem
             if kind == "tool_use":
                 if not isinstance(b.get("id"), str) or not isinstance(b.get("name"), str):
                     return f"{where}.tool_use: `id` and `name` are required strings"
@@ -640,6 +644,75 @@ def _check_messages(messages: Any) -> str | None:
                     f"messages.{i}.content.{j}: `tool_result` blocks must come first in the user message, "
                     f"before any other content"
                 )
+    return None
+
+
+# What a tool_result's content list takes (the SDK's ToolResultBlockParam.Content); text and
+# images are checked in depth, the others by their tag only (the project sends neither).
+RESULT_CONTENT_KINDS = ("browser_state", "document", "image", "search_result", "text", "tool_reference")
+IMAGE_MEDIA_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+IMAGE_MAX_BASE64 = 5 * 1024 * 1024
+IMAGE_MAX_SIDE = 8000
+_IMAGE_MAGIC = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "image/webp": (b"RIFF",),
+}
+
+
+def _check_result_content(content: Any, where: str) -> str | None:
+    """A tool_result's content as the real API checks it: a string, or a list of the kinds it
+    takes there, text not empty, images well formed."""
+    if content is None or isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return f"{where}.content: Input should be a valid string or a list of content blocks"
+    for k, part in enumerate(content):
+        at = f"{where}.content.{k}"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind not in RESULT_CONTENT_KINDS:
+            expected = ", ".join(f"'{name}'" for name in RESULT_CONTENT_KINDS)
+            return f"{at}: Input tag '{kind}' found using 'type' does not match any of the expected tags: {expected}"
+        if kind == "text" and (not isinstance(part.get("text"), str) or not part["text"]):
+            return "messages: text content blocks must be non-empty"
+        if kind == "image" and (problem := _check_image(part, f"{at}.image")):
+            return problem
+    return None
+
+
+def _check_image(block: dict, where: str) -> str | None:
+    """An image block as the real API checks it: a base64 source of one of its four media
+    types whose bytes are that kind, at most 5 MB of base64 and 8000 pixels a side; or a URL."""
+    source = block.get("source")
+    kind = source.get("type") if isinstance(source, dict) else None
+    if kind == "url":
+        return None if isinstance(source.get("url"), str) else f"{where}.source.url.url: Field required"
+    if kind == "file":
+        return None if isinstance(source.get("file_id"), str) else f"{where}.source.file.file_id: Field required"
+    if kind != "base64":
+        return f"{where}.source: Input tag '{kind}' found using 'type' does not match any of the expected tags: 'base64', 'file', 'url'"
+    media, data = source.get("media_type"), source.get("data")
+    if media not in IMAGE_MEDIA_TYPES:
+        return (
+            f"{where}.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+        )
+    if not isinstance(data, str):
+        return f"{where}.source.base64.data: Field required"
+    if len(data) > IMAGE_MAX_BASE64:
+        return f"{where}.source.base64: image exceeds 5 MB maximum: {len(data)} bytes > {IMAGE_MAX_BASE64} bytes"
+    try:
+        raw = base64.b64decode(data, validate=True)
+    except ValueError:
+        return f"{where}.source.base64.data: The image data is not valid base64"
+    if not raw.startswith(_IMAGE_MAGIC[media]) or (media == "image/webp" and raw[8:12] != b"WEBP"):
+        return f"{where}.source.base64.data: Image does not match the provided media type {media}"
+    if (
+        media == "image/png"
+        and len(raw) >= 24
+        and max(int.from_bytes(raw[16:20]), int.from_bytes(raw[20:24])) > IMAGE_MAX_SIDE
+    ):
+        return f"{where}.source.base64.data: At least one of the image dimensions exceed max allowed size: {IMAGE_MAX_SIDE} pixels"
     return None
 
 
@@ -735,6 +808,7 @@ class ModelSpec:
     lifecycle: str = "active"
     line: str | None = None
     capabilities: bool = True
+    image_input: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def info(self, model_id: str) -> dict:
@@ -764,7 +838,7 @@ class ModelSpec:
                     "compact_20260112": cm,
                 },
                 "effort": {**yes, "low": yes, "medium": yes, "high": yes, "max": yes, "xhigh": {"supported": False}},
-                "image_input": yes,
+                "image_input": {"supported": self.image_input},
                 "pdf_input": yes,
                 "server_tools": {**yes, "code_execution": yes, "web_search": yes},
                 "structured_outputs": yes,

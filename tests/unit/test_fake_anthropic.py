@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import os
+import struct
 import subprocess
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 
 import anthropic
@@ -250,6 +253,21 @@ USE = {"type": "tool_use", "id": "toolu_01abc", "name": "bash", "input": {"comma
 RESULT = {"type": "tool_result", "tool_use_id": "toolu_01abc", "content": "ok"}
 
 
+def _png(width: int = 1, height: int = 1) -> str:
+    """The base64 of a PNG header saying `width` x `height` (enough for a check of its kind and size)."""
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    ihdr = struct.pack(">I", 13) + b"IHDR" + header + struct.pack(">I", zlib.crc32(b"IHDR" + header))
+    return base64.b64encode(b"\x89PNG\r\n\x1a\n" + ihdr).decode()
+
+
+def _image(data: str = "", media_type: str = "image/png") -> dict:
+    return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data or _png()}}
+
+
+def _with_parts(*parts: dict) -> dict:
+    return dict(messages=_convo("hi", [USE], [{**RESULT, "content": [{"type": "text", "text": "look"}, *parts]}]))
+
+
 def _convo(*turns):
     roles = ["user", "assistant"]
     return [{"role": roles[i % 2], "content": c} for i, c in enumerate(turns)]
@@ -312,6 +330,28 @@ INVALID = {
     "trailing whitespace prefill": (dict(messages=_convo("hi", "Sure ")), "cannot end with trailing whitespace"),
     "max_tokens zero": (dict(max_tokens=0), "max_tokens: Input should be greater than or equal to 1"),
     "no messages": (dict(messages=[]), "at least one message"),
+    "audio in a tool result": (
+        _with_parts({"type": "audio", "source": {"type": "base64", "media_type": "audio/wav", "data": "AAAA"}}),
+        "messages.2.content.0.tool_result.content.1: Input tag 'audio' found using 'type' does not match",
+    ),
+    "a resource in a tool result": (_with_parts({"type": "resource", "uri": "file:///x"}), "Input tag 'resource'"),
+    "empty text in a tool result": (_with_parts({"type": "text", "text": ""}), "text content blocks must be non-empty"),
+    "image of a type the API does not take": (
+        _with_parts(_image("Qk0=", "image/bmp")),
+        "tool_result.content.1.image.source.base64.media_type: Input should be 'image/jpeg'",
+    ),
+    "image that is not base64": (_with_parts(_image("not base64!")), "not valid base64"),
+    "image that is not what it says": (
+        _with_parts(_image(media_type="image/jpeg")),
+        "Image does not match the provided media type image/jpeg",
+    ),
+    "image past 5 MB": (_with_parts(_image("A" * (5 * 1024 * 1024 + 4))), "image exceeds 5 MB maximum"),
+    "image past 8000 pixels": (_with_parts(_image(_png(8001, 10))), "image dimensions exceed max allowed size"),
+    "image source without a kind": (_with_parts({"type": "image", "source": {"data": _png()}}), "source: Input tag"),
+    "image in a user message, not a PNG": (
+        dict(messages=[{"role": "user", "content": [_image(base64.b64encode(b"GIF89a....").decode())]}]),
+        "messages.0.content.0.image.source.base64.data: Image does not match",
+    ),
 }
 
 
@@ -342,6 +382,14 @@ async def test_validation_rejects(fake_api, client, case):
             [USE | {"id": "toolu_01def"}],
             [{**RESULT, "tool_use_id": "toolu_01def"}, {"type": "text", "text": "go on"}],
         ),
+        _with_parts(_image())["messages"],  # text and a PNG
+        _with_parts(
+            _image(base64.b64encode(b"\xff\xd8\xff\xe0").decode(), "image/jpeg"),
+            _image(base64.b64encode(b"GIF89a\x01\x00\x01\x00").decode(), "image/gif"),
+            _image(base64.b64encode(b"RIFF\x00\x00\x00\x00WEBPVP8 ").decode(), "image/webp"),
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+        )["messages"],
+        _convo("hi", [USE], [{**RESULT, "content": [_image()]}]),  # an image alone
     ],
 )
 async def test_validation_accepts(fake_api, client, messages):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from cmdop_tui.mcp.tools import RemoteTool, mcp_tool
+from cmdop_tui.mcp.tools import RemoteTool, mcp_tool, resource_tools
 from cmdop_tui.permissions import Decision, Permissions, floor_violation
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 
@@ -148,3 +148,37 @@ def test_every_server_tool_is_judged_even_without_a_path_or_command_argument() -
     spec = tool("bundle")
     assert spec.subject is not None and spec.subject.every_string
     assert floor_violation(spec.name, {"options": {"x": "~/.ssh/id_ecdsa"}}, spec=spec) is not None
+
+
+# --- a server's resources: reads of its data, judged as its tools are ---------------------------------
+
+
+def resource_tools_of(server: str = "fs") -> tuple[Tool, Tool]:
+    async def read(uri: str, ctx: ToolContext) -> ToolResult:
+        raise AssertionError("the floor's tests never read a resource")
+
+    async def listing(ctx: ToolContext) -> ToolResult:
+        raise AssertionError("the floor's tests never list resources")
+
+    return resource_tools(server, server, [], read, listing)
+
+
+@pytest.mark.parametrize(
+    ("uri", "mode", "rules", "verdict"),
+    [
+        ("demo://notes", "default", [], "allow"),  # read-only: no question
+        ("file:///home/u/project/README.md", "default", [], "allow"),
+        ("file:///home/u/.ssh/id_rsa", "auto", [("mcp__fs__*", "allow")], "deny"),  # the floor, whatever the rules
+        ("file:///home/u/.aws/credentials", "default", [], "deny"),
+        ("demo://notes", "default", [("mcp__fs", "deny")], "deny"),  # the server's rules apply
+        ("demo://notes", "default", [("mcp__fs__read_resource", "ask")], "ask"),
+    ],
+)
+def test_a_resource_read_meets_the_floor_and_the_servers_rules(uri, mode, rules, verdict):
+    reader, lister = resource_tools_of()
+    assert (reader.name, lister.name) == ("mcp__fs__read_resource", "mcp__fs__list_resources")
+    assert not reader.mutating and not lister.mutating
+    permissions = Permissions(mode=mode, audit=False)
+    for text, rule_verdict in rules:
+        permissions.add_session_rule(text, rule_verdict)
+    assert permissions.decide(reader.name, {"uri": uri}, spec=reader).verdict == verdict

@@ -4,8 +4,8 @@ rules for `mcp__SERVER__TOOL`, and results read as text."""
 
 from __future__ import annotations
 
-import base64
 import json
+import re
 import tomllib
 from dataclasses import replace
 
@@ -13,9 +13,9 @@ import mcp_types as types
 import pytest
 
 from cmdop_tui.config.settings import FIRST_RUN_TEMPLATE, SettingsError, settings_from
+from cmdop_tui.mcp.client import remote_tool
 from cmdop_tui.mcp.configured import configured_servers
-from cmdop_tui.mcp.names import server_key, tool_name, unique_keys
-from cmdop_tui.mcp.results import OUTPUT_LIMIT, size_of, tool_result
+from cmdop_tui.mcp.names import McpName, extra_name, server_key, tool_names, unique_keys
 from cmdop_tui.mcp.server_tables import McpServerSpec, mcp_server_from, settings_servers
 from cmdop_tui.mcp.specs import expand, project_servers
 from cmdop_tui.mcp.tools import RemoteTool, input_schema, mcp_tool, subject_of
@@ -197,15 +197,50 @@ def test_variables_are_expanded_when_a_server_starts(monkeypatch):
 # --- names the Messages API takes ----------------------------------------------------------------
 
 
-def test_tool_names_are_sanitised_bounded_and_unique():
-    assert tool_name("github", "create_issue") == "mcp__github__create_issue"
-    assert tool_name("fs", "read.file v2") == "mcp__fs__read_file_v2"
-    long = tool_name("fs", "x" * 300)
-    assert len(long) == 128 and long.startswith("mcp__fs__xxx")
-    assert tool_name("fs", "a_b", taken=["mcp__fs__a_b"]) != "mcp__fs__a_b"
+def test_tool_names_are_sanitised_bounded_unique_and_stable():
+    def names(server: str, *tools: str, key: str = "") -> dict[str, McpName]:
+        return tool_names(server, key or server_key(server), list(tools))
+
+    assert names("github", "create_issue") == {"create_issue": McpName("mcp__github__create_issue")}
+    assert names("fs", "read.file v2")["read.file v2"] == McpName("mcp__fs__read_file_v2")
+    long = names("fs", "x" * 300)["x" * 300]
+    assert len(long.name) == 64 and re.fullmatch(r"mcp__fs__x{48}_[0-9a-f]{6}", long.name)
+    assert long.full == "mcp__fs__" + "x" * 300  # rules written against it still apply
+    # two tools spelled alike: the one already spelled so keeps its name, in either order
+    clash = names("fs", "a.b", "a_b")
+    assert clash["a_b"] == McpName("mcp__fs__a_b") and clash["a.b"].name.startswith("mcp__fs__a_b_")
+    assert names("fs", "a_b", "a.b") == clash and clash["a.b"].full is None
     assert server_key("my server.v2") == "my_server_v2"
     assert server_key("a__b") == "a_b" and server_key("!!!") == "server"
-    assert unique_keys(["db", "d.b", "d_b"]) == {"db": "db", "d.b": "d_b", "d_b": "d_b_2"}
+    assert re.fullmatch(r"a_very_long_serve_[0-9a-f]{6}", server_key("a_very_long_server_name_indeed"))
+    assert unique_keys(["db", "d.b", "d_b"]) == unique_keys(["d_b", "d.b", "db"])  # the order changes nothing
+    keys = unique_keys(["db", "d.b", "d_b"])
+    assert keys["db"] == "db" and keys["d_b"] == "d_b" and re.fullmatch(r"d_b_[0-9a-f]{6}", keys["d.b"])
+    every = names("a-server-with-a-rather-long-name", *(f"tool.{n}" * 9 for n in range(50)))
+    assert len({name.name for name in every.values()}) == 50
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name.name) for name in every.values())
+    assert all(
+        name.name.startswith(f"mcp__{server_key('a-server-with-a-rather-long-name')}__") for name in every.values()
+    )
+    assert extra_name("fs", "read_resource", ["mcp__fs__echo"]) == "mcp__fs__read_resource"
+    assert re.fullmatch(
+        r"mcp__fs__read_resource_[0-9a-f]{6}", extra_name("fs", "read_resource", ["mcp__fs__read_resource"])
+    )
+
+
+def test_a_rule_written_against_the_full_name_applies_to_the_shortened_one():
+    async def never(name, args, ctx):
+        raise AssertionError
+
+    server, remote = "an-mcp-server-whose-name-is-long", "fetch_the_report_of_the_quarter_in_every_format"
+    full = f"mcp__{server}__{remote}"
+    spec = mcp_tool(server, server_key(server), RemoteTool(remote), never)
+    assert len(full) > 64 and len(spec.name) <= 64 and spec.aliases == {full}
+    for rule, verdict in ((full, "deny"), (f"mcp__{server}", "allow"), (f"mcp__{server}__*", "deny")):
+        permissions = Permissions(audit=False)
+        permissions.add_session_rule(rule, verdict)
+        assert permissions.decide(spec.name, {}, spec=spec).verdict == verdict
+    assert Permissions(audit=False).decide(spec.name, {}, spec=spec).verdict == "ask"
 
 
 def test_a_tool_declares_what_the_floor_and_the_rules_judge():
@@ -276,42 +311,19 @@ def test_read_only_tools_run_without_asking_and_modes_apply():
     assert decide([("mcp__demo", "deny")], "mcp__demo__echo", read_only=True, mode="auto") == "deny"
 
 
-# --- results ------------------------------------------------------------------------------------
-
-
-def b64(size: int) -> str:
-    return base64.b64encode(b"x" * size).decode()
-
-
-def test_every_kind_of_content_becomes_text():
-    result = types.CallToolResult(
-        content=[
-            types.TextContent(text="\x1b[31mred\x1b[0m"),
-            types.ImageContent(data=b64(500), mime_type="image/jpeg"),
-            types.AudioContent(data=b64(2_500_000), mime_type="audio/wav"),
-            types.EmbeddedResource(
-                resource=types.BlobResourceContents(uri="file:///a.bin", mime_type="application/zip", blob=b64(12_345))
-            ),
-            types.ResourceLink(uri="https://x/y", name="https://x/y"),
-        ],
-        structured_content={"ignored": "because there is text"},
-    )
-    assert tool_result(result) == ToolResult(
-        "red\n[image: image/jpeg, 500 B]\n[audio: audio/wav, 2.5 MB]\n"
-        "[resource: file:///a.bin, application/zip, 12 kB]\n[resource link: https://x/y]"
-    )
-
-
-def test_empty_results_and_long_ones():
-    assert tool_result(types.CallToolResult(content=[])) == ToolResult("(no output)")
-    assert tool_result(types.CallToolResult(content=[], is_error=True)).is_error
-    long = tool_result(types.CallToolResult(content=[types.TextContent(text="y" * (OUTPUT_LIMIT * 2))]))
-    assert len(long.content) < OUTPUT_LIMIT + 100 and "cut ...]" in long.content
-    structured = tool_result(types.CallToolResult(content=[], structured_content={"n": 1}, is_error=True))
-    assert structured == ToolResult('{\n  "n": 1\n}', is_error=True)
-    assert size_of(b64(1)) == "1 B" and size_of(b64(999_999)) == "1000 kB"
-
-
 def test_a_spec_is_a_value():
     spec = McpServerSpec(name="a", command="x")
     assert replace(spec, name="b").name == "b" and spec.enabled and spec.source == "settings"
+
+
+def test_only_a_tool_that_runs_only_as_a_task_is_held_back():
+    def listed(support: str | None) -> RemoteTool:
+        execution = types.ToolExecution(task_support=support) if support else None
+        return remote_tool(types.Tool(name="t", input_schema={"type": "object"}, execution=execution))
+
+    assert [listed(support).task_only for support in (None, "forbidden", "optional", "required")] == [
+        False,
+        False,
+        False,
+        True,
+    ]

@@ -9,6 +9,8 @@ Its tools: `echo` (read-only), `slow` (sleeps; writes `cancelled` to $DEMO_MARK_
 Stop cancels it), `image` (a PNG of about 12 kB), `fail` (an isError result), `mixed` (an
 embedded resource and a resource link), `structured` (structured content and no text),
 `grow` (adds a tool and sends notifications/tools/list_changed), `crash` (the process exits),
+`linked` (resource links to two of its resources: `demo://notes`, text, and `demo://logo.png`,
+a PNG; and a template, `demo://{name}/readme`),
 `env` (a variable of its environment), `where` (its working directory), `run` (a `command`
 argument) and `peek` (a `path` argument), which only say what they would do, and `dotted.name`.
 """
@@ -37,11 +39,11 @@ server = MCPServer("demo", log_level="WARNING")
 
 
 def png(size: int) -> bytes:
-    """A valid PNG of about `size` bytes (a noisy grey strip)."""
-    width = size - 80
-    raw = b"\x00" + os.urandom(width)
+    """A valid PNG of about `size` bytes (a square of grey noise)."""
+    width = int((size - 80) ** 0.5)
+    raw = b"".join(b"\x00" + os.urandom(width) for _ in range(width))
     chunk = lambda kind, data: struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))  # noqa: E731
-    header = struct.pack(">IIBBBBB", width, 1, 8, 0, 0, 0, 0)
+    header = struct.pack(">IIBBBBB", width, width, 8, 0, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 0)) + chunk(b"IEND", b"")
 
 
@@ -136,6 +138,31 @@ def peek(path: str) -> str:
 def dotted() -> str:
     """A tool whose name the Messages API would refuse."""
     return "dotted"
+
+
+@server.resource("demo://notes", name="notes", mime_type="text/plain", description="The notes.")
+def notes() -> str:
+    return "the notes, read as a resource"
+
+
+LOGO = png(3_000)
+
+
+@server.resource("demo://logo.png", name="logo", mime_type="image/png")
+def logo() -> bytes:
+    return LOGO
+
+
+@server.resource("demo://{name}/readme", name="readme", mime_type="text/markdown")
+def readme(name: str) -> str:
+    return f"# {name}"
+
+
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
+def linked() -> CallToolResult:
+    """A link to the demo's logo, and one to its notes."""
+    logo_link = ResourceLink(uri="demo://logo.png", name="logo", mime_type="image/png", size=len(LOGO))
+    return CallToolResult(content=[logo_link, ResourceLink(uri="demo://notes", name="notes")])
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """The smallest MCP server: the protocol by hand with the standard library only (no SDK), over
-stdio, with one read-only tool, `echo`. Starts in about 20 ms, where a server written with the SDK
-takes about half a second of CPU; bench/bench_mcp.py starts twenty of these to measure what
-connecting costs the client, not what importing the SDK costs each server."""
+stdio, with one read-only tool, `echo` (`--tools N`: N of them, `echo_2`... after it). Starts in
+about 20 ms, where a server written with the SDK takes about half a second of CPU;
+bench/bench_mcp.py starts twenty of these to measure what connecting costs the client, not what
+importing the SDK costs each server; bench/bench_mcp_first_request.py five with ten tools each."""
 
 import json
 import sys
@@ -16,6 +17,11 @@ TOOLS = [
 ]
 
 
+def offer(count: int) -> None:
+    """Offer `count` tools: `echo`, then `echo_2`, `echo_3`... (each says the text back)."""
+    TOOLS[1:] = [{**TOOLS[0], "name": f"echo_{n}"} for n in range(2, count + 1)]
+
+
 def answer(message: dict) -> dict | None:
     method, params = message.get("method"), message.get("params") or {}
     if "id" not in message:
@@ -28,7 +34,7 @@ def answer(message: dict) -> dict | None:
         }
     elif method == "tools/list":
         result = {"tools": TOOLS}
-    elif method == "tools/call" and params.get("name") == "echo":
+    elif method == "tools/call" and params.get("name") in {tool["name"] for tool in TOOLS}:
         text = str((params.get("arguments") or {}).get("text", ""))
         result = {"content": [{"type": "text", "text": text}], "isError": False}
     elif method == "ping":
@@ -39,6 +45,8 @@ def answer(message: dict) -> dict | None:
 
 
 def main() -> None:
+    if "--tools" in sys.argv:  # --tools N: offer N tools
+        offer(int(sys.argv[sys.argv.index("--tools") + 1]))
     for line in sys.stdin:
         if line.strip():
             reply = answer(json.loads(line))
