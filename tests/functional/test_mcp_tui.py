@@ -43,7 +43,7 @@ async def test_slash_mcp_lists_the_configured_servers_before_and_after_the_sessi
         await wait_until(pilot, lambda: not app.session.mcp.connecting, timeout=30, what="the server")
         await submit(pilot, "/mcp")
         await pilot.pause()
-        assert notices(app)[-1] == "MCP servers:\n  demo: connected: 13 tools"
+        assert notices(app)[-1] == "MCP servers:\n  demo: connected: 16 tools"
     assert wait_gone(tag) == []
 
 
