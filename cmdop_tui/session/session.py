@@ -37,6 +37,7 @@ from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
+from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.status import ContextReport, SessionStatus
@@ -82,6 +83,7 @@ class Session:
         self.record = record
         self.mcp_wait_s = mcp_wait_s
         self.notes: list[str] = []  # what the user should be told once the session is open
+        self.machine_notes: list[str] = []  # of those, what of the machines could not be read
         self._given_client = client
         self._given_fleet = fleet
         self.client: anthropic.AsyncAnthropic | None = None
@@ -129,7 +131,7 @@ class Session:
             self._cleanup.push_async_callback(client.close)
         self.client = client
         self.permissions = load_permissions(self.settings)
-        self.fleet = self._given_fleet or build_fleet(self.settings)
+        self.fleet = self._given_fleet or await self._build_fleet()
         if not self.fleet.sandbox.active and self._given_fleet is None:
             self.notes.append(
                 "no sandbox: commands run with your full access (install bubblewrap for one); "
@@ -156,6 +158,14 @@ class Session:
         self._start_mcp(self._runner, specs, mcp_notes)
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
+
+    async def _build_fleet(self) -> Fleet:
+        """The settings' machines, read off the event loop (ansible-inventory takes a second or
+        more); what could not be read is kept in `machine_notes` (and `notes`)."""
+        machines = await asyncio.to_thread(inventory_of, self.settings)
+        self.machine_notes = list(machines.notices)
+        self.notes += machines.notices
+        return build_fleet(self.settings, machines)
 
     def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
         """Make what the MCP servers run read-only to commands, start the scan of secrets, and
