@@ -2,8 +2,8 @@
 
 A file either plugin would refuse is refused whole (InventoryError, with its line): Ansible reads
 none of its hosts then either. Which plugin reads a file: YAML for `.yml`, `.yaml`, `.json` or no
-suffix when the text is a YAML mapping, else INI; a YAML file that configures an inventory plugin
-(`plugin: ...`) needs Ansible itself.
+suffix when the text is a YAML mapping, else INI; TOML for `.toml`. A YAML file that configures an
+inventory plugin (`plugin: ...`) needs Ansible itself.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import shlex
+import tomllib
 import warnings
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import yaml
 from cmdop_tui.machines.ansible_hosts import InventoryError, host_and_port
 from cmdop_tui.machines.ansible_model import UNGROUPED, AnsibleInventory
 
-__all__ = ["Vaulted", "load_yaml", "parse_file", "parse_ini", "parse_yaml"]
+__all__ = ["Vaulted", "load_yaml", "parse_file", "parse_ini", "parse_toml", "parse_yaml"]
 
 YAML_SUFFIXES = frozenset({".yml", ".yaml", ".json"})
 _SECTION = re.compile(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:#.*)?$")
@@ -55,7 +56,7 @@ def parse_file(path: Path, text: str) -> AnsibleInventory:
     if text.startswith(VAULT_HEADER):
         raise InventoryError("it is encrypted with Ansible Vault")
     if path.suffix == ".toml":
-        raise InventoryError("TOML inventories are read by ansible-inventory only")
+        return parse_toml(text)
     if not path.suffix or path.suffix in YAML_SUFFIXES:
         try:
             data = load_yaml(text)
@@ -195,6 +196,47 @@ def _yaml_group(inventory: AnsibleInventory, name: str, body: Any) -> None:
             for pattern, variables in value.items():
                 if not isinstance(pattern, str):
                     raise InventoryError(f"host pattern {pattern} must be a string: quote numbers")
+                hosts, port = host_and_port(pattern)
+                for host in hosts:
+                    inventory.add_host(host, name, port)
+                    inventory.set_host_vars(host, variables or {})
+
+
+# --- TOML --------------------------------------------------------------------------------------
+
+
+def parse_toml(text: str) -> AnsibleInventory:
+    """A TOML inventory: `[group.hosts]` (host = { vars }), `[group.vars]`, `group.children = [...]`."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InventoryError(f"not valid TOML ({exc})") from None
+    if not data:
+        raise InventoryError("the TOML file is empty")
+    if data.get("plugin"):
+        raise InventoryError(f"it configures the inventory plugin {data['plugin']!r}, which ansible-inventory runs")
+    inventory = AnsibleInventory()
+    for name, body in data.items():
+        _toml_group(inventory, name, body)
+    return inventory
+
+
+def _toml_group(inventory: AnsibleInventory, name: str, body: Any) -> None:
+    if not isinstance(body, dict):
+        return  # Ansible warns and skips it
+    inventory.group(name)
+    for key, value in body.items():
+        wanted = list if key == "children" else dict
+        if key in ("vars", "children", "hosts") and not isinstance(value, wanted):
+            raise InventoryError(f"invalid {key!r} entry for the group {name!r}: it must be a {wanted.__name__}")
+        if key == "vars":
+            inventory.group(name).vars.update(value)
+        elif key == "children":
+            for child in value:
+                _toml_group(inventory, str(child), {})
+                inventory.add_child(name, str(child))
+        elif key == "hosts":
+            for pattern, variables in value.items():
                 hosts, port = host_and_port(pattern)
                 for host in hosts:
                     inventory.add_host(host, name, port)

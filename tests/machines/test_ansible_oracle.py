@@ -108,6 +108,14 @@ EXPECTED: dict[str, tuple[dict[str, tuple[str, str | None, int | None, tuple[str
         },
         {"app3", "app4", "app5", "app6"},
     ),
+    "toml/hosts.toml": (
+        {
+            "eu2.example.org": ("eu2.example.org", "ops", None, ("web", "web_eu")),
+            "eu-lb.example.org": ("eu-lb.example.org", "lb", 2222, ("web", "web_eu")),
+            "db1": ("198.51.100.31", "ops", 5022, ("db",)),
+        },
+        set(),
+    ),
 }
 
 
