@@ -94,7 +94,7 @@ def read_ansible_inventory(path: Path, program: Path | None, timeout_s: float = 
                 facts = _builtin(path, timeout_s, notices)
         else:
             facts = _builtin(path, timeout_s, notices)
-    except InventoryError as exc:
+    except (OSError, RecursionError, TypeError, ValueError) as exc:  # InventoryError, or data no reader expects
         notices.append(f"the Ansible inventory {path} is not read: {exc}")
     machines, left_out = machines_of(facts)
     return AnsibleMachines(tuple(machines), tuple(left_out), tuple(notices), reader)
@@ -122,6 +122,6 @@ def machines_of(facts: list[HostFacts]) -> tuple[list[MachineSpec], list[LeftOut
     for host in facts:
         try:
             machines.append(machine_of(host))
-        except InventoryError as exc:
+        except (TypeError, ValueError) as exc:  # InventoryError, or a value of a type no host has
             left_out.append(LeftOut(host.name, str(exc)))
     return machines, left_out

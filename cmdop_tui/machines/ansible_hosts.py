@@ -18,6 +18,9 @@ import string
 __all__ = ["InventoryError", "expand", "host_and_port", "split_port"]
 
 
+MAX_HOSTS_PER_PATTERN = 100_000  # a pattern naming more is a typo (`[1:1000000000]`), not a fleet
+
+
 class InventoryError(ValueError):
     """An inventory (or one of its lines) that Ansible would refuse; the message says why."""
 
@@ -81,7 +84,10 @@ def expand(pattern: str) -> list[str]:
     step = bounds[2] if len(bounds) == 3 else "1"
     if not end:
         raise InventoryError(f"host range must specify end value: {pattern}")
-    return [name for middle in _sequence(begin, end, step, pattern) for name in expand(f"{head}{middle}{tail}")]
+    names = [name for middle in _sequence(begin, end, step, pattern) for name in expand(f"{head}{middle}{tail}")]
+    if len(names) > MAX_HOSTS_PER_PATTERN:
+        raise InventoryError(f"{pattern} names {len(names)} hosts, more than {MAX_HOSTS_PER_PATTERN} are read")
+    return names
 
 
 def _sequence(begin: str, end: str, step: str, pattern: str) -> list[str]:
@@ -90,6 +96,13 @@ def _sequence(begin: str, end: str, step: str, pattern: str) -> list[str]:
         raise InventoryError(f"host range must specify equal-length begin and end formats: {pattern}")
     try:
         stride = int(step)
+        if (
+            begin.isdigit()
+            and end.isdigit()
+            and stride > 0
+            and (int(end) - int(begin)) // stride > MAX_HOSTS_PER_PATTERN
+        ):
+            raise InventoryError(f"{pattern} names more than {MAX_HOSTS_PER_PATTERN} hosts")
         if begin in string.ascii_letters and end in string.ascii_letters:
             first, last = string.ascii_letters.index(begin), string.ascii_letters.index(end)
             if first > last:

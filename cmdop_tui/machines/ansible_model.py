@@ -12,6 +12,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from cmdop_tui.machines.ansible_hosts import InventoryError
+
 ALL, UNGROUPED = "all", "ungrouped"
 IMPLICIT_GROUPS = frozenset({ALL, UNGROUPED})
 DEFAULT_PRIORITY = 1  # a group's `ansible_group_priority` when it sets none
@@ -62,10 +64,23 @@ class AnsibleInventory:
         target.update(variables)
 
     def add_child(self, parent: str, child: str) -> None:
+        """Make `child` a child of `parent`; raises InventoryError for a loop, as Ansible does."""
+        if parent == child or parent in self._descendants(child):
+            raise InventoryError(f"adding the group {child!r} to {parent!r} makes a loop of groups")
         self.group(child)
         children = self.group(parent).children
-        if child != parent and child not in children:
+        if child not in children:
             children.append(child)
+
+    def _descendants(self, name: str) -> set[str]:
+        found: set[str] = set()
+        todo = [name]
+        while todo:
+            for child in self.groups.get(todo.pop(), Group()).children:
+                if child not in found:
+                    found.add(child)
+                    todo.append(child)
+        return found
 
     def merge(self, other: AnsibleInventory) -> None:
         """Add another source's hosts and groups (an inventory folder's next file)."""

@@ -67,8 +67,11 @@ def parse_file(path: Path, text: str) -> AnsibleInventory:
         if isinstance(data, dict) and data:
             try:
                 return parse_yaml(data)
-            except InventoryError:
-                pass  # Ansible then tries it as INI
+            except InventoryError as yaml_error:
+                try:  # Ansible then tries it as INI; where that fails too, the YAML error says more
+                    return parse_ini(text)
+                except InventoryError:
+                    raise yaml_error from None
     return parse_ini(text)
 
 
@@ -196,6 +199,8 @@ def _yaml_group(inventory: AnsibleInventory, name: str, body: Any) -> None:
             for pattern, variables in value.items():
                 if not isinstance(pattern, str):
                     raise InventoryError(f"host pattern {pattern} must be a string: quote numbers")
+                if not isinstance(variables, dict | None):
+                    raise InventoryError(f"the vars of host {pattern} must be a mapping")
                 hosts, port = host_and_port(pattern)
                 for host in hosts:
                     inventory.add_host(host, name, port)
@@ -237,6 +242,8 @@ def _toml_group(inventory: AnsibleInventory, name: str, body: Any) -> None:
                 inventory.add_child(name, str(child))
         elif key == "hosts":
             for pattern, variables in value.items():
+                if not isinstance(variables, dict):
+                    raise InventoryError(f"the vars of host {pattern} must be a table")
                 hosts, port = host_and_port(pattern)
                 for host in hosts:
                     inventory.add_host(host, name, port)

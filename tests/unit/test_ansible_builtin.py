@@ -271,3 +271,22 @@ def test_a_failing_script_says_its_last_words(tmp_path):
     assert read(script).notices == (
         f"the Ansible inventory {script} is not read: {script} --list failed: no credentials for the cloud",
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "why"),
+    [
+        ("loop.yml", "a:\n  children:\n    b:\n      children:\n        a:\n", "makes a loop of groups"),
+        ("huge", "web[0:999999999]\n", "more than 100000 hosts"),
+        ("list.yml", "all:\n  hosts:\n    h1: [1, 2]\n", "must be a mapping"),
+        (
+            "deep.yml",
+            "a:\n" + "".join(f"{'  ' * (2 * i + 1)}children:\n{'  ' * (2 * i + 2)}g{i}:\n" for i in range(400)),
+            "",
+        ),
+    ],
+)
+def test_hostile_inventories_are_a_notice_not_a_crash_nor_a_hang(tmp_path, name, text, why):
+    found = read(write(tmp_path / name, text))
+    assert found.machines == ()
+    assert len(found.notices) <= 1 and all(why in notice for notice in found.notices)
