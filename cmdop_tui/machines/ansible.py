@@ -100,6 +100,15 @@ def read_ansible_inventory(path: Path, program: Path | None, timeout_s: float = 
     return AnsibleMachines(tuple(machines), tuple(left_out), tuple(notices), reader)
 
 
+def inventory_files(path: Path, cwd: Path) -> list[Path]:
+    """What decides the programs that reading the inventory runs (an inventory script, a
+    ProxyCommand, what ansible.cfg enables): the inventory, the vars folders beside it, and the
+    ansible.cfg Ansible would read there or in `cwd`. The session makes them read-only to
+    commands, so that nothing a command writes runs, unsandboxed, when the next session starts."""
+    base = path if path.is_dir() else path.parent
+    return [path, base / "group_vars", base / "host_vars", base / "ansible.cfg", cwd / "ansible.cfg"]
+
+
 def builtin_facts(path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[list[HostFacts], list[str]]:
     """The hosts of the inventory at `path` as the built-in reader sees them, and its notices.
     Raises InventoryError when nothing there can be read."""

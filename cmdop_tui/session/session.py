@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -168,8 +169,9 @@ class Session:
         return build_fleet(self.settings, machines)
 
     def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
-        """Make what the MCP servers run read-only to commands, start the scan of secrets, and
-        say where commands write when the working directory may not be written whole."""
+        """Make what the MCP servers run and the Ansible inventory read-only to commands, start
+        the scan of secrets, and say where commands write when the working directory may not be
+        written whole."""
         fleet = self.fleet
         assert fleet is not None
         sandbox = fleet.sandbox
@@ -178,6 +180,7 @@ class Session:
         cwd = self.cwd or Path.cwd()
         roots = sandbox.writable_roots(cwd)
         served = [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
+        served += self._inventory_files(cwd, roots)
         fleet.sandbox = sandbox = replace(
             sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *served))
         )
@@ -190,6 +193,16 @@ class Session:
             f"{cwd} is not made writable to commands whole (it holds your home); they write in the "
             f"scratch workspace {workspace}, and read everything else as it is"
         ]
+
+    def _inventory_files(self, cwd: Path, roots: list[Path]) -> list[str]:
+        """The Ansible inventory's files inside the writable roots (none that is or holds a root:
+        the workspace itself stays writable)."""
+        if self.settings.ansible_inventory is None:
+            return []
+        from cmdop_tui.machines.ansible import inventory_files
+
+        files = [Path(os.path.abspath(path)) for path in inventory_files(self.settings.ansible_inventory, cwd)]
+        return [str(path) for path in files if not any(path == root or path in root.parents for root in roots)]
 
     def _start_mcp(self, runner: Runner, specs: list[McpServerSpec], notes: list[str]) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the

@@ -64,3 +64,24 @@ async def test_the_tui_opens_the_session_and_shows_the_host_it_left_out(fake_api
         await wait_until(pilot, lambda: NOTICE in notices(app), what="the notice")
         assert app.session is not None and app.session.fleet is not None
         assert app.session.fleet.inventory.resolve("here").is_local
+
+
+async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fake_api, anthropic_env, tmp_path):
+    # An inventory script or a ProxyCommand runs here, unsandboxed, when a session reads the
+    # inventory: a command of this session must not be able to plant one.
+    from cmdop_tui.session.session import Session
+
+    project = tmp_path / "project"
+    project.mkdir()
+    hosts, ssh_config = inventory_settings(project)
+    (project / "group_vars").mkdir()
+    settings = Settings(ansible_inventory=hosts, ssh_config=ssh_config)
+    async with Session(settings, platform="headless", cwd=project, record=False) as session:
+        assert session.fleet is not None and session.fleet.sandbox.confines, "needs bubblewrap"
+        here = session.fleet.machine(None, cwd=project)
+        plant = "echo 'evil ansible_ssh_common_args=\"-o ProxyCommand=touch /tmp/x\"' >> hosts"
+        for command in (plant, "echo 'ansible_user: x' > group_vars/all.yml", "echo ok > notes.txt"):
+            await here.run_command(command, cwd=None, timeout_ms=20_000, progress=lambda *_: None, output_limit=4_000)
+    assert hosts.read_text() == INVENTORY
+    assert list((project / "group_vars").iterdir()) == []
+    assert (project / "notes.txt").read_text() == "ok\n"  # the rest of the project stays writable
