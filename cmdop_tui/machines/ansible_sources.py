@@ -110,7 +110,7 @@ def read_script(path: Path, timeout_s: float) -> AnsibleInventory:
 
 
 def _script_json(path: Path, arguments: list[str], timeout_s: float) -> Any:
-    finished = run_bounded([str(path), *arguments], timeout_s)
+    finished = run_bounded([str(path.absolute()), *arguments], timeout_s)  # a path, never a PATH look-up
     if finished.status != 0:
         last = finished.stderr.strip().splitlines()[-1:] or [f"exit {finished.status}"]
         raise InventoryError(f"{path} {' '.join(arguments)} failed: {last[0]}")

@@ -290,3 +290,11 @@ def test_hostile_inventories_are_a_notice_not_a_crash_nor_a_hang(tmp_path, name,
     found = read(write(tmp_path / name, text))
     assert found.machines == ()
     assert len(found.notices) <= 1 and all(why in notice for notice in found.notices)
+
+
+def test_an_inventory_path_is_a_path_even_when_it_looks_like_an_option_or_a_command(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "-hosts", "web1 ansible_host=192.0.2.1\n")
+    write(tmp_path / "inv", '#!/bin/sh\necho \'{"g": ["h1"]}\'\n', executable=True)
+    assert [spec.host for spec in read(Path("-hosts")).machines] == ["192.0.2.1"]
+    assert [spec.name for spec in read(Path("inv")).machines] == ["h1"]  # ./inv, not an `inv` on the PATH
