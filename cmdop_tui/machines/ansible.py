@@ -31,8 +31,8 @@ from cmdop_tui.machines.spec import MachineSpec
 __all__ = [
     "AnsibleMachines",
     "LeftOut",
-    "builtin_facts",
     "find_ansible_inventory",
+    "inventory_files",
     "machines_of",
     "read_ansible_inventory",
 ]
@@ -107,13 +107,6 @@ def inventory_files(path: Path, cwd: Path) -> list[Path]:
     commands, so that nothing a command writes runs, unsandboxed, when the next session starts."""
     base = path if path.is_dir() else path.parent
     return [path, base / "group_vars", base / "host_vars", base / "ansible.cfg", cwd / "ansible.cfg"]
-
-
-def builtin_facts(path: Path, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[list[HostFacts], list[str]]:
-    """The hosts of the inventory at `path` as the built-in reader sees them, and its notices.
-    Raises InventoryError when nothing there can be read."""
-    notices: list[str] = []
-    return _builtin(path, timeout_s, notices), notices
 
 
 def _builtin(path: Path, timeout_s: float, notices: list[str]) -> list[HostFacts]:
