@@ -9,10 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from fake_anthropic import text_reply
 from tui_helpers import make_app, notices, wait_until
 
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.machines.sandbox import bubblewrap
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 INVENTORY = """\
@@ -66,6 +68,7 @@ async def test_the_tui_opens_the_session_and_shows_the_host_it_left_out(fake_api
         assert app.session.fleet.inventory.resolve("here").is_local
 
 
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
 async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fake_api, anthropic_env, tmp_path):
     # An inventory script or a ProxyCommand runs here, unsandboxed, when a session reads the
     # inventory: a command of this session must not be able to plant one.
@@ -77,7 +80,7 @@ async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fa
     (project / "group_vars").mkdir()
     settings = Settings(ansible_inventory=hosts, ssh_config=ssh_config)
     async with Session(settings, platform="headless", cwd=project, record=False) as session:
-        assert session.fleet is not None and session.fleet.sandbox.confines, "needs bubblewrap"
+        assert session.fleet is not None and session.fleet.sandbox.confines
         here = session.fleet.machine(None, cwd=project)
         plant = "echo 'evil ansible_ssh_common_args=\"-o ProxyCommand=touch /tmp/x\"' >> hosts"
         for command in (plant, "echo 'ansible_user: x' > group_vars/all.yml", "echo ok > notes.txt"):
