@@ -208,3 +208,16 @@ def test_when_ansible_inventory_fails_the_built_in_reader_reads_instead(ansible_
     assert [host.notice for host in read.left_out] == [
         f"Ansible host web1 is left out: {vaulted} is encrypted with Ansible Vault"
     ]
+
+
+def test_ansible_inventory_and_its_scripts_get_no_api_key(ansible_inventory, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-handed-to-ansible")
+    monkeypatch.setenv("ANTHROPIC_AUTH_TOKEN", "never-handed-either")
+    script = tmp_path / "inventory"
+    script.write_text(
+        '#!/bin/sh\necho "{\\"g\\": {\\"hosts\\": [\\"h1\\"], '
+        '\\"vars\\": {\\"ansible_user\\": \\"${ANTHROPIC_API_KEY:-none}${ANTHROPIC_AUTH_TOKEN:-}\\"}}}"\n'
+    )
+    script.chmod(0o755)
+    read = read_ansible_inventory(script, ansible_inventory)
+    assert read.reader == "ansible-inventory" and [spec.user for spec in read.machines] == ["none"]
