@@ -15,7 +15,7 @@ from typing import Any
 
 from cmdop_tui.machines.ansible_hosts import InventoryError
 from cmdop_tui.machines.ansible_model import ALL, AnsibleInventory, HostFacts
-from cmdop_tui.machines.ansible_run import run_bounded
+from cmdop_tui.machines.ansible_run import Deadline, run_bounded
 
 __all__ = ["ansible_facts", "warnings_of"]
 
@@ -31,7 +31,7 @@ _REDUNDANT = (
 def ansible_facts(program: Path, path: Path, timeout_s: float) -> tuple[list[HostFacts], list[str]]:
     """The hosts of the inventory at `path` as Ansible sees them, and its warnings. Raises
     InventoryError when ansible-inventory fails, says nothing readable, or takes too long."""
-    finished = run_bounded([str(program), f"--inventory={path.absolute()}", "--list"], timeout_s)
+    finished = run_bounded([str(program), f"--inventory={path.absolute()}", "--list"], Deadline.after(timeout_s))
     if finished.status != 0:
         said = [text for kind, text in _messages(finished.stderr) if kind == "ERROR"]
         last = finished.stderr.strip().splitlines()[-1:]

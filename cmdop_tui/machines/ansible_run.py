@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -16,7 +17,7 @@ from cmdop_tui.machines.ansible_hosts import InventoryError
 from cmdop_tui.support.processes import kill_process_group
 from cmdop_tui.support.secrets import CREDENTIAL_ENV
 
-__all__ = ["DEFAULT_TIMEOUT_S", "Finished", "TookTooLong", "child_environment", "run_bounded"]
+__all__ = ["DEFAULT_TIMEOUT_S", "Deadline", "Finished", "TookTooLong", "child_environment", "run_bounded"]
 
 DEFAULT_TIMEOUT_S = 20.0  # ansible-inventory itself starts in about a second; cloud plugins take longer
 OUTPUT_LIMIT = 64 * 1024 * 1024  # an inventory's JSON past this is not read
@@ -42,9 +43,27 @@ def child_environment(environ: Mapping[str, str] = os.environ) -> dict[str, str]
     return env
 
 
-def run_bounded(argv: Sequence[str], timeout_s: float) -> Finished:
-    """Run `argv` to its end within `timeout_s`. Raises InventoryError when it cannot start or
-    does not end in time (it is killed then, with its process group)."""
+@dataclass(frozen=True)
+class Deadline:
+    """One time budget for a whole reading (a script's `--list`, then its `--host` for each host)."""
+
+    budget_s: float
+    ends_at: float
+
+    @classmethod
+    def after(cls, budget_s: float) -> Deadline:
+        return cls(budget_s, time.monotonic() + budget_s)
+
+    def left(self) -> float:
+        return self.ends_at - time.monotonic()
+
+
+def run_bounded(argv: Sequence[str], deadline: Deadline) -> Finished:
+    """Run `argv` to its end before `deadline`. Raises InventoryError when it cannot start, and
+    TookTooLong when it does not end in time (it is killed then, with its process group)."""
+    name = os.path.basename(argv[0])
+    if deadline.left() <= 0:
+        raise TookTooLong(f"{name} did not finish within {deadline.budget_s:g} s")
     try:
         process = subprocess.Popen(
             list(argv),
@@ -57,15 +76,15 @@ def run_bounded(argv: Sequence[str], timeout_s: float) -> Finished:
     except OSError as exc:
         raise InventoryError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
     try:
-        stdout, stderr = process.communicate(timeout=timeout_s)
+        stdout, stderr = process.communicate(timeout=max(deadline.left(), 0.0))
     except subprocess.TimeoutExpired:
         _end(process)
-        raise TookTooLong(f"{os.path.basename(argv[0])} did not finish within {timeout_s:g} s") from None
+        raise TookTooLong(f"{name} did not finish within {deadline.budget_s:g} s") from None
     except BaseException:
         _end(process)
         raise
     if len(stdout) > OUTPUT_LIMIT:
-        raise InventoryError(f"{os.path.basename(argv[0])} printed more than {OUTPUT_LIMIT // 2**20} MB")
+        raise InventoryError(f"{name} printed more than {OUTPUT_LIMIT // 2**20} MB")
     return Finished(process.returncode, stdout, stderr.decode("utf-8", "replace"))
 
 

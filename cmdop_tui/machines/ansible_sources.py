@@ -19,7 +19,7 @@ from typing import Any
 from cmdop_tui.machines.ansible_hosts import InventoryError
 from cmdop_tui.machines.ansible_model import AnsibleInventory
 from cmdop_tui.machines.ansible_parse import parse_file
-from cmdop_tui.machines.ansible_run import run_bounded
+from cmdop_tui.machines.ansible_run import Deadline, TookTooLong, run_bounded
 
 __all__ = ["SourceRead", "read_source"]
 
@@ -40,17 +40,19 @@ class SourceRead:
 
 
 def read_source(path: Path, timeout_s: float) -> SourceRead:
-    """Read the inventory at `path`. Raises InventoryError when nothing there can be read."""
+    """Read the inventory at `path`, its scripts within `timeout_s` in all. Raises InventoryError
+    when nothing there can be read (TookTooLong when its scripts took too long)."""
+    deadline = Deadline.after(timeout_s)
     if path.is_dir():
         read = SourceRead(basedir=path)
-        _read_folder(path, read, timeout_s, MAX_DEPTH)
+        _read_folder(path, read, deadline, MAX_DEPTH)
         return read
     read = SourceRead(basedir=path.parent)
-    read.inventory = _read_file(path, timeout_s)
+    read.inventory = _read_file(path, deadline)
     return read
 
 
-def _read_folder(folder: Path, read: SourceRead, timeout_s: float, depth: int) -> None:
+def _read_folder(folder: Path, read: SourceRead, deadline: Deadline, depth: int) -> None:
     try:
         entries = sorted(folder.iterdir(), key=lambda p: p.name)
     except OSError as exc:
@@ -60,18 +62,20 @@ def _read_folder(folder: Path, read: SourceRead, timeout_s: float, depth: int) -
             continue
         if entry.is_dir():
             if depth > 0:
-                _read_folder(entry, read, timeout_s, depth - 1)
+                _read_folder(entry, read, deadline, depth - 1)
             continue
         try:
-            read.inventory.merge(_read_file(entry, timeout_s))
+            read.inventory.merge(_read_file(entry, deadline))
+        except TookTooLong:
+            raise  # the rest would not be read in time either
         except InventoryError as exc:
             read.notices.append(f"Ansible inventory {entry} is not read: {exc}")
 
 
-def _read_file(path: Path, timeout_s: float) -> AnsibleInventory:
+def _read_file(path: Path, deadline: Deadline) -> AnsibleInventory:
     if os.access(path, os.X_OK) and path.is_file():
         try:
-            return read_script(path, timeout_s)
+            return read_script(path, deadline)
         except _NotAProgram:
             pass  # Ansible then reads it as a static file
     try:
@@ -85,13 +89,13 @@ class _NotAProgram(Exception):
     """An executable file the system cannot run (no `#!` line)."""
 
 
-def read_script(path: Path, timeout_s: float) -> AnsibleInventory:
+def read_script(path: Path, deadline: Deadline) -> AnsibleInventory:
     """A dynamic inventory: `path --list`, and `path --host NAME` for hosts when the list has no
     `_meta.hostvars`. Raises InventoryError for a script that fails or answers no JSON object."""
     with path.open("rb") as file:
         if file.read(2) != b"#!":
             raise _NotAProgram
-    listing = _script_json(path, ["--list"], timeout_s)
+    listing = _script_json(path, ["--list"], deadline)
     if not isinstance(listing, dict):
         raise InventoryError(f"{path} --list did not print a JSON object")
     inventory = AnsibleInventory()
@@ -102,15 +106,15 @@ def read_script(path: Path, timeout_s: float) -> AnsibleInventory:
     meta = listing.get("_meta")
     hostvars = meta.get("hostvars") if isinstance(meta, dict) else None
     for host in dict.fromkeys(listed):
-        got = hostvars.get(host, {}) if isinstance(hostvars, dict) else _script_json(path, ["--host", host], timeout_s)
+        got = hostvars.get(host, {}) if isinstance(hostvars, dict) else _script_json(path, ["--host", host], deadline)
         if not isinstance(got, dict):
             raise InventoryError(f"{path} gave {host} vars that are not a JSON object")
         inventory.set_host_vars(host, got)
     return inventory
 
 
-def _script_json(path: Path, arguments: list[str], timeout_s: float) -> Any:
-    finished = run_bounded([str(path.absolute()), *arguments], timeout_s)  # a path, never a PATH look-up
+def _script_json(path: Path, arguments: list[str], deadline: Deadline) -> Any:
+    finished = run_bounded([str(path.absolute()), *arguments], deadline)  # a path, never a PATH look-up
     if finished.status != 0:
         last = finished.stderr.strip().splitlines()[-1:] or [f"exit {finished.status}"]
         raise InventoryError(f"{path} {' '.join(arguments)} failed: {last[0]}")

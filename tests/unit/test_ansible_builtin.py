@@ -254,6 +254,19 @@ def test_a_hung_script_is_stopped_at_its_deadline_and_is_a_notice(tmp_path):
     assert not alive(int(pid_file.read_text()))  # the script's child went with it
 
 
+def test_one_time_budget_holds_for_a_scripts_list_and_all_its_host_calls(tmp_path):
+    calls = tmp_path / "calls"
+    script = write(
+        tmp_path / "inventory",
+        f'#!/bin/sh\necho "$1" >> {calls}\n'
+        'if [ "$1" = --list ]; then echo \'{"g": ["h1", "h2", "h3"]}\'; else exec sleep 600; fi\n',
+        executable=True,
+    )
+    found = read(script, timeout_s=1.0)
+    assert found.notices == (f"the Ansible inventory {script} is not read: inventory did not finish within 1 s",)
+    assert calls.read_text() == "--list\n--host\n"  # the first --host used the budget up: no second one
+
+
 def alive(pid: int) -> bool:
     """Running on: not gone, not a zombie (killed, not yet reaped by init), no SIGKILL pending."""
     try:
