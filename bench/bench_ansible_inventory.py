@@ -3,7 +3,9 @@ from `ansible-inventory --list`, over the inventories under tests/data/ansible. 
 Beside it, the same count over seeded random inventories (bench/ansible_random.py: INI and YAML,
 groups of groups, vars at every level, group_vars and host_vars files, ranges, ports).
 
-Run: .venv/bin/python bench/bench_ansible_inventory.py   (needs .tools/ansible: `bash .ci/tools`)
+Run: .venv/bin/python bench/bench_ansible_inventory.py [INVENTORY ...]   (needs .tools/ansible:
+`bash .ci/tools`). Inventories given on the command line (files, folders or scripts: say, a
+checkout's inventories) are compared too, and counted apart.
 
 Each inventory is read twice through the app's own path (ansible_specs.machine_of after either
 reader): once by Ansible's ansible-inventory, once by the built-in reader. A host counts as a
@@ -81,13 +83,19 @@ def main() -> int:
             path = write_random_inventory(Path(scratch) / f"random-{seed}", seed)
             counts = compare(path, f"random inventory {seed}", report)
             random_totals = [a + b for a, b in zip(random_totals, counts, strict=True)]
+    given_totals = [0, 0, 0]
+    for given in sys.argv[1:]:
+        counts = compare(Path(given), given, report)
+        given_totals = [a + b for a, b in zip(given_totals, counts, strict=True)]
     print("\n".join(report))
     print(
         f"\ntests/data/ansible: {totals[0]} hosts read, {totals[1]} left out by both (Jinja, winrm, unsafe ssh args...)"
     )
     print(f"hosts and fields differing from ansible-inventory --list: {totals[2]} (target 0)")
     print(f"{RANDOM_INVENTORIES} random inventories: {random_totals[0]} hosts read, differing: {random_totals[2]}")
-    return 0 if totals[2] == random_totals[2] == 0 else 1
+    if sys.argv[1:]:
+        print(f"{len(sys.argv) - 1} given inventories: {given_totals[0]} hosts read, differing: {given_totals[2]}")
+    return 0 if totals[2] == random_totals[2] == given_totals[2] == 0 else 1
 
 
 if __name__ == "__main__":
