@@ -45,9 +45,12 @@ def machines_main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         settings = load_settings()
-        inventory, options = inventory_of(settings)
+        machines = inventory_of(settings)
     except (SettingsError, MachineError) as exc:
         return fail(str(exc))
+    for notice in machines.notices:  # what was left out, said before the list
+        sys.stderr.write(f"cmdop-tui: {notice}\n")
+    inventory, options = machines.inventory, machines.options
     if args.command == "list":
         print(asyncio.run(listing(inventory, options)))
         return 0
@@ -124,7 +127,6 @@ def _notes(inventory: Inventory) -> list[str]:
     notes = []
     if forges := inventory.forges:
         notes.append("code forges in ssh_config, not machines (never probed): " + ", ".join(f.alias for f in forges))
-    notes += [f"ssh_config: {problem}" for problem in inventory.ssh.problems]
     return notes
 
 

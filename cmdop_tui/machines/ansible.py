@@ -1,213 +1,129 @@
-"""An Ansible inventory (INI or YAML) as machines, its groups as their tags.
+"""An Ansible inventory as machines, its groups as their tags.
 
-Read: hosts with `ansible_host`, `ansible_user` and `ansible_port` (on the host line, or in a
-group's vars, the host's own winning), numeric host ranges (`web[01:12].example.com`), and nested
-groups (`[prod:children]` in INI, `children:` in YAML): a host of a child group carries the tags
-of every group above it. `all` and `ungrouped` are not tags. Nothing else of Ansible is read
-(no dynamic inventories, no host_vars folders, no vaults).
+Read by Ansible where it is installed: with `ansible-inventory` on the PATH, its `--list` is the
+truth (plugins, scripts, group_vars and host_vars, templating of the inventory, precedence all
+as Ansible does; ansible_cli.py). Without it, or where it fails, the built-in reader reads what
+Ansible's own static formats and scripts hold, as Ansible would (ansible_sources.py: files,
+folders, scripts; ansible_parse.py: INI and YAML; ansible_vars.py: group_vars, host_vars and
+precedence; ansible_hosts.py: ranges, ports, IPv6). Either way, each host's vars become a
+machine in ansible_specs.py, which says what is read and what is not.
+
+A host that cannot be read is left out with a one-line notice naming it and why; an inventory
+that cannot be read at all is one notice. Nothing here raises: the app always starts.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+import shutil
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
-import yaml
+from cmdop_tui.machines.ansible_cli import ansible_facts
+from cmdop_tui.machines.ansible_hosts import InventoryError
+from cmdop_tui.machines.ansible_model import HostFacts
+from cmdop_tui.machines.ansible_run import DEFAULT_TIMEOUT_S, TookTooLong
+from cmdop_tui.machines.ansible_sources import read_source
+from cmdop_tui.machines.ansible_specs import machine_of
+from cmdop_tui.machines.ansible_vars import host_facts
+from cmdop_tui.machines.spec import MachineSpec
 
-from cmdop_tui.machines.spec import MachineError, MachineSpec
+__all__ = [
+    "AnsibleMachines",
+    "LeftOut",
+    "find_ansible_inventory",
+    "inventory_files",
+    "machines_of",
+    "read_ansible_inventory",
+]
 
-__all__ = ["AnsibleInventory", "load_ansible_inventory", "parse_ini", "parse_yaml"]
-
-IMPLICIT_GROUPS = frozenset({"all", "ungrouped"})
-CONNECTION_VARS = ("ansible_host", "ansible_user", "ansible_port")
-_RANGE = re.compile(r"\[(\d+):(\d+)\]")
-
-
-@dataclass
-class AnsibleInventory:
-    """Hosts (in the order they first appear) with their own vars; groups with their hosts,
-    children and vars."""
-
-    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
-    group_hosts: dict[str, list[str]] = field(default_factory=dict)
-    children: dict[str, list[str]] = field(default_factory=dict)
-    group_vars: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def add_host(self, group: str, name: str, variables: Mapping[str, Any]) -> None:
-        self.hosts.setdefault(name, {}).update(variables)
-        self.group(group)
-        if name not in self.group_hosts[group]:
-            self.group_hosts[group].append(name)
-
-    def group(self, name: str) -> None:
-        self.group_hosts.setdefault(name, [])
-        self.children.setdefault(name, [])
-        self.group_vars.setdefault(name, {})
-
-    def add_child(self, parent: str, child: str) -> None:
-        self.group(parent)
-        self.group(child)
-        if child not in self.children[parent]:
-            self.children[parent].append(child)
-
-    def groups_of(self, host: str) -> list[str]:
-        """Every group `host` is in, directly or through children, outermost last."""
-        found: list[str] = []
-
-        def visit(group: str, path: tuple[str, ...]) -> bool:
-            if group in path:
-                return False  # a cycle: ignore it
-            inside = host in self.group_hosts.get(group, []) or any(
-                [visit(child, (*path, group)) for child in self.children.get(group, [])]
-            )
-            if inside and group not in found:
-                found.append(group)
-            return inside
-
-        for group in self.group_hosts:
-            visit(group, ())
-        return found
-
-    def machines(self) -> list[MachineSpec]:
-        specs = []
-        for name, own in self.hosts.items():
-            groups = self.groups_of(name)
-            variables: dict[str, Any] = {}
-            for group in ["all", *reversed(groups)]:  # outer groups first, inner ones override
-                variables.update(self.group_vars.get(group, {}))
-            variables.update(own)
-            specs.append(_spec(name, variables, tuple(g for g in groups if g not in IMPLICIT_GROUPS)))
-        return specs
+ANSIBLE_INVENTORY = "ansible-inventory"
+Reader = Literal["ansible-inventory", "built-in"]
 
 
-def _spec(name: str, variables: Mapping[str, Any], tags: tuple[str, ...]) -> MachineSpec:
-    port = variables.get("ansible_port")
+@dataclass(frozen=True)
+class LeftOut:
+    """A host of the inventory that is not a machine here, and why."""
+
+    name: str
+    reason: str
+
+    @property
+    def notice(self) -> str:
+        return f"Ansible host {self.name} is left out: {self.reason}"
+
+
+@dataclass(frozen=True)
+class AnsibleMachines:
+    """What an inventory gave: its machines, the hosts left out, what else the user should be
+    told (an unreadable file, Ansible's warnings), and who read it."""
+
+    machines: tuple[MachineSpec, ...]
+    left_out: tuple[LeftOut, ...]
+    problems: tuple[str, ...]
+    reader: Reader
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """Everything to tell the user, one line each."""
+        return (*self.problems, *(host.notice for host in self.left_out))
+
+
+def find_ansible_inventory() -> Path | None:
+    """Ansible's inventory reader on the PATH, if there is one."""
+    found = shutil.which(ANSIBLE_INVENTORY)
+    return Path(found) if found else None
+
+
+def read_ansible_inventory(path: Path, program: Path | None, timeout_s: float = DEFAULT_TIMEOUT_S) -> AnsibleMachines:
+    """The machines of the inventory at `path`, read by `program` (ansible-inventory) when given,
+    else (or where it fails quickly) by the built-in reader. A program that does not finish in
+    time leaves the inventory out: the built-in reader would wait on the same script."""
+    notices: list[str] = []
+    reader: Reader = "built-in"
+    facts: list[HostFacts] = []
     try:
-        port_number = int(port) if port not in (None, "") else None
-    except (TypeError, ValueError):
-        raise MachineError(f"Ansible inventory: host {name!r} has ansible_port {port!r}, not a number") from None
-    user = variables.get("ansible_user")
-    try:
-        return MachineSpec(
-            name=name,
-            host=str(variables.get("ansible_host") or name),
-            user=str(user) if user not in (None, "") else None,
-            port=port_number,
-            tags=tags,
-        )
-    except MachineError as exc:
-        raise MachineError(f"Ansible inventory: host {name!r}: {exc}") from None
-
-
-def expand_range(pattern: str) -> list[str]:
-    """`web[01:03]` as web01, web02, web03 (zero padding kept); other names as they are."""
-    match = _RANGE.search(pattern)
-    if match is None:
-        return [pattern]
-    first, last = match.group(1), match.group(2)
-    width = len(first) if first.startswith("0") else 0
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [
-        name
-        for number in range(int(first), int(last) + 1)
-        for name in expand_range(f"{head}{str(number).zfill(width)}{tail}")
-    ]
-
-
-def _assignments(words: Iterable[str]) -> dict[str, str]:
-    return dict(word.split("=", 1) for word in words if "=" in word)
-
-
-def parse_ini(text: str) -> AnsibleInventory:
-    """An INI inventory: `[group]`, `[group:children]`, `[group:vars]` sections."""
-    inventory = AnsibleInventory()
-    section, kind = "ungrouped", "hosts"
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line.startswith(("#", ";")):
-            continue
-        if line.startswith("[") and line.endswith("]"):
-            section, _, kind = line[1:-1].strip().partition(":")
-            kind = kind or "hosts"
-            if kind not in ("hosts", "children", "vars"):
-                raise MachineError(f"Ansible inventory line {number}: unknown section kind {kind!r}")
-            inventory.group(section)
-            continue
-        try:
-            words = shlex.split(line, comments=True)
-        except ValueError as exc:
-            raise MachineError(f"Ansible inventory line {number}: {exc}") from None
-        if not words:
-            continue
-        if kind == "children":
-            inventory.add_child(section, words[0])
-        elif kind == "vars":
-            key, _, value = line.partition("=")
-            inventory.group_vars[section][key.strip()] = value.strip().strip("\"'")
+        if program is not None:
+            try:
+                facts, notices = ansible_facts(program, path, timeout_s)
+                reader = "ansible-inventory"
+            except TookTooLong:
+                raise
+            except InventoryError as exc:
+                notices.append(f"{exc}: {path} is read without it")
+                facts = _builtin(path, timeout_s, notices)
         else:
-            name, colon, port = words[0].rpartition(":")
-            variables = _assignments(words[1:])
-            if colon and port.isdigit() and "[" not in port:  # `host:2222`
-                variables = {"ansible_port": port, **variables}
-            else:
-                name = words[0]
-            for host in expand_range(name):
-                inventory.add_host(section, host, variables)
-    return inventory
+            facts = _builtin(path, timeout_s, notices)
+    except (OSError, RecursionError, TypeError, ValueError) as exc:  # InventoryError, or data no reader expects
+        notices.append(f"the Ansible inventory {path} is not read: {exc}")
+    machines, left_out = machines_of(facts)
+    return AnsibleMachines(tuple(machines), tuple(left_out), tuple(notices), reader)
 
 
-def parse_yaml(text: str) -> AnsibleInventory:
-    """A YAML inventory: top-level groups (usually `all`), each with `hosts`, `children`, `vars`."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise MachineError(f"Ansible inventory: not valid YAML ({exc})") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise MachineError("Ansible inventory: the top level must map group names to groups")
-    inventory = AnsibleInventory()
-    for name, body in data.items():
-        _yaml_group(inventory, str(name), body)
-    return inventory
+def inventory_files(path: Path, cwd: Path) -> list[Path]:
+    """What decides the programs that reading the inventory runs (an inventory script, a
+    ProxyCommand, what ansible.cfg enables): the inventory, the vars folders beside it, and the
+    ansible.cfg Ansible would read there or in `cwd`. The session makes them read-only to
+    commands, so that nothing a command writes runs, unsandboxed, when the next session starts."""
+    base = path if path.is_dir() else path.parent
+    return [path, base / "group_vars", base / "host_vars", base / "ansible.cfg", cwd / "ansible.cfg"]
 
 
-def _yaml_group(inventory: AnsibleInventory, name: str, body: Any) -> None:
-    inventory.group(name)
-    if body is None:
-        return
-    if not isinstance(body, dict):
-        raise MachineError(f"Ansible inventory: group {name!r} must be a mapping")
-    hosts = body.get("hosts") or {}
-    if not isinstance(hosts, dict):
-        raise MachineError(f"Ansible inventory: the hosts of {name!r} must be a mapping")
-    for host, variables in hosts.items():
-        for expanded in expand_range(str(host)):
-            inventory.add_host(name, expanded, variables if isinstance(variables, dict) else {})
-    group_vars = body.get("vars") or {}
-    if isinstance(group_vars, dict):
-        inventory.group_vars[name].update(group_vars)
-    children = body.get("children") or {}
-    if not isinstance(children, dict):
-        raise MachineError(f"Ansible inventory: the children of {name!r} must be a mapping")
-    for child, child_body in children.items():
-        inventory.add_child(name, str(child))
-        _yaml_group(inventory, str(child), child_body)
+def _builtin(path: Path, timeout_s: float, notices: list[str]) -> list[HostFacts]:
+    if not path.exists():
+        raise InventoryError("no such file or folder")
+    source = read_source(path, timeout_s)
+    notices += source.notices
+    source.inventory.reconcile()
+    return host_facts(source.inventory, [source.basedir])
 
 
-def load_ansible_inventory(path: Path) -> list[MachineSpec]:
-    """The machines of the inventory file at `path` (YAML by its suffix or its content, else INI).
-
-    Raises MachineError when the file cannot be read or understood.
-    """
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise MachineError(f"cannot read the Ansible inventory {path}: {exc.strerror or exc}") from None
-    looks_yaml = path.suffix in (".yml", ".yaml") or text.lstrip().startswith(("---", "all:"))
-    inventory = parse_yaml(text) if looks_yaml else parse_ini(text)
-    return [replace(spec, source="ansible") for spec in inventory.machines()]
+def machines_of(facts: list[HostFacts]) -> tuple[list[MachineSpec], list[LeftOut]]:
+    """The machines of the hosts, and the hosts left out."""
+    machines, left_out = [], []
+    for host in facts:
+        try:
+            machines.append(machine_of(host))
+        except (TypeError, ValueError) as exc:  # InventoryError, or a value of a type no host has
+            left_out.append(LeftOut(host.name, str(exc)))
+    return machines, left_out

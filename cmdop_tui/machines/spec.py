@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Literal
@@ -9,6 +10,7 @@ from typing import Literal
 LOCAL = "local"
 
 Source = Literal["local", "settings", "ssh_config", "ansible"]
+Connection = Literal["ssh", "local"]  # local: this machine, under another name (Ansible's connection=local)
 State = Literal["unknown", "online", "degraded", "offline"]
 
 
@@ -21,6 +23,16 @@ def check_host(host: str) -> None:
     option (`-oProxyCommand=...` runs a program here), and spaces or controls are no host."""
     if not host or host.startswith("-") or any(c.isspace() or not c.isprintable() for c in host):
         raise MachineError(f"{host!r} is not a host name or address")
+
+
+_SSH_OPTION = re.compile(r"[A-Za-z][A-Za-z0-9]*=\S.*")
+
+
+def check_ssh_option(option: str) -> None:
+    """Raises MachineError for what is not one `Key=Value` ssh option on one printable line (it
+    is given to ssh as the argument of `-o`, so it can be nothing else)."""
+    if not _SSH_OPTION.fullmatch(option) or not option.isprintable():
+        raise MachineError(f"{option!r} is not an ssh option (Key=Value)")
 
 
 @dataclass(frozen=True)
@@ -39,14 +51,22 @@ class MachineSpec:
     source: Source = "settings"
     cmdop: str = "cmdop-tui"  # the command that runs this project on that machine (ask_machine)
     writable: tuple[str, ...] = ()  # more places its sandbox lets commands write
+    identity_file: str | None = None  # ssh -i: the key to log in with (else ssh's own choice)
+    ssh_options: tuple[str, ...] = ()  # more `Key=Value` ssh options (a ProxyCommand, ...): ssh -o
+    connection: Connection = "ssh"
 
     def __post_init__(self) -> None:
-        if self.source != "local":  # this machine is not reached by ssh: its hostname is only shown
-            check_host(self.host)
+        if self.is_local:  # this machine is not reached by ssh: its hostname is only shown
+            return
+        check_host(self.host)
+        for option in self.ssh_options:
+            check_ssh_option(option)
+        if self.identity_file is not None and (not self.identity_file or not self.identity_file.isprintable()):
+            raise MachineError(f"{self.identity_file!r} is not a key file's path")
 
     @property
     def is_local(self) -> bool:
-        return self.source == "local"
+        return self.source == "local" or self.connection == "local"
 
     @classmethod
     def from_address(cls, address: str) -> MachineSpec:

@@ -155,8 +155,11 @@ class SshTransport:
         """What tells this machine's master from another's beyond %C (which hashes only the
         local host, HostName, port and user before OpenSSH 9.6): the alias and the config file.
         Two aliases for one address behind different bastions (10.0.0.5 at two sites, each
-        with its ProxyJump) must never share a master, nor a jumped alias a direct one."""
+        with its ProxyJump) must never share a master, nor a jumped alias a direct one; so
+        neither must two inventory hosts with one address and their own ssh options."""
         route = f"{self.options.config_file or ''}\0{self.spec.host}"
+        if self.spec.ssh_options or self.spec.identity_file:  # an inventory's own route (a ProxyCommand)
+            route += "\0".join(("", self.spec.identity_file or "", *self.spec.ssh_options))
         return hashlib.sha256(route.encode()).hexdigest()[:8]
 
     def _master_mode(self) -> str:
@@ -196,6 +199,10 @@ class SshTransport:
             argv += ["-p", str(self.spec.port)]
         if self.spec.user:
             argv += ["-l", self.spec.user]
+        if self.spec.identity_file:
+            argv += ["-i", self.spec.identity_file]
+        for option in self.spec.ssh_options:  # after ours: for an option set twice, ssh keeps the first
+            argv += ["-o", option]
         return argv
 
     # --- short commands ------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from cmdop_tui.config.settings import Settings, config_dir, data_dir
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.session.inventory import inventory_of
+from cmdop_tui.session.inventory import SessionMachines, inventory_of
 from cmdop_tui.session.local_model import LOCAL_MODEL_PREFIX, LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
@@ -76,15 +76,16 @@ def runner_config(settings: Settings, cwd: Path) -> AgentConfig:
     return replace(config, extra_instructions="\n\n".join(filter(None, parts)))
 
 
-def build_fleet(settings: Settings) -> Fleet:
-    """The session's machines: local, settings, the Ansible inventory, ~/.ssh/config (or the
-    configured ssh_config); the settings' groups.
+def build_fleet(settings: Settings, machines: SessionMachines | None = None) -> Fleet:
+    """The session's machines (`machines`, else read now): local, settings, the Ansible
+    inventory, ~/.ssh/config (or the configured ssh_config); the settings' groups.
 
-    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous, or the
-    Ansible inventory cannot be read.
+    Raises MachineError when the target machine (`--machine`) is unknown or ambiguous.
     """
-    inventory, options = inventory_of(settings)
-    return Fleet(inventory, options, target=settings.run.target_machine, sandbox=build_sandbox(settings))
+    machines = machines or inventory_of(settings)
+    return Fleet(
+        machines.inventory, machines.options, target=settings.run.target_machine, sandbox=build_sandbox(settings)
+    )
 
 
 def build_sandbox(settings: Settings) -> Sandbox:

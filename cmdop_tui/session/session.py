@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable
 from dataclasses import replace
 from os.path import expanduser
@@ -40,6 +41,7 @@ from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
+from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.server_asks import ServerAsks, workspace_roots
@@ -92,6 +94,7 @@ class Session:
         self._sink: EventSink | None = None  # the running turn's, for what MCP servers' sampling costs
         self.notes: list[str] = []  # what the user should be told once the session is open
         self.mcp_notes: list[str] = []  # those of them about MCP servers (a .mcp.json to trust...)
+        self.machine_notes: list[str] = []  # of those, what of the machines could not be read
         self._given_client = client
         self._given_fleet = fleet
         self.client: anthropic.AsyncAnthropic | None = None
@@ -139,7 +142,7 @@ class Session:
             self._cleanup.push_async_callback(client.close)
         self.client = client
         self.permissions = load_permissions(self.settings)
-        self.fleet = self._given_fleet or build_fleet(self.settings)
+        self.fleet = self._given_fleet or await self._build_fleet()
         if not self.fleet.sandbox.active and self._given_fleet is None:
             self.notes.append(
                 "no sandbox: commands run with your full access (install bubblewrap for one); "
@@ -169,9 +172,18 @@ class Session:
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
 
+    async def _build_fleet(self) -> Fleet:
+        """The settings' machines, read off the event loop (ansible-inventory takes a second or
+        more); what could not be read is kept in `machine_notes` (and `notes`)."""
+        machines = await asyncio.to_thread(inventory_of, self.settings)
+        self.machine_notes = list(machines.notices)
+        self.notes += machines.notices
+        return build_fleet(self.settings, machines)
+
     def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
-        """Make what the MCP servers run read-only to commands, start the scan of secrets, and
-        say where commands write when the working directory may not be written whole."""
+        """Make what the MCP servers run and the Ansible inventory read-only to commands, start
+        the scan of secrets, and say where commands write when the working directory may not be
+        written whole."""
         fleet = self.fleet
         assert fleet is not None
         sandbox = fleet.sandbox
@@ -180,6 +192,7 @@ class Session:
         cwd = self.cwd or Path.cwd()
         roots = sandbox.writable_roots(cwd)
         served = [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
+        served += self._inventory_files(cwd, roots)
         fleet.sandbox = sandbox = replace(
             sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *served))
         )
@@ -192,6 +205,16 @@ class Session:
             f"{cwd} is not made writable to commands whole (it holds your home); they write in the "
             f"scratch workspace {workspace}, and read everything else as it is"
         ]
+
+    def _inventory_files(self, cwd: Path, roots: list[Path]) -> list[str]:
+        """The Ansible inventory's files inside the writable roots (none that is or holds a root:
+        the workspace itself stays writable)."""
+        if self.settings.ansible_inventory is None:
+            return []
+        from cmdop_tui.machines.ansible import inventory_files
+
+        files = [Path(os.path.abspath(path)) for path in inventory_files(self.settings.ansible_inventory, cwd)]
+        return [str(path) for path in files if not any(path == root or path in root.parents for root in roots)]
 
     def _start_mcp(self, runner: Runner, found: Configured, answers: ClientAnswers) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the

@@ -175,7 +175,7 @@ class SessionOpener:
             notes += session.start_transcript()
         except SessionError as exc:
             notes += [f"{exc}; this is a new session", *session.recorder.new()]
-        return SessionState("open", session=session), notes
+        return SessionState("open", session=session), [*session.machine_notes, *notes]
 
     async def _opened(self, state: SessionState, notes: list[str]) -> None:
         """Show what opening brought (a resumed conversation, notes, the error), then hand the

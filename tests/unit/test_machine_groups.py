@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from cmdop_tui.config.settings import SettingsError, settings_from
-from cmdop_tui.machines.ansible import expand_range, load_ansible_inventory, parse_ini, parse_yaml
+from cmdop_tui.machines.ansible import read_ansible_inventory
+from cmdop_tui.machines.ansible_hosts import expand
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 
@@ -63,22 +64,33 @@ all:
 """
 
 
-def by_name(specs: list[MachineSpec]) -> dict[str, MachineSpec]:
+def by_name(specs: tuple[MachineSpec, ...]) -> dict[str, MachineSpec]:
     return {spec.name: spec for spec in specs}
 
 
+def read_text(folder: Path, name: str, text: str) -> tuple[MachineSpec, ...]:
+    """The machines of an inventory file holding `text` (read without Ansible)."""
+    path = folder / name
+    path.write_text(text)
+    found = read_ansible_inventory(path, None)
+    assert found.notices == () and found.reader == "built-in"
+    return found.machines
+
+
 def test_ranges_expand_with_their_padding():
-    assert expand_range("web[01:03].x") == ["web01.x", "web02.x", "web03.x"]
-    assert expand_range("n[8:10]") == ["n8", "n9", "n10"]
-    assert expand_range("plain") == ["plain"]
+    assert expand("web[01:03].x") == ["web01.x", "web02.x", "web03.x"]
+    assert expand("n[8:10]") == ["n8", "n9", "n10"]
+    assert expand("plain") == ["plain"]
 
 
-def test_an_ini_inventory_gives_hosts_their_address_user_port_and_groups_as_tags():
-    machines = by_name(parse_ini(INI).machines())
+def test_an_ini_inventory_gives_hosts_their_address_user_port_and_groups_as_tags(tmp_path):
+    machines = by_name(read_text(tmp_path, "hosts", INI))
     assert list(machines) == [
         "mail.example.com", "web01.example.com", "web02.example.com", "web03.example.com", "front", "db1", "db2",
     ]  # fmt: skip
-    assert machines["mail.example.com"] == MachineSpec("mail.example.com", "mail.example.com", port=22)
+    assert machines["mail.example.com"] == MachineSpec(
+        "mail.example.com", "mail.example.com", port=22, source="ansible"
+    )
     web = machines["web02.example.com"]
     assert (web.host, web.user, web.port) == ("web02.example.com", "deploy", 22)
     assert set(web.tags) == {"webservers", "eu", "prod"}  # nested children carry their parents' tags
@@ -90,8 +102,8 @@ def test_an_ini_inventory_gives_hosts_their_address_user_port_and_groups_as_tags
     assert set(db1.tags) == {"dbservers", "eu", "prod"}
 
 
-def test_a_yaml_inventory_reads_the_same_way():
-    machines = by_name(parse_yaml(YAML).machines())
+def test_a_yaml_inventory_reads_the_same_way(tmp_path):
+    machines = by_name(read_text(tmp_path, "hosts.yml", YAML))
     assert list(machines) == ["mail.example.com", "web1", "web2", "front", "db1"]
     assert machines["mail.example.com"].user == "root" and machines["mail.example.com"].tags == ()
     assert machines["web1"].host == "10.0.0.1" and machines["web1"].user == "root"
@@ -102,17 +114,16 @@ def test_a_yaml_inventory_reads_the_same_way():
 
 
 def test_loading_a_file_picks_the_format_and_says_what_is_wrong(tmp_path):
-    ini, yml = tmp_path / "hosts", tmp_path / "hosts.yml"
-    ini.write_text(INI)
-    yml.write_text(YAML)
-    assert all(spec.source == "ansible" for spec in load_ansible_inventory(ini))
-    assert [spec.name for spec in load_ansible_inventory(yml)][:2] == ["mail.example.com", "web1"]
-    with pytest.raises(MachineError, match="cannot read the Ansible inventory"):
-        load_ansible_inventory(tmp_path / "missing")
+    assert all(spec.source == "ansible" for spec in read_text(tmp_path, "hosts", INI))
+    assert [spec.name for spec in read_text(tmp_path, "hosts.yml", YAML)][:2] == ["mail.example.com", "web1"]
+    assert read_ansible_inventory(tmp_path / "missing", None).notices == (
+        f"the Ansible inventory {tmp_path / 'missing'} is not read: no such file or folder",
+    )
     bad = tmp_path / "bad.yml"
     bad.write_text("all:\n  hosts:\n    h1:\n      ansible_port: many\n")
-    with pytest.raises(MachineError, match="ansible_port 'many', not a number"):
-        load_ansible_inventory(bad)
+    assert read_ansible_inventory(bad, None).notices == (
+        "Ansible host h1 is left out: ansible_port 'many' is not a port number",
+    )
 
 
 def inventory() -> Inventory:
@@ -205,8 +216,11 @@ def test_a_host_ssh_would_read_as_an_option_is_refused_wherever_it_comes_from(tm
         MachineSpec("web1", option)
     with pytest.raises(SettingsError, match=r"\[machines.web1\].*not a host name"):
         settings_from({"machines": {"web1": {"host": option}}}, tmp_path / "config.toml")
-    with pytest.raises(MachineError, match="Ansible inventory: host 'web1'.*not a host name"):
-        parse_ini(f"[web]\nweb1 ansible_host={option}\n").machines()
+    hosts = tmp_path / "hosts"
+    hosts.write_text(f"[web]\nweb1 ansible_host={option}\n")
+    assert read_ansible_inventory(hosts, None).notices == (
+        f"Ansible host web1 is left out: {option!r} is not a host name or address",
+    )
     config = tmp_path / "ssh_config"
     config.write_text(f"Host {option} web2\n  HostName 10.0.0.2\n")
     from cmdop_tui.machines.inventory import ssh_config_hosts

@@ -1,0 +1,90 @@
+"""An Ansible inventory with hosts the app cannot read never takes a session down: headless runs
+the prompt and says each one on stderr, the TUI shows them as notices, `machines list` prints
+them before its table."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fake_anthropic import text_reply
+from tui_helpers import make_app, notices, wait_until
+
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.machines.sandbox import bubblewrap
+
+CLI = [sys.executable, "-m", "cmdop_tui"]
+INVENTORY = """\
+[lab]
+here ansible_connection=local
+templated ansible_host=192.0.2.1 ansible_port="{{ base_port }}"
+"""
+NOTICE = "Ansible host templated is left out: ansible_port uses the undefined variable 'base_port'"
+
+
+def inventory_settings(folder: Path) -> tuple[Path, Path]:
+    """An inventory with one host that cannot be read, and an empty ssh_config."""
+    hosts, ssh_config = folder / "hosts", folder / "ssh_config"
+    hosts.write_text(INVENTORY)
+    ssh_config.write_text("")
+    return hosts, ssh_config
+
+
+def cli_env(folder: Path, extra: dict[str, str]) -> dict[str, str]:
+    hosts, ssh_config = inventory_settings(folder)
+    config = folder / "config.toml"
+    config.write_text(f'ssh_config = "{ssh_config}"\n\n[inventory]\nansible = "{hosts}"\n')
+    env = {**os.environ, **extra, "CMDOP_TUI_CONFIG": str(config)}
+    env.pop("CMDOP_INTENT_ROUTER", None)
+    return env
+
+
+def test_headless_runs_the_prompt_and_says_the_host_it_left_out(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(text_reply("Done."))
+    env = cli_env(tmp_path, anthropic_env)
+    done = subprocess.run([*CLI, "-p", "hi"], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert (done.returncode, done.stdout) == (0, "Done.\n"), done.stderr
+    assert f"cmdop-tui: {NOTICE}\n" in done.stderr
+
+
+def test_machines_list_prints_what_it_left_out(tmp_path):
+    env = cli_env(tmp_path, {})
+    done = subprocess.run([*CLI, "machines", "list"], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == f"cmdop-tui: {NOTICE}\n"
+    assert done.stdout.startswith("no machines")  # the one readable host is this machine
+
+
+async def test_the_tui_opens_the_session_and_shows_the_host_it_left_out(fake_api, tmp_path):
+    hosts, ssh_config = inventory_settings(tmp_path)
+    app = make_app(fake_api, settings=Settings(ansible_inventory=hosts, ssh_config=ssh_config))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "open", what="the session")
+        await wait_until(pilot, lambda: NOTICE in notices(app), what="the notice")
+        assert app.session is not None and app.session.fleet is not None
+        assert app.session.fleet.inventory.resolve("here").is_local
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fake_api, anthropic_env, tmp_path):
+    # An inventory script or a ProxyCommand runs here, unsandboxed, when a session reads the
+    # inventory: a command of this session must not be able to plant one.
+    from cmdop_tui.session.session import Session
+
+    project = tmp_path / "project"
+    project.mkdir()
+    hosts, ssh_config = inventory_settings(project)
+    (project / "group_vars").mkdir()
+    settings = Settings(ansible_inventory=hosts, ssh_config=ssh_config)
+    async with Session(settings, platform="headless", cwd=project, record=False) as session:
+        assert session.fleet is not None and session.fleet.sandbox.confines
+        here = session.fleet.machine(None, cwd=project)
+        plant = "echo 'evil ansible_ssh_common_args=\"-o ProxyCommand=touch /tmp/x\"' >> hosts"
+        for command in (plant, "echo 'ansible_user: x' > group_vars/all.yml", "echo ok > notes.txt"):
+            await here.run_command(command, cwd=None, timeout_ms=20_000, progress=lambda *_: None, output_limit=4_000)
+    assert hosts.read_text() == INVENTORY
+    assert list((project / "group_vars").iterdir()) == []
+    assert (project / "notes.txt").read_text() == "ok\n"  # the rest of the project stays writable
