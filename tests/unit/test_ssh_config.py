@@ -167,8 +167,21 @@ def test_by_default_the_users_config_is_read_with_its_includes(isolated_home):
 
     write(isolated_home / ".ssh" / "config", "Include config.d/*\nHost=web1\n  User ops\n")
     write(isolated_home / ".ssh" / "config.d" / "work", 'Host "db1" github.com\n')
-    inventory, options = inventory_of(Settings())
+    machines = inventory_of(Settings())
+    inventory, options = machines.inventory, machines.options
     assert options.config_file is None  # ssh reads ~/.ssh/config (and /etc/ssh/ssh_config) itself
     assert inventory.names()[:3] == ["local", "db1", "web1"]
     assert [forge.alias for forge in inventory.forges] == ["github.com"]
     assert inventory.ssh_host(inventory.resolve("web1")).connection.user == "ops"
+    assert machines.notices == ()  # nothing ssh would refuse
+
+
+def test_what_ssh_would_refuse_in_the_users_config_is_a_notice_of_the_session(isolated_home):
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.session.inventory import inventory_of
+
+    write(isolated_home / ".ssh" / "config", "Include config.d/*\nHost web1\n")
+    write(isolated_home / ".ssh" / "config.d" / "shared", "Host db1\n")
+    (isolated_home / ".ssh" / "config.d" / "shared").chmod(0o666)  # ssh refuses a file others can write
+    machines = inventory_of(Settings())
+    assert [n for n in machines.notices if n.startswith("ssh_config: ") and "shared" in n], machines.notices
