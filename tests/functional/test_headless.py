@@ -223,6 +223,7 @@ def test_first_run_creates_a_commented_settings_file_and_config_path(cli_env, tm
     assert path.exists() and path.read_text().startswith("# cmdop-tui settings")
 
 
+@pytest.mark.fault
 def test_a_cut_answer_is_shown_and_said_and_exits_1(fake_api, cli_env):
     fake_api.enqueue(text_reply("Half an answ", stop_reason="max_tokens"))
     done = run_cli(["-p", "hi"], cli_env)
@@ -230,6 +231,7 @@ def test_a_cut_answer_is_shown_and_said_and_exits_1(fake_api, cli_env):
     assert done.stderr.startswith("cmdop-tui: cut: the answer was cut at the reply limit (max_tokens")
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("url", ["localhost:8080", "api.example.com", "ftp://example.com"])
 def test_a_base_url_that_is_not_http_is_said_at_once(fake_api, cli_env, url):
     done = run_cli(["-p", "hi"], {**cli_env, "ANTHROPIC_BASE_URL": url})
@@ -238,6 +240,7 @@ def test_a_base_url_that_is_not_http_is_said_at_once(fake_api, cli_env, url):
     assert url in line and "not an http(s) URL" in line
 
 
+@pytest.mark.fault
 def test_a_closed_stdin_for_dash_p_is_a_usage_error(cli_env):
     done = subprocess.run(CLI + ["-p", "-"], env=cli_env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     assert done.returncode == 2 and "the prompt is empty" in done.stderr  # /dev/null: an empty prompt
@@ -247,6 +250,7 @@ def test_a_closed_stdin_for_dash_p_is_a_usage_error(cli_env):
     assert closed.returncode == 2 and "standard input" in closed.stderr and "Traceback" not in closed.stderr
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("output_format", ["text", "json", "stream-json"])
 def test_stdout_on_a_full_device_is_one_line_on_stderr(fake_api, cli_env, output_format):
     fake_api.enqueue(text_reply("An answer nobody can store."))

@@ -241,6 +241,7 @@ def frozen(pids: list[int]) -> Iterator[None]:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.fault
 async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_path):
     events: list = []
     task = asyncio.create_task(
@@ -256,6 +257,7 @@ async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_pat
     assert "cannot reach" not in result.content
 
 
+@pytest.mark.fault
 async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_path):
     """The host stops answering (its sshd connection SIGSTOPped) while a command runs through a
     live ControlMaster: the command ends within the keep-alive's bound, said as a lost link."""
@@ -278,6 +280,7 @@ async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_
         await fleet.close()
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("ending", ["timeout", "stop"])
 async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_path, ending):
     """A host frozen behind the live connection (its sshd SIGSTOPped): the time-out ends the call
@@ -364,6 +367,7 @@ async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, t
     assert nested and nested[0].machine == "alpha" and nested[-1].event["type"] == "final"
 
 
+@pytest.mark.fault
 async def test_a_huge_answer_is_capped_in_the_history_and_recalled_whole_from_the_transcript(fake_api, lab, tmp_path):
     fleet = fleet_for(lab)
     huge = "START " + "".join(f"{i:07d}," for i in range(20_000)) + " END"  # 160 kB: 9 recall pages

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from agent_helpers import FAST_RETRY, Recorder, make_runner
 from fake_anthropic import error_reply, html_error
+
+pytestmark = pytest.mark.fault
 
 BAD_GATEWAY_PAGE = """<html>
 <head><title>502 Bad Gateway</title></head>

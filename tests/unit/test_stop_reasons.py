@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import reply, text, text_reply
 
 from cmdop_tui.agent.events import Error, Final
+
+pytestmark = pytest.mark.fault
 
 
 async def test_an_answer_cut_at_max_tokens_is_a_cut_not_a_final(fake_api, tmp_path):
