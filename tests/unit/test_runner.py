@@ -309,6 +309,17 @@ async def test_a_stopped_process_reads_its_buffered_stream_and_does_not_ask_agai
 
 
 @pytest.mark.fault
+async def test_a_network_pause_over_2_s_is_not_a_stall(fake_api):
+    """The link pauses 3 s in the middle of a reply (with the shipped stream policy): the stream
+    is read on, not thrown away, asked for again and paid twice."""
+    fake_api.enqueue(text_reply("after a pause", delay_s=3.0))
+    runner, events = make_runner(fake_api, stream=StreamPolicy()), Recorder()
+    result = await runner.run("hi", events)
+    assert result.status == "final" and result.text == "after a pause"
+    assert len(fake_api.requests) == 1 and not events.of(Retrying)
+
+
+@pytest.mark.fault
 async def test_a_silent_endpoint_is_said_long_before_its_deadline(fake_api):
     gate = threading.Event()
     fake_api.enqueue(text_reply("late", hang_before_headers=True, gate=gate), text_reply("here"))
