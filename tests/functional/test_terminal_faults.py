@@ -14,6 +14,8 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.tui.exit_signals import SHUTDOWN_GRACE_S
 
+pytestmark = pytest.mark.fault
+
 PASTE_START, PASTE_END = b"\x1b[200~", b"\x1b[201~"
 
 

@@ -28,6 +28,8 @@ from cmdop_tui.transcripts import INTERRUPTED_RESULT, Transcript, load
 from cmdop_tui.transcripts.records import parse_record
 from cmdop_tui.transcripts.repair import UNSTORED_RESULT
 
+pytestmark = pytest.mark.fault
+
 CLI = [sys.executable, "-m", "cmdop_tui"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 
+import pytest
 from agent_helpers import running
 from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
@@ -266,6 +267,7 @@ async def test_prompt_keys_newline_and_history(fake_api):
         assert prompt.text == ""
 
 
+@pytest.mark.fault
 async def test_a_paste_from_any_driver_is_inert_text_that_waits_for_enter(fake_api):
     from textual import events
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from fake_anthropic import text_reply
 from textual.widgets import Button
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
@@ -42,6 +43,18 @@ async def test_without_a_key_the_state_is_failed_and_says_why(monkeypatch):
         await pilot.pause()
         assert notices(app, "error").count(NO_KEY_HELP) == 2  # the prompt is answered with why, not lost silently
         assert not app.running
+
+
+@pytest.mark.fault
+async def test_a_base_url_that_is_not_http_is_said_at_once(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "localhost:8080")
+    app = make_app()  # no client given: the session makes one from the environment
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_until(pilot, lambda: app.session_state.phase == "failed", what="the failed opening")
+        error = app.session_state.error or ""
+        assert "not an http(s) URL" in error and "did you mean https://localhost:8080?" in error
+        assert error in notices(app, "error") and "\n" not in error
 
 
 async def test_running_drives_stop_and_a_second_enter_is_refused(fake_api):

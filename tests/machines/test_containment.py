@@ -172,7 +172,11 @@ def start_app(command: str, cwd: Path, env: dict[str, str] | None = None) -> sub
 LARGE_ENVIRONMENT = {f"CMDOP_TEST_BIG_{n}": "x" * 100_000 for n in range(14)}
 
 
-@pytest.mark.parametrize("extra", [{}, LARGE_ENVIRONMENT], ids=["environment", "large environment"])
+@pytest.mark.parametrize(
+    "extra",
+    [{}, pytest.param(LARGE_ENVIRONMENT, marks=pytest.mark.fault)],
+    ids=["environment", "large environment"],
+)
 def test_sigkill_of_the_app_kills_the_whole_tree(
     tmp_path: Path, marker: str, fifo: Announcements, extra: dict[str, str]
 ) -> None:
@@ -258,6 +262,7 @@ async def test_without_containment_commands_run_as_before(
     assert_all_gone({}, marker, within_s=2.0)
 
 
+@pytest.mark.fault
 async def test_where_the_supervisor_cannot_start_commands_are_refused_not_run_uncontained(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

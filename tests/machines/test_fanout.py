@@ -430,6 +430,7 @@ async def test_stop_where_there_is_no_pgrep(ssh_hosts, tmp_path):
         await fleet.close()
 
 
+@pytest.mark.fault
 async def test_a_stop_keeps_the_hosts_that_finished(fake_api, lab, tmp_path):
     """Stopped while one host still runs: the history keeps the finished host's result and says
     the other was stopped, instead of losing both to "cancelled"."""

@@ -19,12 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_helpers import Recorder, make_runner
+from agent_helpers import Recorder, make_runner, running
 from fake_anthropic import text_reply, tool_reply
 from remote_side import make_home, processes_named, remove_home, wait_gone, workspace
 from sshd import process_table
 
-from cmdop_tui.agent.events import ToolNested
+from cmdop_tui.agent.events import ToolNested, ToolProgress
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import Inventory, ssh_config_hosts
 from cmdop_tui.machines.spec import MachineError, MachineSpec
@@ -32,6 +32,7 @@ from cmdop_tui.machines.ssh import SshOptions, SshTransport
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.tools.ask import ANSWER_LIMIT, ASK_MACHINE, ASK_MACHINES
 from cmdop_tui.tools.base import ToolContext
+from cmdop_tui.tools.fanout import RUN_ON_MACHINES
 from cmdop_tui.tools.files import GLOB, GREP, LIST_DIR, READ_FILE, WRITE_FILE
 from cmdop_tui.tools.recall import PAGE_CHARS, RECALL
 from cmdop_tui.tools.registry import run_tool
@@ -241,6 +242,7 @@ def frozen(pids: list[int]) -> Iterator[None]:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.fault
 async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_path):
     events: list = []
     task = asyncio.create_task(
@@ -256,6 +258,7 @@ async def test_a_link_lost_mid_command_says_it_may_still_run(lab, fleet, tmp_pat
     assert "cannot reach" not in result.content
 
 
+@pytest.mark.fault
 async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_path):
     """The host stops answering (its sshd connection SIGSTOPped) while a command runs through a
     live ControlMaster: the command ends within the keep-alive's bound, said as a lost link."""
@@ -278,6 +281,7 @@ async def test_a_host_frozen_behind_a_live_connection_ends_the_command(lab, tmp_
         await fleet.close()
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("ending", ["timeout", "stop"])
 async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_path, ending):
     """A host frozen behind the live connection (its sshd SIGSTOPped): the time-out ends the call
@@ -298,6 +302,46 @@ async def test_a_frozen_host_does_not_hold_a_timeout_or_a_stop(lab, fleet, tmp_p
             with pytest.raises(asyncio.CancelledError):
                 await task
             assert time.monotonic() - stopped < 1.5
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("ending", ["timeout", "stop"])
+async def test_a_fan_out_with_a_frozen_host_keeps_the_hosts_that_finished(fake_api, lab, tmp_path, ending):
+    """run_on_machines on two hosts, one frozen (its sshd SIGSTOPped) while its command runs: the
+    time-out or Stop ends the call on time, the finished host's result kept, the frozen one marked."""
+    alpha = lab.server("alpha").port
+    command = f'case "$SSH_CONNECTION" in *" {alpha}") echo quick;; *) sleep 60.4173;; esac'
+    args = {"command": command, "machines": ["alpha", "bravo"], "timeout_ms": 3000 if ending == "timeout" else 60_000}
+    fake_api.enqueue(tool_reply("run_on_machines", args), text_reply("Reported."))
+    fleet = fleet_for(lab)
+    runner = make_runner(fake_api, cwd=tmp_path)
+    runner.machines = fleet
+    runner.tools = type(runner.tools)([*runner.tools, RUN_ON_MACHINES])
+    events = Recorder()
+    task = asyncio.create_task(runner.run("run it on both", events))
+    try:
+        await events.wait_for(lambda e: isinstance(e, ToolProgress) and "alpha: exit 0" in e.text, timeout=20)
+        async with asyncio.timeout(10):
+            while not running("sleep", "60.4173"):
+                await asyncio.sleep(0.02)  # bravo's command has started there
+        with frozen(connections_of(lab, "bravo")):
+            ended = time.monotonic()
+            if ending == "stop":
+                runner.ui_cancel.fire()
+            async with asyncio.timeout(30):
+                result = await task
+            took = time.monotonic() - ended
+    finally:
+        task.cancel()
+        await fleet.close()
+    (block,) = [b for m in runner.conversation.messages for b in m["content"] if b["type"] == "tool_result"]
+    assert "alpha: exit 0" in block["content"] and "quick" in block["content"]
+    if ending == "timeout":
+        assert result.status == "final" and took < 3 + 2  # the time-out, then the kill's 0.5 s wait and slack
+        assert "bravo: error: " in block["content"] and "timed out after 3000 ms" in block["content"]
+    else:
+        assert result.status == "cancelled" and took < 1.5
+        assert "bravo: error: stopped before it ended" in block["content"]
 
 
 # --- ask_machine --------------------------------------------------------------------------------
@@ -323,6 +367,20 @@ async def test_ask_machine_without_cmdop_there_says_so(lab, tmp_path):
     finally:
         await fleet.close()
     assert result.is_error and "cmdop-tui is not installed on bare" in result.content
+
+
+@pytest.mark.fault
+async def test_a_broken_agent_there_says_what_it_printed(lab, tmp_path):
+    """The agent there fails before it answers (a module missing there): its own last words come
+    back, not a bare 'ended without an answer'."""
+    broken = MachineSpec("broken", "alpha", cmdop="python3 -c 'import no_module_named_so' && cmdop-tui")
+    fleet = fleet_for(lab, broken)
+    try:
+        result = await run_tool(ASK_MACHINE, {"hostname": "broken", "prompt": "hi"}, context(fleet, tmp_path))
+    finally:
+        await fleet.close()
+    assert result.is_error and result.content.startswith("the agent on broken ended without an answer:")
+    assert "ModuleNotFoundError: No module named 'no_module_named_so'" in result.content
 
 
 async def test_ask_machines_fans_out_keeps_order_and_times_out_one_host(fake_api, lab, tmp_path):
@@ -364,6 +422,7 @@ async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, t
     assert nested and nested[0].machine == "alpha" and nested[-1].event["type"] == "final"
 
 
+@pytest.mark.fault
 async def test_a_huge_answer_is_capped_in_the_history_and_recalled_whole_from_the_transcript(fake_api, lab, tmp_path):
     fleet = fleet_for(lab)
     huge = "START " + "".join(f"{i:07d}," for i in range(20_000)) + " END"  # 160 kB: 9 recall pages

@@ -173,6 +173,7 @@ def test_text_output_exit_codes_and_stdin(fake_api, agent):
     assert agent.served() == 5, agent.log()
 
 
+@pytest.mark.fault
 def test_a_stopped_agent_is_said_and_the_run_goes_cold_at_once(fake_api, agent):
     agent.start()
     os.kill(agent.pid, signal.SIGSTOP)  # a Ctrl-Z'd or frozen agent still accepts connections

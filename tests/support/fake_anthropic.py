@@ -58,7 +58,9 @@ option (default none), e.g. ``text_reply("ok", applied_edits=[{"type":
 
 Reply builders: :func:`text_reply`, :func:`tool_reply`, :func:`reply` (with the block
 helpers :func:`text`, :func:`tool_use`, :func:`raw_tool_use`, :func:`thinking`),
-:func:`error_reply` and :func:`stream_error`. Every builder takes these options:
+:func:`error_reply`, :func:`html_error`, :func:`body_reply` and :func:`stream_error`. A reply's
+``stop_reason=""`` is sent as null (a compatible server that does not say why it stopped). Every
+builder takes these options:
 
 ``stall_after=N``
     Streaming: send N SSE events, then hold the connection open. Without a gate it is
@@ -340,6 +342,7 @@ class Reply:
     status: int = 200
     error: Mapping[str, str] | None = None  # {"type", "message"} for error replies
     page: str | None = None  # an error answered as this HTML page, as a proxy in front of an API does
+    page_type: str = "text/html"  # the content type `page` is sent with
     error_after_events: int | None = None  # stream_error: `event: error` after this many events
     headers: tuple[tuple[str, str], ...] = ()
     stall_after: int | None = None
@@ -353,7 +356,9 @@ class Reply:
     applied_edits: Sequence[Mapping[str, Any]] = ()  # echoed when the request has context_management
 
     @property
-    def resolved_stop_reason(self) -> str:
+    def resolved_stop_reason(self) -> str | None:
+        if self.stop_reason == "":
+            return None  # sent as null, as a compatible server that does not say why it stopped
         if self.stop_reason:
             return self.stop_reason
         return "tool_use" if any(isinstance(b, ToolUseBlock) for b in self.blocks) else "end_turn"
@@ -433,6 +438,12 @@ def html_error(status: int, page: str, **options: Any) -> Reply:
     if status == 200:
         return Reply(page=page, **options)
     return dataclasses.replace(error_reply(status, **options), page=page)
+
+
+def body_reply(body: str, content_type: str, **options: Any) -> Reply:
+    """A 200 with ``body`` of ``content_type`` in place of any reply, e.g. a whole message as
+    ``application/json`` in answer to a streaming request (a server that does not stream)."""
+    return Reply(page=body, page_type=content_type, **options)
 
 
 def stream_error(
@@ -1221,7 +1232,7 @@ class FakeAnthropic:
             return self._dribble(h, b"HTTP/1.1 200 OK\r\nX-Pad: ", r.dribble_every_s, write=h.wfile.write)
         if r.page is not None and (as_error or r.status == 200):
             data = r.page.encode()
-            self._send_head(h, rec.status, req_id, "text/html", r.headers, len(data))
+            self._send_head(h, rec.status, req_id, r.page_type, r.headers, len(data))
             h.wfile.write(data)
             return h.wfile.flush()
         if as_error:

@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from cmdop_tui.tools.ask import ANSWER_LIMIT, HOST_SHARE_MIN, _Answer, _keyed
 from cmdop_tui.tools.base import ToolContext, ToolResult, capped
+
+pytestmark = pytest.mark.fault
 
 
 def keeping(tmp_path: Path, kept: list[str] | None) -> ToolContext:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from agent_helpers import FAST_RETRY, Recorder, make_runner
-from fake_anthropic import error_reply, html_error
+from fake_anthropic import body_reply, error_reply, html_error
+
+pytestmark = pytest.mark.fault
 
 BAD_GATEWAY_PAGE = """<html>
 <head><title>502 Bad Gateway</title></head>
@@ -62,3 +67,13 @@ async def test_a_413_on_the_first_turn_is_not_called_a_failed_compaction(fake_ap
     assert result.status == "error" and result.code == "request_too_large"
     assert "larger than the endpoint accepts" in result.message and "413" in result.message
     assert "compaction" not in result.message
+
+
+async def test_a_json_body_in_answer_to_a_stream_is_said_at_once(fake_api, tmp_path):
+    """A server that does not stream answers a streaming request with a whole message as JSON."""
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "hi"}]}
+    fake_api.enqueue(body_reply(json.dumps(message), "application/json"))
+    result = await make_runner(fake_api, cwd=tmp_path).run("hi", Recorder())
+    assert result.status == "error" and result.code == "invalid_reply" and "\n" not in result.message
+    assert "application/json" in result.message and "not an event stream" in result.message
+    assert "stall" not in result.message and len(fake_api.requests) == 1  # not waited on, not retried

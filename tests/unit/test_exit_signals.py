@@ -8,7 +8,11 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from cmdop_tui.tui.exit_signals import TERMINAL_RESTORE, signal_exit_code
+
+pytestmark = pytest.mark.fault
 
 WEDGED_APP = textwrap.dedent(
     """

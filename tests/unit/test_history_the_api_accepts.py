@@ -15,6 +15,8 @@ from cmdop_tui.agent.history import sanitize
 from cmdop_tui.agent.messages import blocks_of, is_blank_text, tool_results, tool_uses
 from cmdop_tui.transcripts.repair import repair
 
+pytestmark = pytest.mark.fault
+
 
 def stored_blocks(runner):
     return [b for m in runner.conversation.messages for b in blocks_of(m)]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from cmdop_tui.support.paste import PASTE_IDLE_S, Pasted, PasteSplitter, inert_paste
+
+pytestmark = pytest.mark.fault
 
 START, END = "\x1b[200~", "\x1b[201~"
 

@@ -288,6 +288,7 @@ async def test_dead_stream_is_retried(fake_api):
     assert "no event for 0.2 s" in events.of(Retrying)[0].reason
 
 
+@pytest.mark.fault
 async def test_a_stopped_process_reads_its_buffered_stream_and_does_not_ask_again(fake_api):
     """As after Ctrl-Z and fg: the app does not run for longer than the idle timeout while the
     whole reply arrives; on waking it reads what came instead of calling the stream dead."""
@@ -307,6 +308,18 @@ async def test_a_stopped_process_reads_its_buffered_stream_and_does_not_ask_agai
     assert len(fake_api.requests) == 1 and not events.of(Retrying)  # asked once, paid once
 
 
+@pytest.mark.fault
+async def test_a_network_pause_over_2_s_is_not_a_stall(fake_api):
+    """The link pauses 3 s in the middle of a reply (with the shipped stream policy): the stream
+    is read on, not thrown away, asked for again and paid twice."""
+    fake_api.enqueue(text_reply("after a pause", delay_s=3.0))
+    runner, events = make_runner(fake_api, stream=StreamPolicy()), Recorder()
+    result = await runner.run("hi", events)
+    assert result.status == "final" and result.text == "after a pause"
+    assert len(fake_api.requests) == 1 and not events.of(Retrying)
+
+
+@pytest.mark.fault
 async def test_a_silent_endpoint_is_said_long_before_its_deadline(fake_api):
     gate = threading.Event()
     fake_api.enqueue(text_reply("late", hang_before_headers=True, gate=gate), text_reply("here"))
@@ -321,6 +334,7 @@ async def test_a_silent_endpoint_is_said_long_before_its_deadline(fake_api):
     assert result.status == "final" and len(events.of(Waiting)) == 1
 
 
+@pytest.mark.fault
 async def test_an_endpoint_that_never_answers_ends_within_its_silence_deadline(fake_api):
     fake_api.enqueue(*[text_reply("never", hang_before_headers=True) for _ in range(6)])
     stream = StreamPolicy(waiting_notice_s=0.1, first_event_timeout_s=10, silence_deadline_s=1.0)
@@ -332,6 +346,7 @@ async def test_an_endpoint_that_never_answers_ends_within_its_silence_deadline(f
     assert len(fake_api.requests) < 6
 
 
+@pytest.mark.fault
 @pytest.mark.parametrize("where", ["head", "body"])
 async def test_an_endpoint_that_dribbles_bytes_without_progress_ends_within_its_deadline(fake_api, where):
     """Alive but going nowhere (a byte at a time of an endless header, or of an endless SSE

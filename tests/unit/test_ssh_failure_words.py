@@ -7,6 +7,8 @@ import pytest
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.machines.ssh import ssh_failure
 
+pytestmark = pytest.mark.fault
+
 H1 = MachineSpec(name="h1", host="10.0.0.1")
 
 LOST = [  # what OpenSSH prints when a session that was up goes down

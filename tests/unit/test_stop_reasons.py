@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import reply, text, text_reply
 
 from cmdop_tui.agent.events import Error, Final
+
+pytestmark = pytest.mark.fault
 
 
 async def test_an_answer_cut_at_max_tokens_is_a_cut_not_a_final(fake_api, tmp_path):
@@ -36,3 +39,17 @@ async def test_a_paused_turn_is_sent_back_and_goes_on(fake_api, tmp_path):
     assert len(fake_api.requests) == 2
     resent = fake_api.requests[1].body["messages"]
     assert resent[-1]["role"] == "assistant" and resent[-1]["content"][0]["text"] == "Searching"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="open: a reply with a null stop_reason is taken as final (agent/runner.py _answer), said nowhere",
+)
+async def test_an_answer_without_a_stop_reason_is_not_taken_for_a_whole_one(fake_api, tmp_path):
+    """A compatible server that ends a reply with no stop_reason (null): the answer may be cut, so
+    it is said, not taken for a final one without a word."""
+    fake_api.enqueue(text_reply("The first half of", stop_reason=""))
+    result = await make_runner(fake_api, cwd=tmp_path).run("explain", Recorder())
+    assert fake_api.requests[0].status == 200
+    assert result.status != "final" and result.text == "The first half of"
+    assert "stop_reason" in result.message or "stop reason" in result.message

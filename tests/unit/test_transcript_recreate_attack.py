@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from cmdop_tui.transcripts.writing import recreate
+
+pytestmark = pytest.mark.fault
 
 
 def test_a_symlink_planted_at_the_spare_name_is_not_followed(tmp_path):
