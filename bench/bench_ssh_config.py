@@ -1,4 +1,4 @@
-"""Figure: aliases whose reading differs from `ssh -G`, over the real configs of tests/data/ssh_config/.
+"""Figure: aliases whose reading differs from `ssh -G`, over the configs of tests/data/ssh_config/.
 
 Run: .venv/bin/python bench/bench_ssh_config.py   (needs the OpenSSH client, `ssh`)
 

@@ -40,7 +40,11 @@ class Answer:
     applied: frozenset[tuple[str, int]]  # (real path, line) of each Host/Match line that applied
     applied_names: frozenset[str]  # the pattern each applying line was applied for
     files: tuple[str, ...]  # every file ssh read
-    error: str
+    errors: tuple[str, ...]  # what ssh said beside its debug lines, in order
+
+    @property
+    def error(self) -> str:
+        return self.errors[-1] if self.errors else ""
 
 
 @dataclass(frozen=True)
@@ -48,7 +52,7 @@ class Comparison:
     name: str
     ours: SshConfig
     differences: tuple[str, ...]  # one line per alias that differs, or one for a config ssh refuses
-    refused: str  # ssh's error when it refuses the whole config ("" when it reads it)
+    refused: str  # ssh's errors, a line each, when it refuses the whole config ("" when it reads it)
 
 
 def case_names() -> list[str]:
@@ -80,7 +84,7 @@ async def ask_ssh(alias: str, config: Path, home: Path) -> Answer:
         frozenset(applied),
         frozenset(names),
         tuple(files),
-        errors[-1] if errors else "",
+        tuple(errors),
     )
 
 
@@ -98,7 +102,8 @@ async def compare(name: str, home: Path) -> Comparison:
     ours = read_ssh_config(config, home=home)
     probe = await ask_ssh("cmdop-no-such-alias.invalid", config, home)
     if probe.status != 0:
-        return Comparison(name, ours, (f"{name}: ssh refuses the config: {probe.error}",), probe.error)
+        refusal = "\n".join(probe.errors) or f"ssh exited {probe.status}"
+        return Comparison(name, ours, (f"{name}: ssh refuses the config: {probe.error}",), refusal)
     differences: list[str] = []
     answers = await asyncio.gather(*(ask_ssh(host.alias, config, home) for host in ours.hosts))
     for host, answer in zip(ours.hosts, answers, strict=True):
