@@ -40,8 +40,9 @@ def entry() -> None:
         if warm_code is not None:
             os._exit(warm_code)
     code = main()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:  # None: that fd was closed from the start
+            stream.flush()
     if code != 0:
         os._exit(code)
     sys.exit(code)
@@ -198,12 +199,18 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_nowhere()
         return 1
     except OutputError as exc:  # said once on stderr; what is still buffered goes nowhere
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _stdout_to_nowhere()
         return fail(str(exc))
     return code
+
+
+def _stdout_to_nowhere() -> None:
+    """What is still buffered for standard output is dropped at exit, not written (and failed) again."""
+    if sys.stdout is not None:  # None: fd 1 was closed from the start
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 # A lone Esc is told from the start of a key sequence by waiting; 100 ms (Textual's default)

@@ -127,6 +127,8 @@ def summary_json(result: RunResult) -> dict[str, object]:
 
 async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
     """Run the prompt; return the process exit code."""
+    if sys.stdout is None:  # fd 1 was closed when we started: no answer could be given, so none is asked for
+        raise OutputError("cannot write the answer to standard output: it is closed")
     if settings.run.local:
         sys.stderr.write("cmdop-tui: starting the local model…\n")
     ask = ask_on_terminal if _terminal_can_ask() else None

@@ -25,6 +25,8 @@ UNFINISHED_ANSWERS: dict[str, tuple[Status, str]] = {
     "max_tokens": ("cut", "the answer was cut at the reply limit (max_tokens = {max_tokens}); raise it in the profile"),
     "model_context_window_exceeded": ("cut", "the answer was cut: the model's context window is full (try /compact)"),
     "refusal": ("refused", "the model refused to go on (stop_reason: refusal)"),
+    # Some compatible servers end a reply without saying why: it may have been cut anywhere.
+    "": ("cut", "the endpoint ended the reply without a stop reason: the answer may be incomplete"),
 }
 
 

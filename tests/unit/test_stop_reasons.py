@@ -41,10 +41,6 @@ async def test_a_paused_turn_is_sent_back_and_goes_on(fake_api, tmp_path):
     assert resent[-1]["role"] == "assistant" and resent[-1]["content"][0]["text"] == "Searching"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: a reply with a null stop_reason is taken as final (agent/runner.py _answer), said nowhere",
-)
 async def test_an_answer_without_a_stop_reason_is_not_taken_for_a_whole_one(fake_api, tmp_path):
     """A compatible server that ends a reply with no stop_reason (null): the answer may be cut, so
     it is said, not taken for a final one without a word."""
