@@ -10,11 +10,11 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agent_helpers import Recorder, make_runner
+from agent_helpers import Recorder, allow_all, make_runner
 from fake_anthropic import text_reply, tool_reply
 from mcp_servers.harness import (
     DEMO,
@@ -34,7 +34,6 @@ from cmdop_tui.agent.events import Cancelled, ToolEnd, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT
 from cmdop_tui.agent.routing import ToolPolicy
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.mcp import McpServers
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.mcp.trust import trust
 from cmdop_tui.permissions import Permissions
@@ -53,30 +52,6 @@ def demo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[McpSe
         with http_server(tag, env={"DEMO_MARK_FILE": str(mark)}) as (url, _):
             yield http_spec("demo", url), mark
     assert wait_gone(tag) == [], "an MCP server process outlived its test"
-
-
-@pytest.fixture
-async def attach(tmp_path: Path) -> AsyncIterator:
-    """attach(runner, *specs): the servers' tools in the runner's registry (closed after)."""
-    made: list[McpServers] = []
-
-    async def start(runner, *specs: McpServerSpec) -> McpServers:
-        servers = McpServers(specs, runner.tools, cwd=tmp_path)
-        made.append(servers)
-        servers.start()
-        assert await servers.wait(30)
-        return servers
-
-    yield start
-    for servers in made:
-        await servers.close()
-
-
-def allow_all() -> object:
-    async def approve(call: ToolCall) -> Approval:
-        return Approval(True)
-
-    return approve
 
 
 def tool_names(request) -> list[str]:

@@ -10,18 +10,15 @@ import base64
 import json
 import re
 import subprocess
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
-from agent_helpers import Recorder, make_runner
+from agent_helpers import Recorder, allow_all, make_runner
 from fake_anthropic import ModelSpec, text_reply, tool_reply
 from mcp_servers.harness import settings_with, stdio_spec
 from real_tools import real_tool
 
 from cmdop_tui.agent.events import ToolEnd
 from cmdop_tui.agent.messages import is_image, is_text, is_tool_result
-from cmdop_tui.mcp import McpServers
 from cmdop_tui.mcp.listing import describe
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.session.session import Session
@@ -31,32 +28,6 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 def everything() -> McpServerSpec:
     return McpServerSpec(name="everything", command=str(real_tool("mcp-server-everything")), timeout_s=30)
-
-
-@pytest.fixture
-async def attach(tmp_path: Path) -> AsyncIterator:
-    made: list[McpServers] = []
-
-    async def start(runner, *specs: McpServerSpec) -> McpServers:
-        servers = McpServers(specs, runner.tools, cwd=tmp_path)
-        made.append(servers)
-        servers.start()
-        assert await servers.wait(60)
-        assert all(state.status == "connected" for state in servers.states()), servers.states()
-        return servers
-
-    yield start
-    for servers in made:
-        await servers.close()
-
-
-def allow_all():
-    async def approve(call):
-        from cmdop_tui.agent.approval import Approval
-
-        return Approval(True)
-
-    return approve
 
 
 def result_of(request, index: int = 0) -> dict:

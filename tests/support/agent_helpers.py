@@ -88,3 +88,13 @@ def running(*argv: str) -> list[int]:
             except OSError:
                 continue
     return found
+
+
+def allow_all() -> object:
+    """An approval function that allows every call."""
+    from cmdop_tui.agent.approval import Approval, ToolCall
+
+    async def approve(call: ToolCall) -> Approval:
+        return Approval(True)
+
+    return approve
