@@ -269,13 +269,24 @@ class Sandbox:
         return list(dict.fromkeys(path for path in real if any(within(path, root) for root in roots)))
 
     def absent_protected(self, cwd: Path) -> list[Path]:
-        """The protected names missing at the top of the writable roots: a command must not
-        create them (checked after it ran: see LocalMachine)."""
+        """The protected names missing at the top of the writable roots, and the protected places
+        of the policy that are missing inside them (the vars folders beside an Ansible
+        inventory...): a command must not create them (checked after it ran: see LocalMachine)."""
         if not self.confines or self.program is None:
             return []
-        return [
-            root / name for root in self.writable_roots(cwd) for name in PROTECTED_NAMES if not (root / name).exists()
+        names = [root / name for root in self.writable_roots(cwd) for name in PROTECTED_NAMES]
+        return [path for path in names if not path.exists()] + self._absent_policy_places(cwd)
+
+    def _absent_policy_places(self, cwd: Path) -> list[Path]:
+        """The policy's protected places that do not exist (yet) inside the writable roots, as
+        their real paths would be: bubblewrap cannot bind what is not there, so they are held by
+        the checks after a command and by the file tools' view."""
+        roots = self.writable_roots(cwd)
+        missing = [
+            Path(os.path.expanduser(p)) for p in self.policy.protected if not os.path.lexists(os.path.expanduser(p))
         ]
+        real = [Path(os.path.realpath(path)) for path in missing]
+        return [path for path in dict.fromkeys(real) if any(within(path, root) for root in roots)]
 
     def after_command(self, cwd: Path) -> None:
         """A command ran: it (or the user meanwhile) may have made new secrets; scan again soon."""
@@ -296,7 +307,7 @@ class Sandbox:
             # a home there are seen there (and a scratch workspace in the hidden data folder).
             hidden=(*self.hidden_paths(cwd, found), *(seen for seen, _ in private)),
             exempt=(*(real for _, real in private), *self.writable_roots(cwd), *self._shared()),
-            protected=tuple(self.protected_paths(cwd, found)),
+            protected=(*self.protected_paths(cwd, found), *self._absent_policy_places(cwd)),
             shared=self._shared(),
         )
 

@@ -85,6 +85,17 @@ async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fa
         plant = "echo 'evil ansible_ssh_common_args=\"-o ProxyCommand=touch /tmp/x\"' >> hosts"
         for command in (plant, "echo 'ansible_user: x' > group_vars/all.yml", "echo ok > notes.txt"):
             await here.run_command(command, cwd=None, timeout_ms=20_000, progress=lambda *_: None, output_limit=4_000)
+        # host_vars/ is not there yet: made by a command, it is moved aside and the command refused
+        made = await here.run_command(
+            "mkdir host_vars && echo 'ansible_ssh_common_args: -o ProxyCommand=touch /tmp/x' > host_vars/lab.yml",
+            cwd=None,
+            timeout_ms=20_000,
+            progress=lambda *_: None,
+            output_limit=4_000,
+        )
+        written = await here.write_file(str(project / "host_vars" / "here.yml"), "ansible_user: x\n")
     assert hosts.read_text() == INVENTORY
     assert list((project / "group_vars").iterdir()) == []
+    assert not (project / "host_vars").exists() and made.is_error and "host_vars" in made.text
+    assert written.is_error and not (project / "host_vars").exists()
     assert (project / "notes.txt").read_text() == "ok\n"  # the rest of the project stays writable
