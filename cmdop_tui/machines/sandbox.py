@@ -41,7 +41,7 @@ from cmdop_tui.machines.sandbox_view import PROTECTED_NAMES, SandboxView, within
 from cmdop_tui.machines.secret_index import Found, SecretIndex
 from cmdop_tui.support.secret_kinds import HOME_STORES, SOCKET_ENV, is_secret_env, secret_locations
 from cmdop_tui.support.secrets import CREDENTIAL_ENV
-from cmdop_tui.support.warm import runtime_dir
+from cmdop_tui.support.warm import agent_dir, runtime_dir
 
 __all__ = [
     "MODES",
@@ -222,7 +222,7 @@ class Sandbox:
     def _find_fixed_hidden(self) -> list[Path]:
         paths = [path for home in _homes(self.home) for path in secret_locations(home)]
         paths += [Path(os.path.expanduser(raw)) for raw in self.policy.hidden]
-        paths.append(runtime_dir(os.environ))
+        paths += [runtime_dir(os.environ), agent_dir(os.environ)]  # the app's state; the warm agent's socket
         return [Path(os.path.realpath(path)) for path in paths if os.path.lexists(path)]
 
     def prepare(self, cwd: Path) -> None:

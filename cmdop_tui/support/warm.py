@@ -74,14 +74,28 @@ def wants_warm(argv: list[str], environ: Mapping[str, str]) -> bool:
 
 
 def runtime_dir(environ: Mapping[str, str]) -> Path:
-    """$CMDOP_TUI_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cmdop-tui where that outlives the login,
-    else $TMPDIR/cmdop-tui-UID."""
+    """$CMDOP_TUI_RUNTIME_DIR, else $XDG_RUNTIME_DIR/cmdop-tui, else $TMPDIR/cmdop-tui-UID."""
+    explicit = environ.get(RUNTIME_DIR_ENV)
+    if explicit:
+        return Path(explicit)
+    xdg = environ.get("XDG_RUNTIME_DIR")
+    return Path(xdg) / "cmdop-tui" if xdg else _temporary_dir(environ)
+
+
+def agent_dir(environ: Mapping[str, str]) -> Path:
+    """Where the warm agent's socket is: the runtime dir where that outlives the login, else
+    $TMPDIR/cmdop-tui-UID (an agent is there for the next run, and the next run may come from
+    the next login)."""
     explicit = environ.get(RUNTIME_DIR_ENV)
     if explicit:
         return Path(explicit)
     xdg = environ.get("XDG_RUNTIME_DIR")
     if xdg and outlives_logins(Path(xdg)):
         return Path(xdg) / "cmdop-tui"
+    return _temporary_dir(environ)
+
+
+def _temporary_dir(environ: Mapping[str, str]) -> Path:
     return Path(environ.get("TMPDIR") or "/tmp") / f"cmdop-tui-{os.getuid()}"
 
 
@@ -294,7 +308,7 @@ def run_warm(argv: list[str]) -> int | None:
     """Run the headless command line `argv` in the warm agent and return its exit code; None
     when no agent took it (the caller runs it cold), after starting one for next time if none
     runs. An agent that took the run returns its code even if the run failed."""
-    directory, compatible = runtime_dir(os.environ), compatibility()
+    directory, compatible = agent_dir(os.environ), compatibility()
     try:
         return _run(directory, argv, compatible)
     except WarmUnavailable as exc:

@@ -25,6 +25,7 @@ from cmdop_tui.support.warm import (
     LOG_NAME,
     MAX_REQUEST_BYTES,
     SUBCOMMANDS,
+    agent_dir,
     agent_file,
     code_files,
     compatibility,
@@ -35,7 +36,6 @@ from cmdop_tui.support.warm import (
     peer_pid,
     peer_uid,
     private_dir,
-    runtime_dir,
     send_line,
     shares_namespaces,
     site_dirs,
@@ -110,7 +110,7 @@ class _Stop(Exception):
 def serve(argv: list[str] | None = None) -> None:
     """The agent's main: take the lock, import, listen, serve until idle, stale or TERM.
     `argv` may name the interpreter key its client wants (an agent of another kind leaves)."""
-    directory = runtime_dir(os.environ)
+    directory = agent_dir(os.environ)
     interpreter = compatibility()
     key = interpreter_key(interpreter)
     if (argv and argv[0] != key) or not private_dir(directory, create=True):

@@ -364,11 +364,12 @@ def test_a_runtime_directory_removed_at_logout_is_not_used(monkeypatch, tmp_path
     linger.mkdir()
     monkeypatch.setattr(warm, "LINGER_DIR", linger)
     env = {"XDG_RUNTIME_DIR": logind, "TMPDIR": str(tmp_path)}
-    assert warm.runtime_dir(env) == tmp_path / f"cmdop-tui-{os.getuid()}"  # gone with the ssh login
+    assert warm.agent_dir(env) == tmp_path / f"cmdop-tui-{os.getuid()}"  # gone with the ssh login
+    assert warm.runtime_dir(env) == Path(logind) / "cmdop-tui"  # the session's own state stays there
     (linger / pwd.getpwuid(os.getuid()).pw_name).touch()  # loginctl enable-linger
-    assert warm.runtime_dir(env) == Path(logind) / "cmdop-tui"
-    assert warm.runtime_dir({**env, "XDG_RUNTIME_DIR": str(tmp_path / "rt")}) == tmp_path / "rt" / "cmdop-tui"
-    assert warm.runtime_dir({**env, "CMDOP_TUI_RUNTIME_DIR": "/x"}) == Path("/x")
+    assert warm.agent_dir(env) == Path(logind) / "cmdop-tui"
+    assert warm.agent_dir({**env, "XDG_RUNTIME_DIR": str(tmp_path / "rt")}) == tmp_path / "rt" / "cmdop-tui"
+    assert warm.agent_dir({**env, "CMDOP_TUI_RUNTIME_DIR": "/x"}) == Path("/x")
 
 
 def test_the_runtime_directory_must_be_private(tmp_path):
