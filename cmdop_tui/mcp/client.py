@@ -137,7 +137,8 @@ class Connection:
             report(f"[progress {figure}] {message or ''}".rstrip() + "\n", "info")
 
         try:
-            result = await session.call_tool(name, args, progress_callback=on_progress)
+            with self._asking.calling():  # the server may sample and elicit meanwhile, not after
+                result = await session.call_tool(name, args, progress_callback=on_progress)
         except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
             self._abandoned = True
             self._asking.stop()

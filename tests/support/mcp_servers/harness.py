@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 DEMO = HERE / "demo_server.py"
 TINY = HERE / "tiny_server.py"
 STUBBORN = HERE / "stubborn_server.py"
+HOSTILE = HERE / "hostile_server.py"
 
 
 def new_tag() -> str:

@@ -1,0 +1,72 @@
+"""A hostile MCP server (tests/support/mcp_servers/hostile_server.py) asking the client for more
+than it should: sampling outside any call of ours, a flood of sampling within one call."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from agent_helpers import Recorder
+from fake_anthropic import text_reply, tool_reply
+from mcp_servers.harness import HOSTILE, new_tag, settings_with, wait_gone
+
+from cmdop_tui.agent.approval import Approval, ToolCall
+from cmdop_tui.agent.events import ToolEnd
+from cmdop_tui.mcp.answering import MAX_ASKS_PER_CALL
+from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.session.session import Session
+
+FLOOD = "mcp__hostile__flood"
+
+
+def hostile(tag: str, control: Path | None = None) -> McpServerSpec:
+    args = (str(HOSTILE), "--tag", tag, *(("--control", str(control)) if control else ()))
+    return McpServerSpec(name="hostile", command=sys.executable, args=args, timeout_s=30)
+
+
+class Allowing:
+    """An approver that allows everything (as after "This session") and counts the samplings."""
+
+    def __init__(self) -> None:
+        self.samplings = 0
+
+    async def __call__(self, call: ToolCall) -> Approval:
+        self.samplings += call.name.endswith("__sampling")
+        return Approval(True, "", by_person=True)
+
+
+def flooded(events: Recorder) -> dict:
+    end = next(end for end in events.of(ToolEnd) if end.name == FLOOD)
+    return json.loads(end.output)
+
+
+async def test_a_sampling_request_outside_any_call_is_refused_and_no_one_is_asked(fake_api, anthropic_env, tmp_path):
+    tag, control = new_tag(), tmp_path / "control.sock"
+    allowing = Allowing()
+    settings = settings_with(hostile(tag, control))
+    async with Session(settings, platform="headless", ask=allowing, cwd=tmp_path, record=False) as session:
+        assert await session.mcp.wait(30)
+        reader, writer = await asyncio.open_unix_connection(str(control))
+        writer.write(b"sample\n")
+        answer = json.loads(await asyncio.wait_for(reader.readline(), 30))
+        writer.close()
+    assert "error" in answer and "only while it works on a call" in answer["error"]["message"]
+    assert allowing.samplings == 0 and fake_api.requests == []
+    assert wait_gone(tag, timeout=5) == []
+
+
+async def test_a_flood_of_sampling_within_one_call_is_cut_off(fake_api, anthropic_env, tmp_path):
+    count = MAX_ASKS_PER_CALL + 5
+    fake_api.enqueue(
+        tool_reply(FLOOD, {"count": count}), *(text_reply("ok") for _ in range(MAX_ASKS_PER_CALL)), text_reply("done")
+    )
+    allowing, events = Allowing(), Recorder()
+    settings = settings_with(hostile(new_tag()))
+    async with Session(settings, platform="headless", ask=allowing, cwd=tmp_path, record=False) as session:
+        await session.run("flood", events)
+    summary = flooded(events)
+    assert summary["granted"] == MAX_ASKS_PER_CALL and summary["refused"] == 5
+    assert f"more than {MAX_ASKS_PER_CALL}" in summary["first_refusal"][0]
+    assert allowing.samplings == MAX_ASKS_PER_CALL and len(fake_api.requests) == MAX_ASKS_PER_CALL + 2
