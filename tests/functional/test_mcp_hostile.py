@@ -1,11 +1,13 @@
 """A hostile MCP server (tests/support/mcp_servers/hostile_server.py) asking the client for more
-than it should: sampling outside any call of ours, a flood of sampling within one call."""
+than it should: sampling outside any call of ours, a flood of sampling within one call, a flood
+that would cross the session's budget, a request too large to be worth asking about."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from agent_helpers import Recorder
@@ -13,9 +15,10 @@ from fake_anthropic import text_reply, tool_reply
 from mcp_servers.harness import HOSTILE, new_tag, settings_with, wait_gone
 
 from cmdop_tui.agent.approval import Approval, ToolCall
-from cmdop_tui.agent.events import ToolEnd
+from cmdop_tui.agent.events import ToolEnd, Usage
 from cmdop_tui.mcp.answering import MAX_ASKS_PER_CALL
 from cmdop_tui.mcp.server_tables import McpServerSpec
+from cmdop_tui.session.server_asks import MAX_SAMPLING_CHARS
 from cmdop_tui.session.session import Session
 
 FLOOD = "mcp__hostile__flood"
@@ -70,3 +73,29 @@ async def test_a_flood_of_sampling_within_one_call_is_cut_off(fake_api, anthropi
     assert summary["granted"] == MAX_ASKS_PER_CALL and summary["refused"] == 5
     assert f"more than {MAX_ASKS_PER_CALL}" in summary["first_refusal"][0]
     assert allowing.samplings == MAX_ASKS_PER_CALL and len(fake_api.requests) == MAX_ASKS_PER_CALL + 2
+
+
+async def test_sampling_requests_at_once_do_not_take_the_session_past_its_budget(fake_api, anthropic_env, tmp_path):
+    # Each completion is 4,096 output tokens ($0.061 at $15 per million): the budget holds one.
+    fake_api.enqueue(tool_reply(FLOOD, {"count": 6, "max_tokens": 4096}), *(text_reply("x" * 16_384) for _ in range(6)))
+    fake_api.enqueue(text_reply("done"))
+    allowing, events = Allowing(), Recorder()
+    settings = replace(settings_with(hostile(new_tag())), max_budget_usd=0.1)
+    async with Session(settings, platform="headless", ask=allowing, cwd=tmp_path, record=False) as session:
+        await session.run("flood", events)
+    summary = flooded(events)
+    assert summary["granted"] == 1 and "budget" in summary["first_refusal"][0]
+    sampled = [usage.session_cost_usd for usage in events.of(Usage) if usage.purpose == "sampling"]
+    assert len(sampled) == 1 and sampled[0] <= 0.1  # the session's spending once it had sampled
+
+
+async def test_a_sampling_request_too_large_is_refused_before_anyone_is_asked(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(tool_reply(FLOOD, {"count": 1, "chars": MAX_SAMPLING_CHARS + 1}), text_reply("done"))
+    allowing, events = Allowing(), Recorder()
+    async with Session(
+        settings_with(hostile(new_tag())), platform="headless", ask=allowing, cwd=tmp_path, record=False
+    ) as session:
+        await session.run("flood", events)
+    summary = flooded(events)
+    assert summary["refused"] == 1 and "too large" in summary["first_refusal"][0]
+    assert allowing.samplings == 0 and len(fake_api.requests) == 2
