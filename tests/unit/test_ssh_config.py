@@ -3,12 +3,14 @@ and a reading that never fails."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from cmdop_tui.machines.ssh_config import read_ssh_config
-from cmdop_tui.machines.ssh_config_files import SYSTEM_DIR
+from cmdop_tui.machines.ssh_config import SshConfig, read_ssh_config
+from cmdop_tui.machines.ssh_config_files import MAX_FILES_READ, SYSTEM_DIR
 from cmdop_tui.machines.ssh_config_syntax import (
     SyntaxProblem,
     argv_split,
@@ -172,3 +174,47 @@ def test_by_default_the_users_config_is_read_with_its_includes(isolated_home):
     assert inventory.names()[:3] == ["local", "db1", "web1"]
     assert [forge.alias for forge in inventory.forges] == ["github.com"]
     assert inventory.ssh_host(inventory.resolve("web1")).connection.user == "ops"
+
+
+# --- what a hostile config (from a dotfiles repository, say) cannot do to the reading --------------
+
+
+def _read_in_thread(config: Path, home: Path, seconds: float = 20.0) -> object:
+    """read_ssh_config(config), or None if it did not end within `seconds`."""
+    found: list[object] = []
+    reading = threading.Thread(target=lambda: found.append(read_ssh_config(config, home=home)), daemon=True)
+    reading.start()
+    reading.join(seconds)
+    return found[0] if found else None
+
+
+def test_an_include_of_a_fifo_or_a_device_is_not_read_and_never_blocks(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    config = tmp_path / "config"
+    config.write_text(f"Include {fifo} /dev/zero\nHost web1\n  HostName 10.0.0.1\n")
+    read = _read_in_thread(config, tmp_path)
+    if read is None:  # it blocked on the FIFO: let the reading end, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert isinstance(read, SshConfig), "reading an included FIFO blocked"
+    assert read.aliases == ["web1"]
+    assert any(f"{fifo}: not a regular file" in problem for problem in read.problems)
+    assert any("/dev/zero: not a regular file" in problem for problem in read.problems)
+
+
+def test_includes_that_multiply_or_match_thousands_of_files_are_read_to_a_bound(tmp_path):
+    loop = tmp_path / ".ssh" / "loop"
+    loop.mkdir(parents=True)
+    for index in range(12):  # each includes all twelve: 12**16 readings, were there no bound
+        (loop / f"{index:02}").write_text(f"Include loop/*\nHost loop{index}\n")
+    many = tmp_path / ".ssh" / "many"
+    many.mkdir()
+    for index in range(MAX_FILES_READ + 50):
+        (many / f"{index:05}").write_text(f"Host many{index}\n")
+    config = tmp_path / ".ssh" / "config"
+    config.write_text("Include many/*\nInclude loop/*\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert len(read.files) <= MAX_FILES_READ + 1
+    assert any(f"more than {MAX_FILES_READ} files" in problem for problem in read.problems)
+    assert "many0" in read.aliases
