@@ -5,7 +5,9 @@ Its tool `stall` answers only after `seconds` (a thread of its own works on it),
 client says meanwhile: `notifications/cancelled` is read and ignored, and an end of stdin does not
 end the process while a call is still being worked on (a non-daemon thread), as a server busy
 with a long job would. `--tag TEXT` marks the command line (tests find the process by it);
-`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived.
+`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived. `--fork`: the
+process started forks at once and leaves, its child (in its process group, holding its stdio)
+serves, as a launcher that hands over to the real server does.
 """
 
 import json
@@ -73,4 +75,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if "--fork" in sys.argv and os.fork() != 0:
+        os._exit(0)
     main()
