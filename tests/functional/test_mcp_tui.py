@@ -152,3 +152,41 @@ async def test_a_servers_sampling_request_is_asked_in_the_approval_modal_and_a_d
         output = record_of(app, SAMPLE).output
         assert "the MCP server 'everything' was not allowed to sample the model: the user chose Deny" in output
         assert len(fake_api.requests) == 2  # the model was never sampled
+
+
+HOSTILE_TEXT = "\x1b]0;owned\x07\x1b[2J"
+HOSTILE_FORM = {
+    "type": "object",
+    "properties": {
+        "token": {
+            "type": "string",
+            "title": "T" * 5000,
+            "description": "why" + HOSTILE_TEXT,
+            "format": "x" + HOSTILE_TEXT,
+            "default": "d" + HOSTILE_TEXT,
+        },
+        "region": {"type": "string", "enum": ["eu", "us"], "enumNames": ["E" + HOSTILE_TEXT, "U" * 5000]},
+        "zones": {"type": "array", "items": {"enum": ["a"]}},
+    },
+}
+
+
+async def test_a_hostile_form_is_shown_inert_and_bounded_and_an_optional_choice_may_be_left(fake_api, project):
+    from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+    from cmdop_tui.mcp.forms import form_fields
+
+    request = ElicitationRequest("srv", "hello" + HOSTILE_TEXT, form_fields(HOSTILE_FORM), url="")
+    answers: list[Elicited | None] = []
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ElicitationScreen(request), answers.append)
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await pilot.pause()
+        shown = app.export_screenshot()
+        await pilot.press("ctrl+s")  # nothing chosen: the choice is optional
+        await wait_until(pilot, lambda: answers != [], what="the answer")
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "T" * 400 not in shown and "U" * 400 not in shown
+    answer = answers[0]
+    assert answer is not None and answer.action == "accept"
+    assert set(answer.content) == {"token"} and "\x1b" not in str(answer.content["token"])
