@@ -1,7 +1,8 @@
 """The session's answers to what its MCP servers ask (mcp/asks.py): the roots, sampling and
 elicitation.
 
-- **Roots**: the session's working directory, and the folders the user made writable to the
+- **Roots**: where the session's commands write (the working directory, or the scratch workspace
+  when it holds the home: never the home), and the folders the user made writable to the
   sandbox (`[sandbox] writable`), as `file://` URIs.
 - **Sampling**: a server's `sampling/createMessage` is asked like a tool call named
   `mcp__SERVER__sampling` (so the gate, the rules, the modes and the audit log decide it: a rule

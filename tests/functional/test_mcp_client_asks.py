@@ -255,3 +255,26 @@ async def test_over_streamable_http_too_the_roots_and_sampling_are_answered(fake
     assert tmp_path.resolve().as_uri() in tool_output(events, ROOTS)
     assert "sampled over http" in tool_output(events, SAMPLE)
     assert fake_api.requests[2].body["messages"][0]["content"][0]["text"].endswith("over http")
+
+
+async def test_a_working_directory_that_holds_the_home_is_not_told_as_a_root(
+    fake_api, anthropic_env, tmp_path, monkeypatch
+):
+    # The official filesystem server takes the roots in place of the folders it was given: told
+    # the home, it would read all of it for a prompt-injected model, where commands may not.
+    home = tmp_path / "home"
+    (home / "private").mkdir(parents=True)
+    diary = home / "private" / "diary.txt"
+    diary.write_text("MY SECRETS")
+    docs = home / "docs"
+    docs.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    server = McpServerSpec(name="fs", command=str(real_tool("mcp-server-filesystem")), args=(str(docs),), timeout_s=30)
+    read = "mcp__fs__read_text_file"
+    fake_api.enqueue(tool_reply(read, {"path": str(diary)}), text_reply("done"))
+    events = Recorder()
+    settings = settings_with(server).with_run(auto_approve=True)
+    async with Session(settings, platform="headless", cwd=home, record=False) as session:
+        await session.run("read the diary", events)
+    output = tool_output(events, read)
+    assert "MY SECRETS" not in output and "outside allowed directories" in output
