@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
-from mcp_servers.harness import free_port, settings_with
+from mcp_servers.harness import free_port, serving, settings_with
 from real_tools import real_tool
 
 from cmdop_tui import Operator
@@ -216,26 +211,8 @@ async def test_mcp_list_declares_what_a_session_does_so_it_lists_the_same_tools(
 def everything_over_http() -> Iterator[str]:
     """mcp-server-everything over streamable HTTP on a free port: its URL; ended after."""
     port = free_port()
-    process = subprocess.Popen(
-        [str(real_tool("mcp-server-everything")), "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
+    with serving([str(real_tool("mcp-server-everything")), "streamableHttp"], port, {"PORT": str(port)}):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
 
 
 async def test_over_streamable_http_too_the_roots_and_sampling_are_answered(fake_api, anthropic_env, tmp_path):

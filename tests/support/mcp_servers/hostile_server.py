@@ -16,6 +16,8 @@ import socket
 import sys
 import threading
 
+from by_hand import answer_common, send
+
 TOOLS = [
     {
         "name": "flood",
@@ -31,18 +33,8 @@ TOOLS = [
         },
     }
 ]
-LOCK = threading.Lock()
 IDS = itertools.count(1)
 PENDING: dict[str, tuple[threading.Event, list[dict]]] = {}
-
-
-def send(message: dict) -> None:
-    with LOCK:
-        try:
-            sys.stdout.write(json.dumps(message) + "\n")
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
 
 
 def ask_client(method: str, params: dict) -> threading.Event:
@@ -96,23 +88,10 @@ def answer(message: dict) -> None:
     method, params = message["method"], message.get("params") or {}
     if "id" not in message:
         return  # a notification
-    if method == "initialize":
-        result = {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "hostile", "version": "1"},
-        }
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call" and params.get("name") == "flood":
+    if method == "tools/call" and params.get("name") == "flood":
         threading.Thread(target=flood, args=(message["id"], params.get("arguments") or {}), daemon=True).start()
         return
-    elif method == "ping":
-        result = {}
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
-        return
-    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    answer_common(message, "hostile", TOOLS)
 
 
 def main() -> None:

@@ -16,6 +16,8 @@ import sys
 import threading
 import time
 
+from by_hand import answer_common, send
+
 TOOLS = [
     {
         "name": "stall",
@@ -23,16 +25,6 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
     }
 ]
-LOCK = threading.Lock()
-
-
-def send(message: dict) -> None:
-    with LOCK:
-        try:
-            sys.stdout.write(json.dumps(message) + "\n")
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass  # the client has gone: the work was done for no one
 
 
 def stall(request_id: object, seconds: float) -> None:
@@ -44,15 +36,7 @@ def answer(message: dict) -> None:
     method, params = message.get("method"), message.get("params") or {}
     if "id" not in message:
         return  # a notification: initialized, and cancelled (ignored on purpose)
-    if method == "initialize":
-        result = {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "stubborn", "version": "1"},
-        }
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call" and params.get("name") == "stall":
+    if method == "tools/call" and params.get("name") == "stall":
         seconds = float((params.get("arguments") or {}).get("seconds", 60))
         threading.Thread(target=stall, args=(message["id"], seconds)).start()
         mark = os.environ.get("STUBBORN_MARK_FILE")
@@ -60,12 +44,7 @@ def answer(message: dict) -> None:
             with open(mark, "w") as file:
                 file.write("working")
         return
-    elif method == "ping":
-        result = {}
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
-        return
-    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    answer_common(message, "stubborn", TOOLS)
 
 
 def main() -> None:
