@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
-from mcp_servers.harness import DEMO, new_tag, settings_with, stdio_spec, tagged, wait_gone
+from mcp_servers.harness import DEMO, HOSTILE, new_tag, settings_with, stdio_spec, tagged, wait_gone
 from real_tools import real_tool
 from textual.widgets import Input, Label, Static
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
@@ -190,3 +190,20 @@ async def test_a_hostile_form_is_shown_inert_and_bounded_and_an_optional_choice_
     answer = answers[0]
     assert answer is not None and answer.action == "accept"
     assert set(answer.content) == {"token"} and "\x1b" not in str(answer.content["token"])
+
+
+async def test_questions_asked_at_once_are_shown_one_at_a_time_and_a_stop_leaves_none(fake_api, project):
+    spec = McpServerSpec(name="hostile", command=sys.executable, args=(str(HOSTILE), "--tag", new_tag()), timeout_s=30)
+    fake_api.enqueue(tool_reply("mcp__hostile__ask", {"count": 5}), text_reply("not reached"))
+    app = make_app(fake_api, settings=settings_with(spec).with_run(auto_approve=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        await pilot.press("ctrl+s")  # the first answered: the next shows
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the next dialog")
+        dialogs = [screen for screen in app.screen_stack if isinstance(screen, ElicitationScreen)]
+        assert len(dialogs) == 1  # never a pile of them
+        app.action_stop()
+        await finish_turn(pilot)
+        assert not any(isinstance(screen, ElicitationScreen) for screen in app.screen_stack)

@@ -2,7 +2,8 @@
 standard library only, over stdio, like stubborn_server.py.
 
 Its tool `flood` sends `count` sampling requests at once (each `chars` characters long, asking
-for `max_tokens`) and answers how many the client granted and the first refusal. `--control
+for `max_tokens`) and answers how many the client granted and the first refusal; `ask` sends
+`count` elicitation requests (a one-field form) at once and answers what came back. `--control
 PATH` listens on a Unix socket there: a line `sample` sends one sampling request at that moment,
 outside any call of the client's, and writes back the client's answer as one JSON line.
 `--tag TEXT` marks the command line (tests find the process by it).
@@ -31,8 +32,14 @@ TOOLS = [
             },
             "required": ["count"],
         },
-    }
+    },
+    {
+        "name": "ask",
+        "description": "Ask the person many questions at once.",
+        "inputSchema": {"type": "object", "properties": {"count": {"type": "integer"}}, "required": ["count"]},
+    },
 ]
+FORM = {"type": "object", "properties": {"answer": {"type": "string"}}}
 IDS = itertools.count(1)
 PENDING: dict[str, tuple[threading.Event, list[dict]]] = {}
 
@@ -68,6 +75,14 @@ def flood(request_id: object, arguments: dict) -> None:
     send({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
+def ask(request_id: object, arguments: dict) -> None:
+    params = {"mode": "form", "message": "Tell me", "requestedSchema": FORM}
+    waiting = [ask_client("elicitation/create", params) for _ in range(int(arguments["count"]))]
+    answers = [answer_of(done) for done in waiting]
+    result = {"content": [{"type": "text", "text": json.dumps(answers)}]}
+    send({"jsonrpc": "2.0", "id": request_id, "result": result})
+
+
 def control(listener: socket.socket) -> None:
     while True:
         connection, _ = listener.accept()
@@ -88,8 +103,9 @@ def answer(message: dict) -> None:
     method, params = message["method"], message.get("params") or {}
     if "id" not in message:
         return  # a notification
-    if method == "tools/call" and params.get("name") == "flood":
-        threading.Thread(target=flood, args=(message["id"], params.get("arguments") or {}), daemon=True).start()
+    work = {"flood": flood, "ask": ask}.get(params.get("name")) if method == "tools/call" else None
+    if work is not None:
+        threading.Thread(target=work, args=(message["id"], params.get("arguments") or {}), daemon=True).start()
         return
     answer_common(message, "hostile", TOOLS)
 
