@@ -7,7 +7,7 @@ remote end of `ask_machine` (headless mode on the other host) all open one, and 
 library's `Operator`; nothing is assembled anywhere else. Its MCP servers (`session.mcp`) start
 in the background as it opens: their tools join the runner's registry as each one connects.
 
-    async with Session(settings, platform="headless", ask=ask_on_terminal) as session:
+    async with Session(settings, platform="headless", ask=TerminalQuestions()) as session:
         result = await session.run(prompt, sink)
 """
 

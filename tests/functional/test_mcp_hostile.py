@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import select
+import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,3 +104,42 @@ async def test_a_sampling_request_too_large_is_refused_before_anyone_is_asked(fa
     summary = flooded(events)
     assert summary["refused"] == 1 and "too large" in summary["first_refusal"][0]
     assert allowing.samplings == 0 and len(fake_api.requests) == 2
+
+
+def test_headless_asks_sampling_requests_made_at_once_on_the_terminal_one_after_the_other(
+    fake_api, anthropic_env, tmp_path
+):
+    # Two readers of one terminal: the second replaced the first, whose question never ended.
+    fake_api.enqueue(tool_reply(FLOOD, {"count": 2}), text_reply("one"), text_reply("two"), text_reply("done"))
+    spec = hostile(new_tag())
+    (tmp_path / "config.toml").write_text(
+        f"[mcp.hostile]\ncommand = {json.dumps(spec.command)}\nargs = {json.dumps(list(spec.args))}\n"
+    )
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "config.toml")}
+    controller, terminal = pty.openpty()
+    argv = [sys.executable, "-m", "cmdop_tui", "-p", "flood", "--no-warm"]
+    process = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=terminal, stdout=subprocess.PIPE, stderr=terminal)
+    os.close(terminal)
+    try:
+        for _ in range(3):  # the tool call, then each sampling request, each answered once asked
+            until_on_terminal(controller, "[y/N]")
+            os.write(controller, b"y\n")
+        assert process.wait(timeout=30) == 0
+        assert process.stdout is not None and "done" in process.stdout.read().decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        os.close(controller)
+    assert len(fake_api.requests) == 4
+
+
+def until_on_terminal(controller: int, text: str, timeout: float = 30) -> str:
+    """What the terminal shows up to and including `text` (read as it comes, within `timeout`)."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while text.encode() not in seen:
+        ready, _, _ = select.select([controller], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"{text!r} not shown; the terminal shows: {seen.decode(errors='replace')[-500:]!r}"
+        seen += os.read(controller, 4096)
+    return seen.decode(errors="replace")
