@@ -22,6 +22,7 @@ from mcp_servers.harness import HOSTILE, new_tag, settings_with, wait_gone
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, Usage
 from cmdop_tui.mcp.answering import MAX_ASKS_PER_CALL
+from cmdop_tui.mcp.listing import list_servers_text
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.session.server_asks import MAX_SAMPLING_CHARS
 from cmdop_tui.session.session import Session
@@ -143,3 +144,16 @@ def until_on_terminal(controller: int, text: str, timeout: float = 30) -> str:
         assert ready, f"{text!r} not shown; the terminal shows: {seen.decode(errors='replace')[-500:]!r}"
         seen += os.read(controller, 4096)
     return seen.decode(errors="replace")
+
+
+async def test_mcp_list_prints_no_terminal_sequence_a_project_or_a_server_writes(tmp_path, monkeypatch):
+    # A cloned project's .mcp.json (not trusted) and a configured server that fails, saying why
+    # on stderr: both may hold terminal sequences, and `mcp list` prints them to the terminal.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / ".mcp.json").write_text(json.dumps({"mcpServers": {"a\x1b]0;owned\x07": {"command": "x"}}}))
+    failing = McpServerSpec(
+        name="noisy", command="sh", args=("-c", "printf 'broken\\033[2J\\007\\n' >&2; exit 1"), timeout_s=10
+    )
+    text = await list_servers_text(settings_with(failing), tmp_path, timeout=10)
+    assert "names MCP servers (a)" in text and "it said: broken" in text
+    assert "\x1b" not in text and "\x07" not in text
