@@ -156,3 +156,25 @@ async def test_the_machines_panel_shows_no_terminal_sequence_an_ssh_config_holds
         await wait_until(pilot, lambda: "evil" in panel.health, what="the probe")
         shown = str(panel.options.get_option("evil").prompt)
         assert "ops" in shown and "127.0.0.1" in shown and "\x1b" not in shown
+
+
+async def test_an_ssh_g_that_hangs_is_given_up_and_what_it_ran_ended(tmp_path, monkeypatch):
+    # ssh -G runs a `Match exec` (our own reading never does): one that hangs must not hold on.
+    from mcp_servers.harness import new_tag, wait_gone
+
+    from cmdop_tui.machines import ssh_resolve
+
+    tag = new_tag()
+    monkeypatch.setattr(ssh_resolve, "RESOLVE_TIMEOUT_S", 0.5)
+    config = tmp_path / "ssh_config"
+    config.write_text(f'Match exec "sleep 60 # {tag}"\n  User execuser\nHost web1\n  HostName 127.0.0.1\n')
+    answer = await SshResolver(config).resolve("web1")
+    assert answer.connection is None and "did not answer within" in answer.error
+    assert wait_gone(tag, timeout=5) == []
+
+
+def test_a_host_name_that_reads_as_an_option_is_no_machine(tmp_path):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host -oProxyCommand=touch\\ /tmp/owned web1\n  HostName 127.0.0.1\n")
+    inventory = Inventory.load([], config)
+    assert "web1" in inventory.names() and not any(name.startswith("-") for name in inventory.names())
