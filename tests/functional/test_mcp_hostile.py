@@ -79,6 +79,10 @@ async def test_a_flood_of_sampling_within_one_call_is_cut_off(fake_api, anthropi
     assert summary["granted"] == MAX_ASKS_PER_CALL and summary["refused"] == 5
     assert f"more than {MAX_ASKS_PER_CALL}" in summary["first_refusal"][0]
     assert allowing.samplings == MAX_ASKS_PER_CALL and len(fake_api.requests) == MAX_ASKS_PER_CALL + 2
+    for sampled in fake_api.requests[1:-1]:  # the session's model, and the server's words alone
+        body = sampled.body
+        assert body["model"] == "claude-sonnet-5-5" and "tools" not in body and "system" not in body
+        assert [m["role"] for m in body["messages"]] == ["user"] and "flood" not in json.dumps(body["messages"])
 
 
 async def test_sampling_requests_at_once_do_not_take_the_session_past_its_budget(fake_api, anthropic_env, tmp_path):
