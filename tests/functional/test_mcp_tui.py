@@ -207,3 +207,22 @@ async def test_questions_asked_at_once_are_shown_one_at_a_time_and_a_stop_leaves
         app.action_stop()
         await finish_turn(pilot)
         assert not any(isinstance(screen, ElicitationScreen) for screen in app.screen_stack)
+
+
+async def test_a_url_to_visit_is_shown_inert_and_bounded_and_done_sends_no_values(fake_api, project):
+    from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+
+    url = "javascript:alert(1)//" + HOSTILE_TEXT + "x" * 10_000
+    answers: list[Elicited | None] = []
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ElicitationScreen(ElicitationRequest("srv", "visit", url=url)), answers.append)
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await pilot.pause()
+        shown = str(app.screen.query_one("#elicit-url", Static).content)
+        done = app.screen.query_one("#accept").region
+        assert done.bottom <= 24 and done.width > 0  # the buttons stay in view
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: answers != [], what="the answer")
+    assert shown.startswith("javascript:alert(1)//x") and "\x1b" not in shown and len(shown) < 2100
+    assert answers == [Elicited("accept")]

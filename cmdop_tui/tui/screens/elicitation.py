@@ -57,8 +57,13 @@ class ElicitationScreen(QuestionScreen[Elicited]):
             color: $text-muted;
         }
 
-        #elicit-url {
+        #elicit-url-box {
+            height: auto;
+            max-height: 25vh;
             margin-top: 1;
+        }
+
+        #elicit-url {
             padding: 0 1;
             background: $panel;
         }
@@ -87,7 +92,8 @@ class ElicitationScreen(QuestionScreen[Elicited]):
                 message = truncate_middle(strip_terminal_sequences(request.message), MAX_MESSAGE)
                 yield Static(Content(message), markup=False)
             if request.is_url:
-                yield Static(Content(shown(request.url, MAX_URL)), id="elicit-url", markup=False)
+                with VerticalScroll(id="elicit-url-box"):  # a long one scrolls: the buttons stay in view
+                    yield Static(Content(shown(request.url, MAX_URL)), id="elicit-url", markup=False)
                 yield Static(Content(URL_NOTE), markup=False)
             else:
                 with VerticalScroll(id="elicit-fields"):
