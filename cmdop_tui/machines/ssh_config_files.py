@@ -15,6 +15,7 @@ one host visits its own blocks and the pattern blocks only, not every block of a
 
 from __future__ import annotations
 
+import functools
 import glob
 import itertools
 import os
@@ -55,9 +56,10 @@ class Block:
     header: Entry | None
     items: tuple[Entry | Included, ...]
 
-    @property
+    @functools.cached_property
     def names(self) -> frozenset[str] | None:
-        """The hosts a `Host` line of concrete names only applies to (None: any other header)."""
+        """The hosts a `Host` line of concrete names only applies to (None: any other header);
+        kept, as every alias of the line asks it."""
         header = self.header
         if header is None or header.line.keyword != "host" or not all(map(is_concrete, header.line.args)):
             return None

@@ -218,3 +218,16 @@ def test_includes_that_multiply_or_match_thousands_of_files_are_read_to_a_bound(
     assert len(read.files) <= MAX_FILES_READ + 1
     assert any(f"more than {MAX_FILES_READ} files" in problem for problem in read.problems)
     assert "many0" in read.aliases
+
+
+def test_a_host_line_of_twenty_thousand_names_is_read_without_matching_each_against_each(tmp_path):
+    # Each alias was matched against every name of its line (a pattern compiled anew each time,
+    # past the cache): minutes for one line of a dotfiles repository.
+    names = [f"h{index}" for index in range(20_000)]
+    config = tmp_path / "config"
+    config.write_text("Host " + " ".join(names) + "\n  HostName 10.0.0.1\nHost h1?\n  User other\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert read.aliases == names
+    users = {host.alias: host.connection.user for host in read.hosts}
+    assert users["h12"] == "other" and users["h123"] != "other"  # the pattern block still applies
