@@ -104,7 +104,19 @@ def _pattern(pattern: str) -> re.Pattern[str]:
 
 
 def _regex(pattern: str) -> str:
-    return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    """A pattern as an expression that cannot backtrack without bound: between its `*`s, each
+    run is found at its first place (an atomic group: the first place leaves the most room, so
+    no other need be tried). `*a*a*a...b` taken as `.*a.*a.*a...b` took time exponential in
+    its stars (a Host line of a dotfiles repository could hang the reading)."""
+    head, *runs = pattern.split("*")
+    if not runs:
+        return _run(head)
+    middle = "".join(f"(?>.*?{_run(run)})" for run in runs[:-1] if run)
+    return f"{_run(head)}{middle}.*{_run(runs[-1])}"
+
+
+def _run(text: str) -> str:
+    return "".join("." if c == "?" else re.escape(c) for c in text)
 
 
 @lru_cache(maxsize=256)

@@ -231,3 +231,34 @@ def test_a_host_line_of_twenty_thousand_names_is_read_without_matching_each_agai
     assert read.aliases == names
     users = {host.alias: host.connection.user for host in read.hosts}
     assert users["h12"] == "other" and users["h123"] != "other"  # the pattern block still applies
+
+
+def test_a_pattern_of_many_stars_is_matched_without_backtracking_for_ever(tmp_path):
+    config = tmp_path / "config"
+    config.write_text(f"Host {'a' * 60}\n  HostName 10.0.0.1\nHost {'*a' * 25}b\n  User other\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert [host.connection.user != "other" for host in read.hosts] == [True]
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern", "matches"),
+    [
+        ("web1", "*", True),
+        ("web1", "**", True),
+        ("web1", "w*1", True),
+        ("web1", "*e*", True),
+        ("web1", "*b*b*", False),
+        ("abab", "*ab", True),
+        ("aXbXb", "a*b", True),
+        ("ab", "a*?*b", False),
+        ("axb", "a*?*b", True),
+        ("web.example.com", "*.example.com", True),
+        ("example.com", "*.example.com", False),
+        ("web1", "web?", True),
+        ("web", "web?", False),
+        ("a" * 40, "*a" * 20, True),
+    ],
+)
+def test_a_pattern_of_stars_and_marks_matches_as_openssh_matches_it(name, pattern, matches):
+    assert match_pattern(name, pattern) is matches
