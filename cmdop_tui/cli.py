@@ -172,6 +172,7 @@ def mcp_trust() -> int:
 
     from cmdop_tui.mcp.specs import PROJECT_FILE, project_servers
     from cmdop_tui.mcp.trust import trust
+    from cmdop_tui.support.text import inert_line
 
     servers, notes = project_servers(Path.cwd())
     if not servers:
@@ -180,7 +181,7 @@ def mcp_trust() -> int:
         trust(Path.cwd() / PROJECT_FILE)
     except OSError as exc:
         return fail(f"cannot record the trust: {exc}")
-    print(f"trusted {Path.cwd() / PROJECT_FILE}: " + ", ".join(spec.name for spec in servers))
+    print(inert_line(f"trusted {Path.cwd() / PROJECT_FILE}: " + ", ".join(spec.name for spec in servers)))
     return 0
 
 

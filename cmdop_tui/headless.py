@@ -77,8 +77,22 @@ def write_out(out: TextIO, text: str) -> None:
         raise OutputError(f"cannot write the answer to standard output: {exc}") from exc
 
 
+class TerminalQuestions:
+    """The questions of one run on its terminal, one after the other: two readers of one
+    terminal cannot be (the second replaces the first, whose question would never end), and
+    MCP servers' sampling requests, or calls run at once, may ask together."""
+
+    def __init__(self) -> None:
+        self._turn = asyncio.Lock()
+
+    async def __call__(self, call: ToolCall) -> Approval:
+        async with self._turn:
+            return await ask_on_terminal(call)
+
+
 async def ask_on_terminal(call: ToolCall) -> Approval:
-    """Ask on the controlling terminal without blocking the loop (so a signal still stops us)."""
+    """Ask on the controlling terminal without blocking the loop (so a signal still stops us).
+    One question at a time (`TerminalQuestions`)."""
     loop = asyncio.get_running_loop()
     answer: asyncio.Future[str] = loop.create_future()
     # Made inert, the command whole (a long one must not hide its tail; the terminal wraps it),
@@ -131,7 +145,7 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         raise OutputError("cannot write the answer to standard output: it is closed")
     if settings.run.local:
         sys.stderr.write("cmdop-tui: starting the local model…\n")
-    ask = ask_on_terminal if _terminal_can_ask() else None
+    ask = TerminalQuestions() if _terminal_can_ask() else None
     async with Session(settings, platform="headless", ask=ask) as session:
         for note in session.notes:
             sys.stderr.write(f"cmdop-tui: {note}\n")

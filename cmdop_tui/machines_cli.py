@@ -21,6 +21,7 @@ from cmdop_tui.machines.ssh_config import Connection
 from cmdop_tui.machines.ssh_resolve import Resolution, SshResolver
 from cmdop_tui.machines.wheels import Wheels, WheelsError
 from cmdop_tui.session.inventory import inventory_of
+from cmdop_tui.support.text import inert_line
 
 EXIT_USAGE = 2
 
@@ -86,7 +87,12 @@ async def listing(inventory: Inventory, options: SshOptions) -> str:
     remotes = [spec for spec in inventory if not spec.is_local]
     notes = _notes(inventory)
     if not remotes:
-        return "\n".join(["no machines: add [machines.NAME] to the settings, or Host entries to ~/.ssh/config", *notes])
+        return "\n".join(
+            [
+                "no machines: add [machines.NAME] to the settings, or Host entries to ~/.ssh/config",
+                *map(inert_line, notes),
+            ]
+        )
 
     async def check(spec: MachineSpec) -> Health:
         transport = SshTransport(spec, options)
@@ -107,7 +113,7 @@ async def listing(inventory: Inventory, options: SshOptions) -> str:
         tags = ",".join(spec.tags) or "-"
         rows.append((spec.name, host, user, port, jump, tags, health.state, agent_label(health.agent) or "-"))
     refusals = sorted({answer.error for answer in answers.values() if answer.error})
-    return "\n".join([_table(rows), *(f"ssh -G: {error}" for error in refusals), *notes])
+    return "\n".join([_table(rows), *(inert_line(f"ssh -G: {error}") for error in refusals), *map(inert_line, notes)])
 
 
 def _address(spec: MachineSpec, inventory: Inventory, answer: Resolution | None) -> tuple[str, str, str, str]:
@@ -131,6 +137,9 @@ def _notes(inventory: Inventory) -> list[str]:
 
 
 def _table(rows: list[tuple[str, ...]]) -> str:
+    """The rows aligned, each cell inert: an ssh_config (from a dotfiles repository, say) may hold
+    terminal sequences in a HostName or a User."""
+    rows = [tuple(inert_line(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
     return "\n".join(
         "  ".join([*(cell.ljust(width) for cell, width in zip(row, widths, strict=False)), row[-1]]) for row in rows

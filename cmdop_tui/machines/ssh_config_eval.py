@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cmdop_tui.machines.ssh_config_files import Block, ConfigFile, Entry, Included
 from cmdop_tui.machines.ssh_config_match import Conditions, match_block
-from cmdop_tui.machines.ssh_config_syntax import Line, match_pattern
+from cmdop_tui.machines.ssh_config_syntax import Line, host_line_applies
 
 DEFAULT_PORT = 22
 
@@ -87,15 +87,17 @@ class Evaluation:
         line of other names leaves the block inactive, and so everything under it unread."""
         for block in config.blocks_for(self.host):
             if block.header is not None:
-                self._header(block.header)
+                self._header(block.header, block.names)
             if self.active:
                 self._items(block)
 
-    def _header(self, header: Entry) -> None:
+    def _header(self, header: Entry, names: frozenset[str] | None) -> None:
+        """`names`: the header's, when it is a Host line of concrete names only (a name applies
+        when it is one of them: no need to match it against each)."""
         if header.line.keyword == "match":
             self._match(header.line.args)
             return
-        self.active = self._host_applies(header.line.args)
+        self.active = self.host in names if names is not None else host_line_applies(self.host, header.line.args)
         if self.active:
             self.applied.add((header.path, header.number))
 
@@ -109,16 +111,6 @@ class Evaluation:
                     self.active = True
             elif self.active:
                 self._take(item.line)
-
-    def _host_applies(self, patterns: Iterable[str]) -> bool:
-        applies = False
-        for pattern in patterns:
-            negated = pattern.startswith("!")
-            if match_pattern(self.host, pattern[1:] if negated else pattern):
-                if negated:
-                    return False
-                applies = True
-        return applies
 
     def _match(self, args: tuple[str, ...]) -> None:
         conditions = Conditions(

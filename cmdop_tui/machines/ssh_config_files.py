@@ -3,7 +3,11 @@ line and what follows it), `Include` followed where it stands.
 
 `Include` takes several arguments, each a glob; `~` is the home (user configs only) and a
 relative path is relative to ~/.ssh for the user's config, to /etc/ssh for the system one, as
-in OpenSSH; an Include of an Include goes as deep as OpenSSH goes (16), no deeper.
+in OpenSSH; an Include of an Include goes as deep as OpenSSH goes (16), no deeper. A config may
+come from anywhere (a dotfiles repository): only regular files are read (a FIFO or a terminal
+would block the reading for ever, a device never ends), at most MAX_FILE_BYTES each and
+MAX_FILES_READ in all (files that include each other multiply at each level; a glob may match
+thousands), each limit named in the reading's problems.
 
 A block's `Host` line naming only concrete hosts is indexed by those names, so that evaluating
 one host visits its own blocks and the pattern blocks only, not every block of a long config.
@@ -11,8 +15,11 @@ one host visits its own blocks and the pattern blocks only, not every block of a
 
 from __future__ import annotations
 
+import functools
 import glob
+import itertools
 import os
+import stat
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +29,8 @@ from cmdop_tui.machines.ssh_config_syntax import Line, SyntaxProblem, is_concret
 MAX_INCLUDE_DEPTH = 16  # OpenSSH's READCONF_MAX_DEPTH
 SYSTEM_DIR = Path("/etc/ssh")
 MAX_FILE_BYTES = 4 * 1024 * 1024  # a config larger than this is not a config
+MAX_FILES_READ = 1000  # files read in one reading, the same file counted each time it is included
+NO_FILE = Path(os.devnull)  # `-F /dev/null`: no config, which is no problem
 
 
 @dataclass(frozen=True)
@@ -47,9 +56,10 @@ class Block:
     header: Entry | None
     items: tuple[Entry | Included, ...]
 
-    @property
+    @functools.cached_property
     def names(self) -> frozenset[str] | None:
-        """The hosts a `Host` line of concrete names only applies to (None: any other header)."""
+        """The hosts a `Host` line of concrete names only applies to (None: any other header);
+        kept, as every alias of the line asks it."""
         header = self.header
         if header is None or header.line.keyword != "host" or not all(map(is_concrete, header.line.args)):
             return None
@@ -116,12 +126,13 @@ class Reader:
         if depth > MAX_INCLUDE_DEPTH:
             self.problems.append(f"{path}: too many nested Includes (more than {MAX_INCLUDE_DEPTH})")
             return None
-        try:
-            with path.open("rb") as handle:
-                data = handle.read(MAX_FILE_BYTES + 1)
-                info = os.fstat(handle.fileno())
-        except OSError:
-            return None  # a missing file is no problem, to ssh either
+        if len(self.files) >= MAX_FILES_READ:
+            self._note_too_many()
+            return None
+        found = self._contents(path)
+        if found is None:
+            return None
+        data, info = found
         if depth > 0 and (info.st_uid not in (0, os.getuid()) or info.st_mode & 0o022):
             self.problems.append(f"{path}: ssh refuses it: bad owner or permissions (writable by others)")
         if len(data) > MAX_FILE_BYTES:
@@ -155,10 +166,32 @@ class Reader:
             if pattern is None:
                 self.problems.append(f"{path} line {number}: bad include path {word}")
                 continue
-            for name in sorted(glob.glob(pattern)):
+            matched = itertools.islice(glob.iglob(pattern), MAX_FILES_READ - len(self.files) + 1)
+            for name in sorted(matched):
                 included = self.read(Path(name), user=user, depth=depth + 1)
                 if included is not None:
                     yield included
+
+    def _contents(self, path: Path) -> tuple[bytes, os.stat_result] | None:
+        """A regular file's first MAX_FILE_BYTES + 1 bytes and its status; None (a problem noted
+        unless it is missing or /dev/null) for anything else. Opened without blocking: a FIFO
+        with no writer would wait for one for ever."""
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        except OSError:
+            return None  # a missing file is no problem, to ssh either
+        with os.fdopen(descriptor, "rb") as handle:
+            info = os.fstat(descriptor)
+            if not stat.S_ISREG(info.st_mode):
+                if path != NO_FILE:
+                    self.problems.append(f"{path}: not a regular file; not read")
+                return None
+            return handle.read(MAX_FILE_BYTES + 1), info
+
+    def _note_too_many(self) -> None:
+        note = f"more than {MAX_FILES_READ} files included; the rest not read"
+        if note not in self.problems:
+            self.problems.append(note)
 
     def _anchor(self, word: str, *, user: bool) -> str | None:
         """An Include word as a glob: `~` is the home (user configs only); a relative path is

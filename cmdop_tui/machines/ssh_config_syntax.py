@@ -100,8 +100,46 @@ def parse_line(raw: str) -> Line | None:
 
 @lru_cache(maxsize=4096)
 def _pattern(pattern: str) -> re.Pattern[str]:
-    parts = (".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.compile("".join(parts), re.DOTALL)
+    return re.compile(_regex(pattern), re.DOTALL)
+
+
+def _regex(pattern: str) -> str:
+    """A pattern as an expression that cannot backtrack without bound: between its `*`s, each
+    run is found at its first place (an atomic group: the first place leaves the most room, so
+    no other need be tried). `*a*a*a...b` taken as `.*a.*a.*a...b` took time exponential in
+    its stars (a Host line of a dotfiles repository could hang the reading)."""
+    head, *runs = pattern.split("*")
+    if not runs:
+        return _run(head)
+    middle = "".join(f"(?>.*?{_run(run)})" for run in runs[:-1] if run)
+    return f"{_run(head)}{middle}.*{_run(runs[-1])}"
+
+
+def _run(text: str) -> str:
+    return "".join("." if c == "?" else re.escape(c) for c in text)
+
+
+@lru_cache(maxsize=256)
+def _host_line(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """A Host line's patterns as two expressions, its plain ones and its negated ones, compiled
+    once: every alias is matched against the line, and one by one a line of thousands of
+    patterns made a config's reading quadratic in them (each recompiled past the cache)."""
+    plain = [_regex(p) for p in patterns if not p.startswith("!")]
+    negated = [_regex(p[1:]) for p in patterns if p.startswith("!")]
+    return _either(plain), _either(negated)
+
+
+def _either(regexes: list[str]) -> re.Pattern[str] | None:
+    return re.compile("|".join(f"(?:{r})" for r in regexes), re.DOTALL) if regexes else None
+
+
+def host_line_applies(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a `Host` line applies to `name`: one of its patterns matches and none of its
+    negated ones does (case counts)."""
+    plain, negated = _host_line(patterns)
+    if negated is not None and negated.fullmatch(name):
+        return False
+    return plain is not None and plain.fullmatch(name) is not None
 
 
 def match_pattern(name: str, pattern: str) -> bool:

@@ -89,10 +89,10 @@ class SshResolver:
                 status, stdout, stderr = await run_ssh_g(ssh_g_argv(alias, self.config_file))
             except FileNotFoundError:
                 return Resolution(alias, error="ssh is not installed")
+            except TimeoutError:  # before OSError, of which it is one
+                return Resolution(alias, error=f"ssh -G did not answer within {RESOLVE_TIMEOUT_S:g} s")
             except OSError as exc:  # not runnable here: say so, never take the caller down
                 return Resolution(alias, error=f"cannot run ssh: {exc.strerror or exc}")
-            except TimeoutError:
-                return Resolution(alias, error=f"ssh -G did not answer within {RESOLVE_TIMEOUT_S:.0f} s")
         if status != 0:
             lines = [line for line in stderr.splitlines() if line.strip()]
             return Resolution(alias, error=lines[-1] if lines else f"ssh -G exited {status}")

@@ -3,7 +3,10 @@ requests read into mcp/asks.py's data, handed to the session's `ClientAnswers`, 
 written back. Imported by client.py only (it loads the SDK).
 
 The callbacks given to `ClientSession` are also what it declares: roots always (the workspace),
-sampling and elicitation only when the session has someone to answer them. Every answer being
+sampling and elicitation only when the session has someone to answer them. A server may sample
+or elicit only while it works on a call of ours, and at most MAX_ASKS_PER_CALL times for each:
+a server that asks between turns, after a Stop, or in a flood is refused without asking anyone
+(an approval "for this session" would otherwise let it spend without bound). Every answer being
 worked on (an approval, a dialog) runs in a cancel scope that `Asking.stop()` ends: a Stop of the
 call that led the server to ask ends the question too, and the server is told it was cancelled.
 """
@@ -33,13 +36,39 @@ from .forms import FormError, checked, form_fields
 log = logging.getLogger(__name__)
 
 STOPPED = "stopped by the user"
+MAX_ASKS_PER_CALL = 16  # sampling and elicitation requests a server may make for one call of ours
+OUTSIDE_A_CALL = "this client answers sampling and elicitation only while it works on a call it made to the server"
 
 
 class Asking:
-    """The answers a connection is working on, each in a cancel scope `stop()` ends."""
+    """The answers a connection is working on, each in a cancel scope `stop()` ends; and the
+    calls it is making, which alone let the server ask."""
 
     def __init__(self) -> None:
         self._scopes: set[anyio.CancelScope] = set()
+        self._calls = 0
+        self._allowance = 0  # questions the server may still ask during the calls in progress
+
+    @contextlib.contextmanager
+    def calling(self) -> Iterator[None]:
+        """A call to the server is in progress: the server may ask, MAX_ASKS_PER_CALL times more."""
+        self._calls += 1
+        self._allowance += MAX_ASKS_PER_CALL
+        try:
+            yield
+        finally:
+            self._calls -= 1
+            if self._calls == 0:
+                self._allowance = 0
+
+    def refusal(self) -> str | None:
+        """Why the server may not ask now (None: it may, and that takes one of its questions)."""
+        if self._calls == 0:
+            return OUTSIDE_A_CALL
+        if self._allowance <= 0:
+            return f"the server asked more than {MAX_ASKS_PER_CALL} times during one call"
+        self._allowance -= 1
+        return None
 
     @contextlib.contextmanager
     def scope(self) -> Iterator[anyio.CancelScope]:
@@ -88,6 +117,8 @@ class Answerer:
     ) -> types.CreateMessageResult | types.ErrorData:
         if params.tools:
             return types.ErrorData(code=types.INVALID_PARAMS, message="this client does not sample with tools")
+        if why := self.asking.refusal():
+            return types.ErrorData(code=USER_REJECTED, message=why)
         request = SamplingRequest(
             server=self.server,
             key=self.key,
@@ -121,6 +152,8 @@ class Answerer:
     async def elicit(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult | types.ErrorData:
+        if why := self.asking.refusal():
+            return types.ErrorData(code=USER_REJECTED, message=why)
         if isinstance(params, types.ElicitRequestURLParams):
             request = ElicitationRequest(server=self.server, message=params.message, url=params.url)
         else:

@@ -184,7 +184,8 @@ class Connection:
         if session is None or not self.alive:
             return ToolResult.error(f"the MCP server '{self.spec.name}' is not connected ({self.lost or 'closed'})")
         try:
-            return await send(session)
+            with self._asking.calling():  # the server may sample and elicit meanwhile, not after
+                return await send(session)
         except asyncio.CancelledError:  # Stop: what the server asked meanwhile ends with the call
             self._abandoned = True
             self._asking.stop()
@@ -231,9 +232,15 @@ class Connection:
     def _end_process(self) -> None:
         """End a stdio server's process group now. Closing waits for a server to leave by itself
         once its stdin is closed (the SDK gives it 2 s); one that was left working on a stopped
-        call (it may ignore the cancellation) would hold the app's exit that long."""
+        call (it may ignore the cancellation) would hold the app's exit that long.
+
+        The group, even when the process started has left: a launcher that forked the real
+        server and exited leaves it in the group, and the SDK, seeing its process gone, ends
+        nothing. The group's id (the first process's pid) is not given to another process while
+        any member lives; once none does, it could in time be, and only a process leading a group
+        of its own under that id would be hit (the SDK's own shutdown takes the same chance)."""
         process = self._process
-        if process is None or process.returncode is not None:
+        if process is None:
             return
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGTERM)  # its own group: the SDK starts it in a new session

@@ -5,12 +5,14 @@ MCP keeps these schemas flat: an object whose properties are strings (with `minL
 `maxLength`, a `format` of email, uri, date or date-time), numbers and integers (`minimum`,
 `maximum`), booleans, and choices: a string with `enum` (labels in `enumNames`) or `oneOf`
 `{const, title}`, or an array of such choices (`items.enum` / `items.anyOf`, `minItems`,
-`maxItems`). Anything else (a nested object, an array of numbers) makes the form unusable, and
-the server is told so.
+`maxItems`). Anything else (a nested object, an array of numbers), or more than MAX_FIELDS
+fields or MAX_OPTIONS choices in one, makes the form unusable, and the server is told so. A
+number must be finite (NaN is no JSON).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -21,6 +23,7 @@ FormValue = str | int | float | bool | list[str]
 Kind = Literal["string", "number", "integer", "boolean", "choice", "choices"]
 
 MAX_FIELDS = 50
+MAX_OPTIONS = 500  # of one choice: more is no choice a person makes from a list
 MAX_TEXT = 10_000  # characters of one answer
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:\S+$")
@@ -94,12 +97,18 @@ def _kind(name: str, spec: Mapping[str, Any]) -> tuple[Kind, tuple[tuple[str, st
         options = _options(items) if isinstance(items, Mapping) else ()
         if not options:
             raise FormError(f"the field {name!r} is a list of something other than choices")
-        return "choices", options
+        return "choices", _few(name, options)
     if kind == "string" and (options := _options(spec)):
-        return "choice", options
+        return "choice", _few(name, options)
     if kind in ("string", "number", "integer", "boolean"):
         return kind, ()
     raise FormError(f"the field {name!r} is of a kind a form cannot show ({kind or 'no type'})")
+
+
+def _few(name: str, options: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    if len(options) > MAX_OPTIONS:
+        raise FormError(f"the field {name!r} has {len(options):,} choices (at most {MAX_OPTIONS})")
+    return options
 
 
 def _options(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -186,7 +195,7 @@ def _problem(field: FormField, value: FormValue) -> str | None:
 
 
 def _number_problem(field: FormField, value: FormValue) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return "a number, please"
     if field.kind == "integer" and not float(value).is_integer():
         return "a whole number, please"

@@ -34,7 +34,7 @@ async def list_servers_text(settings: Settings, cwd: Path, timeout: float = LIST
     """Connect to every server (each within `timeout` seconds), describe them all, disconnect."""
     specs, notes = configured_servers(settings, cwd)
     if not specs:
-        return "\n".join([*notes, NO_SERVERS])
+        return _inert([*notes, NO_SERVERS])
     specs = [replace(spec, timeout_s=min(spec.timeout_s, timeout)) for spec in specs]
     registry = ToolRegistry()
     servers = McpServers(specs, registry, cwd=cwd, answers=listing_answers(cwd))
@@ -47,7 +47,13 @@ async def list_servers_text(settings: Settings, cwd: Path, timeout: float = LIST
             lines += describe(state, registry, runs.get(state.name, []), cwd)
     finally:
         await servers.close()
-    return "\n".join(lines)
+    return _inert(lines)
+
+
+def _inert(lines: list[str]) -> str:
+    """The lines for a terminal: a project's `.mcp.json` (a cloned repository's) names its
+    servers, and a server says why it failed; either may hold terminal sequences."""
+    return "\n".join(map(inert_line, lines))
 
 
 def listing_answers(cwd: Path) -> ClientAnswers:

@@ -7,7 +7,7 @@ remote end of `ask_machine` (headless mode on the other host) all open one, and 
 library's `Operator`; nothing is assembled anywhere else. Its MCP servers (`session.mcp`) start
 in the background as it opens: their tools join the runner's registry as each one connects.
 
-    async with Session(settings, platform="headless", ask=ask_on_terminal) as session:
+    async with Session(settings, platform="headless", ask=TerminalQuestions()) as session:
         result = await session.run(prompt, sink)
 """
 
@@ -229,11 +229,18 @@ class Session:
         self.mcp.start()
 
     def _mcp_roots(self) -> list[Root]:
-        """The roots MCP servers are told: the working directory, and the folders the user made
-        writable to the sandbox."""
+        """The roots MCP servers are told: where the session's commands write (the working
+        directory, or the scratch workspace when it holds the home), and the folders the user
+        made writable to the sandbox. A working directory the sandbox would not make writable
+        whole is never told, sandbox or not: a server may take the roots as all it may read."""
+        cwd = self.runner.cwd
         sandbox = self.fleet.sandbox if self.fleet is not None else None
-        writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable] if sandbox and sandbox.confines else []
-        return workspace_roots(self.runner.cwd, writable)
+        if sandbox is None:
+            return workspace_roots(cwd)
+        if sandbox.confines:
+            writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable]
+            return workspace_roots(sandbox.workspace_for(cwd), writable)
+        return [] if sandbox.unsafe_workspace(cwd) else workspace_roots(cwd)
 
     def _emit(self, event: Event) -> None:
         """To the running turn's sink (what a server's sampling cost); between turns, nowhere."""

@@ -29,7 +29,7 @@ from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.heap import settle_heap
-from cmdop_tui.tui.approvals import ask_approval, ask_elicitation
+from cmdop_tui.tui.approvals import Questions, ask_approval
 from cmdop_tui.tui.clipboard import copy_masked
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry, parse_slash
 from cmdop_tui.tui.driver import PromptEscapeDriver
@@ -107,7 +107,7 @@ class CmdopApp(MirroredApp):
         self._machine = machine
         self.ui_cancel = UICancel()
         opening = Opening(self.ui_cancel, client, retry, facts, offer_local_model)
-        self.opener = SessionOpener(self, partial(ask_approval, self), opening, partial(ask_elicitation, self))
+        self.opener = SessionOpener(self, partial(ask_approval, self), opening, Questions(self))
         self.session_ready = self.opener.ready  # set once the first opening has ended, either way
 
     def compose(self) -> ComposeResult:

@@ -72,6 +72,20 @@ async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
     return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
 
 
+class Questions:
+    """The app's answers to MCP servers' questions: one dialog at a time, the others waiting
+    their turn (a server asking many at once would pile dialogs up, and a Stop could close only
+    the one on top); a Stop ends the waiting ones before they show."""
+
+    def __init__(self, host: ApprovalHost) -> None:
+        self.host = host
+        self._turn = asyncio.Lock()
+
+    async def __call__(self, request: ElicitationRequest) -> Elicited:
+        async with self._turn:
+            return await ask_elicitation(self.host, request)
+
+
 async def ask_elicitation(host: ApprovalHost, request: ElicitationRequest) -> Elicited:
     """The dialog of an MCP server's question, awaited by its connection; a Stop of the call that
     led to it (the connection cancels the question) closes it."""

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
-from mcp_servers.harness import free_port, settings_with
+from mcp_servers.harness import free_port, serving, settings_with
 from real_tools import real_tool
 
 from cmdop_tui import Operator
@@ -216,26 +211,8 @@ async def test_mcp_list_declares_what_a_session_does_so_it_lists_the_same_tools(
 def everything_over_http() -> Iterator[str]:
     """mcp-server-everything over streamable HTTP on a free port: its URL; ended after."""
     port = free_port()
-    process = subprocess.Popen(
-        [str(real_tool("mcp-server-everything")), "streamableHttp"],
-        env={**os.environ, "PORT": str(port)},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.05)
+    with serving([str(real_tool("mcp-server-everything")), "streamableHttp"], port, {"PORT": str(port)}):
         yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=10)
 
 
 async def test_over_streamable_http_too_the_roots_and_sampling_are_answered(fake_api, anthropic_env, tmp_path):
@@ -255,3 +232,26 @@ async def test_over_streamable_http_too_the_roots_and_sampling_are_answered(fake
     assert tmp_path.resolve().as_uri() in tool_output(events, ROOTS)
     assert "sampled over http" in tool_output(events, SAMPLE)
     assert fake_api.requests[2].body["messages"][0]["content"][0]["text"].endswith("over http")
+
+
+async def test_a_working_directory_that_holds_the_home_is_not_told_as_a_root(
+    fake_api, anthropic_env, tmp_path, monkeypatch
+):
+    # The official filesystem server takes the roots in place of the folders it was given: told
+    # the home, it would read all of it for a prompt-injected model, where commands may not.
+    home = tmp_path / "home"
+    (home / "private").mkdir(parents=True)
+    diary = home / "private" / "diary.txt"
+    diary.write_text("MY SECRETS")
+    docs = home / "docs"
+    docs.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    server = McpServerSpec(name="fs", command=str(real_tool("mcp-server-filesystem")), args=(str(docs),), timeout_s=30)
+    read = "mcp__fs__read_text_file"
+    fake_api.enqueue(tool_reply(read, {"path": str(diary)}), text_reply("done"))
+    events = Recorder()
+    settings = settings_with(server).with_run(auto_approve=True)
+    async with Session(settings, platform="headless", cwd=home, record=False) as session:
+        await session.run("read the diary", events)
+    output = tool_output(events, read)
+    assert "MY SECRETS" not in output and "outside allowed directories" in output

@@ -24,9 +24,12 @@ from cmdop_tui.session.session import Session
 BOUND_S = 1.0  # from Stop to the run's end, and from there to the session closed: the SDK alone waits 2 s
 
 
-def stubborn(tag: str, mark: Path) -> McpServerSpec:
+def stubborn(tag: str, mark: Path, *flags: str) -> McpServerSpec:
     return McpServerSpec(
-        name="stub", command=sys.executable, args=(str(STUBBORN), "--tag", tag), env={"STUBBORN_MARK_FILE": str(mark)}
+        name="stub",
+        command=sys.executable,
+        args=(str(STUBBORN), "--tag", tag, *flags),
+        env={"STUBBORN_MARK_FILE": str(mark)},
     )
 
 
@@ -61,6 +64,21 @@ async def test_stop_ends_the_call_the_run_and_the_server_at_once_when_it_ignores
         await session.close()
     assert time.monotonic() - closing < BOUND_S  # not the 2 s the SDK gives a server to leave by itself
     assert wait_gone(tag, timeout=5) == []
+
+
+async def test_a_server_whose_first_process_left_is_ended_too_after_a_stop(fake_api, anthropic_env, tmp_path):
+    # The process the SDK started forked and left at once: its child, in its group, serves.
+    tag, mark = new_tag(), tmp_path / "mark"
+    fake_api.enqueue(tool_reply("mcp__stub__stall", {"seconds": 60}), text_reply("never"))
+    settings = settings_with(stubborn(tag, mark, "--fork")).with_run(auto_approve=True)
+    events = Recorder()
+    async with Session(settings, platform="headless", cwd=tmp_path, record=False) as session:
+        task = asyncio.create_task(session.run("stall", events))
+        await events.wait_for(ToolStart, timeout=30)
+        await until_exists(mark)
+        session.stop()
+        assert (await task).status == "cancelled"
+    assert wait_gone(tag, timeout=5) == []  # not left working for a minute
 
 
 def test_headless_exits_at_once_after_a_stop_during_a_call_to_a_server_that_ignores_it(

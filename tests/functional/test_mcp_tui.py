@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
-from mcp_servers.harness import DEMO, new_tag, settings_with, stdio_spec, tagged, wait_gone
+from mcp_servers.harness import DEMO, HOSTILE, new_tag, settings_with, stdio_spec, tagged, wait_gone
 from real_tools import real_tool
 from textual.widgets import Input, Label, Static
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
@@ -152,3 +152,77 @@ async def test_a_servers_sampling_request_is_asked_in_the_approval_modal_and_a_d
         output = record_of(app, SAMPLE).output
         assert "the MCP server 'everything' was not allowed to sample the model: the user chose Deny" in output
         assert len(fake_api.requests) == 2  # the model was never sampled
+
+
+HOSTILE_TEXT = "\x1b]0;owned\x07\x1b[2J"
+HOSTILE_FORM = {
+    "type": "object",
+    "properties": {
+        "token": {
+            "type": "string",
+            "title": "T" * 5000,
+            "description": "why" + HOSTILE_TEXT,
+            "format": "x" + HOSTILE_TEXT,
+            "default": "d" + HOSTILE_TEXT,
+        },
+        "region": {"type": "string", "enum": ["eu", "us"], "enumNames": ["E" + HOSTILE_TEXT, "U" * 5000]},
+        "zones": {"type": "array", "items": {"enum": ["a"]}},
+    },
+}
+
+
+async def test_a_hostile_form_is_shown_inert_and_bounded_and_an_optional_choice_may_be_left(fake_api, project):
+    from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+    from cmdop_tui.mcp.forms import form_fields
+
+    request = ElicitationRequest("srv", "hello" + HOSTILE_TEXT, form_fields(HOSTILE_FORM), url="")
+    answers: list[Elicited | None] = []
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ElicitationScreen(request), answers.append)
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await pilot.pause()
+        shown = app.export_screenshot()
+        await pilot.press("ctrl+s")  # nothing chosen: the choice is optional
+        await wait_until(pilot, lambda: answers != [], what="the answer")
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "T" * 400 not in shown and "U" * 400 not in shown
+    answer = answers[0]
+    assert answer is not None and answer.action == "accept"
+    assert set(answer.content) == {"token"} and "\x1b" not in str(answer.content["token"])
+
+
+async def test_questions_asked_at_once_are_shown_one_at_a_time_and_a_stop_leaves_none(fake_api, project):
+    spec = McpServerSpec(name="hostile", command=sys.executable, args=(str(HOSTILE), "--tag", new_tag()), timeout_s=30)
+    fake_api.enqueue(tool_reply("mcp__hostile__ask", {"count": 5}), text_reply("not reached"))
+    app = make_app(fake_api, settings=settings_with(spec).with_run(auto_approve=True))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until_the_server_is_up(pilot, app)
+        await submit(pilot, "ask me")
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        await pilot.press("ctrl+s")  # the first answered: the next shows
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the next dialog")
+        dialogs = [screen for screen in app.screen_stack if isinstance(screen, ElicitationScreen)]
+        assert len(dialogs) == 1  # never a pile of them
+        app.action_stop()
+        await finish_turn(pilot)
+        assert not any(isinstance(screen, ElicitationScreen) for screen in app.screen_stack)
+
+
+async def test_a_url_to_visit_is_shown_inert_and_bounded_and_done_sends_no_values(fake_api, project):
+    from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
+
+    url = "javascript:alert(1)//" + HOSTILE_TEXT + "x" * 10_000
+    answers: list[Elicited | None] = []
+    app = make_app(fake_api)
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ElicitationScreen(ElicitationRequest("srv", "visit", url=url)), answers.append)
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await pilot.pause()
+        shown = str(app.screen.query_one("#elicit-url", Static).content)
+        done = app.screen.query_one("#accept").region
+        assert done.bottom <= 24 and done.width > 0  # the buttons stay in view
+        await pilot.press("ctrl+s")
+        await wait_until(pilot, lambda: answers != [], what="the answer")
+    assert shown.startswith("javascript:alert(1)//x") and "\x1b" not in shown and len(shown) < 2100
+    assert answers == [Elicited("accept")]

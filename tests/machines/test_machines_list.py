@@ -120,3 +120,61 @@ async def test_without_a_runnable_ssh_the_answer_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(bin_dir))
     answer = await SshResolver(config).resolve("web1")
     assert answer.connection is None and answer.error.startswith("cannot run ssh")
+
+
+async def test_machines_list_prints_no_terminal_sequence_an_ssh_config_holds(tmp_path):
+    # A config from a dotfiles repository: controls in a HostName, a User and an included file's name.
+    included = tmp_path / "conf.d" / "evil\x1b]0;owned\x07"
+    included.parent.mkdir()
+    included.write_text("Host other\n  HostName 127.0.0.1\n  Port 1\n")
+    included.chmod(0o666)  # ssh refuses it: the problem names the file
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        f"Include {tmp_path}/conf.d/*\n"
+        "Host evil\n  HostName 127.0.0.1\x1b[2J\n  User ops\x1b]52;c;b3duZWQ=\x07\n  Port 1\n  BatchMode yes\n"
+    )
+    inventory = Inventory.load([], config)
+    table = await listing(inventory, SshOptions(config_file=config))
+    assert "evil" in table and "owned" in table  # shown, inert
+    assert "\x1b" not in table and "\x07" not in table
+
+
+async def test_the_machines_panel_shows_no_terminal_sequence_an_ssh_config_holds(fake_api, tmp_path):
+    from tui_helpers import make_app, wait_until
+
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
+
+    config = tmp_path / "ssh_config"
+    config.write_text("Host evil\n  HostName 127.0.0.1\n  User ops\x1b[2J\n  Port 1\n  BatchMode yes\n")
+    app = make_app(fake_api, settings=Settings(ssh_config=config))
+    async with app.run_test(size=(160, 40)) as pilot:
+        panel = app.query_one(MachinesPanel)
+        await wait_until(pilot, lambda: app.session is not None, what="the engine")
+        fleet = app.session.runner.machines
+        await wait_until(pilot, lambda: fleet.connections.known("evil") is not None, what="ssh -G")
+        await wait_until(pilot, lambda: "evil" in panel.health, what="the probe")
+        shown = str(panel.options.get_option("evil").prompt)
+        assert "ops" in shown and "127.0.0.1" in shown and "\x1b" not in shown
+
+
+async def test_an_ssh_g_that_hangs_is_given_up_and_what_it_ran_ended(tmp_path, monkeypatch):
+    # ssh -G runs a `Match exec` (our own reading never does): one that hangs must not hold on.
+    from mcp_servers.harness import new_tag, wait_gone
+
+    from cmdop_tui.machines import ssh_resolve
+
+    tag = new_tag()
+    monkeypatch.setattr(ssh_resolve, "RESOLVE_TIMEOUT_S", 0.5)
+    config = tmp_path / "ssh_config"
+    config.write_text(f'Match exec "sleep 60 # {tag}"\n  User execuser\nHost web1\n  HostName 127.0.0.1\n')
+    answer = await SshResolver(config).resolve("web1")
+    assert answer.connection is None and "did not answer within" in answer.error
+    assert wait_gone(tag, timeout=5) == []
+
+
+def test_a_host_name_that_reads_as_an_option_is_no_machine(tmp_path):
+    config = tmp_path / "ssh_config"
+    config.write_text("Host -oProxyCommand=touch\\ /tmp/owned web1\n  HostName 127.0.0.1\n")
+    inventory = Inventory.load([], config)
+    assert "web1" in inventory.names() and not any(name.startswith("-") for name in inventory.names())

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cmdop_tui.mcp.forms import FormError, checked, form_fields, read_text
+from cmdop_tui.mcp.forms import MAX_OPTIONS, FormError, checked, form_fields, read_text
 
 SCHEMA = {
     "type": "object",
@@ -90,3 +90,21 @@ def test_answers_that_fit_are_kept_and_empty_ones_left_out():
         "age": 36,
         "agree": False,
     }
+
+
+def test_a_choice_of_thousands_of_options_is_a_form_the_app_cannot_show():
+    schema = {"type": "object", "properties": {"pick": {"type": "string", "enum": [str(i) for i in range(100_000)]}}}
+    with pytest.raises(FormError, match="choices"):
+        form_fields(schema)
+    many = {"type": "array", "items": {"enum": [str(i) for i in range(MAX_OPTIONS + 1)]}}
+    with pytest.raises(FormError, match="choices"):
+        form_fields({"type": "object", "properties": {"picks": many}})
+
+
+@pytest.mark.parametrize("typed", ["nan", "inf", "-Infinity", "1e999"])
+def test_a_number_that_is_not_finite_is_no_number(typed):
+    field = form_fields({"type": "object", "properties": {"n": {"type": "number"}}})[0]
+    with pytest.raises(FormError, match="a number"):
+        checked([field], {"n": read_text(field, typed)})
+    with pytest.raises(FormError, match="a number"):
+        checked([field], {"n": float(typed)})  # the library's answer, too

@@ -3,12 +3,14 @@ and a reading that never fails."""
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from cmdop_tui.machines.ssh_config import read_ssh_config
-from cmdop_tui.machines.ssh_config_files import SYSTEM_DIR
+from cmdop_tui.machines.ssh_config import SshConfig, read_ssh_config
+from cmdop_tui.machines.ssh_config_files import MAX_FILES_READ, SYSTEM_DIR
 from cmdop_tui.machines.ssh_config_syntax import (
     SyntaxProblem,
     argv_split,
@@ -185,3 +187,91 @@ def test_what_ssh_would_refuse_in_the_users_config_is_a_notice_of_the_session(is
     (isolated_home / ".ssh" / "config.d" / "shared").chmod(0o666)  # ssh refuses a file others can write
     machines = inventory_of(Settings())
     assert [n for n in machines.notices if n.startswith("ssh_config: ") and "shared" in n], machines.notices
+
+
+# --- what a hostile config (from a dotfiles repository, say) cannot do to the reading --------------
+
+
+def _read_in_thread(config: Path, home: Path, seconds: float = 20.0) -> object:
+    """read_ssh_config(config), or None if it did not end within `seconds`."""
+    found: list[object] = []
+    reading = threading.Thread(target=lambda: found.append(read_ssh_config(config, home=home)), daemon=True)
+    reading.start()
+    reading.join(seconds)
+    return found[0] if found else None
+
+
+def test_an_include_of_a_fifo_or_a_device_is_not_read_and_never_blocks(tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    config = tmp_path / "config"
+    config.write_text(f"Include {fifo} /dev/zero\nHost web1\n  HostName 10.0.0.1\n")
+    read = _read_in_thread(config, tmp_path)
+    if read is None:  # it blocked on the FIFO: let the reading end, then fail
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert isinstance(read, SshConfig), "reading an included FIFO blocked"
+    assert read.aliases == ["web1"]
+    assert any(f"{fifo}: not a regular file" in problem for problem in read.problems)
+    assert any("/dev/zero: not a regular file" in problem for problem in read.problems)
+
+
+def test_includes_that_multiply_or_match_thousands_of_files_are_read_to_a_bound(tmp_path):
+    loop = tmp_path / ".ssh" / "loop"
+    loop.mkdir(parents=True)
+    for index in range(12):  # each includes all twelve: 12**16 readings, were there no bound
+        (loop / f"{index:02}").write_text(f"Include loop/*\nHost loop{index}\n")
+    many = tmp_path / ".ssh" / "many"
+    many.mkdir()
+    for index in range(MAX_FILES_READ + 50):
+        (many / f"{index:05}").write_text(f"Host many{index}\n")
+    config = tmp_path / ".ssh" / "config"
+    config.write_text("Include many/*\nInclude loop/*\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert len(read.files) <= MAX_FILES_READ + 1
+    assert any(f"more than {MAX_FILES_READ} files" in problem for problem in read.problems)
+    assert "many0" in read.aliases
+
+
+def test_a_host_line_of_twenty_thousand_names_is_read_without_matching_each_against_each(tmp_path):
+    # Each alias was matched against every name of its line (a pattern compiled anew each time,
+    # past the cache): minutes for one line of a dotfiles repository.
+    names = [f"h{index}" for index in range(20_000)]
+    config = tmp_path / "config"
+    config.write_text("Host " + " ".join(names) + "\n  HostName 10.0.0.1\nHost h1?\n  User other\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert read.aliases == names
+    users = {host.alias: host.connection.user for host in read.hosts}
+    assert users["h12"] == "other" and users["h123"] != "other"  # the pattern block still applies
+
+
+def test_a_pattern_of_many_stars_is_matched_without_backtracking_for_ever(tmp_path):
+    config = tmp_path / "config"
+    config.write_text(f"Host {'a' * 60}\n  HostName 10.0.0.1\nHost {'*a' * 25}b\n  User other\n")
+    read = _read_in_thread(config, tmp_path, seconds=60)
+    assert isinstance(read, SshConfig), "the reading did not end"
+    assert [host.connection.user != "other" for host in read.hosts] == [True]
+
+
+@pytest.mark.parametrize(
+    ("name", "pattern", "matches"),
+    [
+        ("web1", "*", True),
+        ("web1", "**", True),
+        ("web1", "w*1", True),
+        ("web1", "*e*", True),
+        ("web1", "*b*b*", False),
+        ("abab", "*ab", True),
+        ("aXbXb", "a*b", True),
+        ("ab", "a*?*b", False),
+        ("axb", "a*?*b", True),
+        ("web.example.com", "*.example.com", True),
+        ("example.com", "*.example.com", False),
+        ("web1", "web?", True),
+        ("web", "web?", False),
+        ("a" * 40, "*a" * 20, True),
+    ],
+)
+def test_a_pattern_of_stars_and_marks_matches_as_openssh_matches_it(name, pattern, matches):
+    assert match_pattern(name, pattern) is matches

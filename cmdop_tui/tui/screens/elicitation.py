@@ -20,10 +20,13 @@ from textual.widgets import Button, Checkbox, Input, Label, Select, SelectionLis
 
 from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
 from cmdop_tui.mcp.forms import FormError, FormField, FormValue, checked, read_text
-from cmdop_tui.support.text import inert_line, strip_terminal_sequences, truncate_middle
+from cmdop_tui.support.text import cut_note, inert_line, strip_terminal_sequences, truncate_middle
 from cmdop_tui.tui.screens.question import QuestionScreen
 
 MAX_MESSAGE = 4000  # characters of the server's message shown
+MAX_LABEL = 200  # of a field's title, a choice's label, the format shown as a placeholder
+MAX_DESCRIPTION = 1000
+MAX_URL = 2000  # a longer one is shown by its two ends
 URL_NOTE = "The app does not open it. Open it yourself if you trust it, then choose Done."
 
 
@@ -54,8 +57,13 @@ class ElicitationScreen(QuestionScreen[Elicited]):
             color: $text-muted;
         }
 
-        #elicit-url {
+        #elicit-url-box {
+            height: auto;
+            max-height: 25vh;
             margin-top: 1;
+        }
+
+        #elicit-url {
             padding: 0 1;
             background: $panel;
         }
@@ -84,7 +92,8 @@ class ElicitationScreen(QuestionScreen[Elicited]):
                 message = truncate_middle(strip_terminal_sequences(request.message), MAX_MESSAGE)
                 yield Static(Content(message), markup=False)
             if request.is_url:
-                yield Static(Content(inert_line(request.url)), id="elicit-url", markup=False)
+                with VerticalScroll(id="elicit-url-box"):  # a long one scrolls: the buttons stay in view
+                    yield Static(Content(shown(request.url, MAX_URL)), id="elicit-url", markup=False)
                 yield Static(Content(URL_NOTE), markup=False)
             else:
                 with VerticalScroll(id="elicit-fields"):
@@ -139,33 +148,41 @@ class ElicitationScreen(QuestionScreen[Elicited]):
 def _field_widgets(index: int, field: FormField) -> ComposeResult:
     """A field's label (its title, `*` when required), its description, and its input."""
     mark = " *" if field.required else ""
-    yield Label(Content.assemble((inert_line(field.label), "bold"), mark))
+    yield Label(Content.assemble((shown(field.label), "bold"), mark))
     if field.description:
-        yield Static(Content(inert_line(field.description)), classes="-description", markup=False)
+        yield Static(Content(shown(field.description, MAX_DESCRIPTION)), classes="-description", markup=False)
     ident = f"field-{index}"
     default = field.default
     if field.kind == "boolean":
-        yield Checkbox(inert_line(field.label), value=default is True, id=ident)
+        yield Checkbox(shown(field.label), value=default is True, id=ident)
     elif field.kind == "choice":
-        options = [(inert_line(label), value) for value, label in field.options]
-        chosen = default if isinstance(default, str) and default in dict(field.options) else Select.BLANK
+        options = [(shown(label), value) for value, label in field.options]
+        chosen = default if isinstance(default, str) and default in dict(field.options) else Select.NULL
         yield Select(options, value=chosen, allow_blank=True, id=ident, prompt="Choose…")
     elif field.kind == "choices":
         picked = set(default) if isinstance(default, list) else set()
-        yield SelectionList[str](
-            *[(inert_line(label), value, value in picked) for value, label in field.options], id=ident
-        )
+        yield SelectionList[str](*[(shown(label), value, value in picked) for value, label in field.options], id=ident)
     else:
         kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
-        text = "" if default is None or isinstance(default, list) else str(default)
-        yield Input(value=text, type=kind, id=ident, placeholder=field.format or field.kind)  # type: ignore[arg-type]
+        text = "" if default is None or isinstance(default, list) else inert_line(str(default))
+        placeholder = shown(field.format or field.kind)
+        yield Input(value=text, type=kind, id=ident, placeholder=placeholder)  # type: ignore[arg-type]
+
+
+def shown(text: str, limit: int = MAX_LABEL) -> str:
+    """What a server wrote, inert and on one line, its middle cut past `limit` characters."""
+    line = inert_line(text)
+    if len(line) <= limit:
+        return line
+    half = limit // 2
+    return f"{line[:half]} {cut_note(len(line) - 2 * half, 'characters')} {line[-half:]}"
 
 
 def _value_of(field: FormField, widget: Any) -> FormValue | None:
     if isinstance(widget, Checkbox):
         return widget.value
     if isinstance(widget, Select):
-        return None if widget.value is Select.BLANK else str(widget.value)
+        return None if widget.value is Select.NULL else str(widget.value)
     if isinstance(widget, SelectionList):
         return [str(value) for value in widget.selected]
     assert isinstance(widget, Input)

@@ -19,6 +19,7 @@ from cmdop_tui.machines.agent import agent_label
 from cmdop_tui.machines.health import local_health
 from cmdop_tui.machines.remote_sandbox import sandbox_label
 from cmdop_tui.machines.spec import LOCAL, Health, MachineError
+from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
@@ -200,7 +201,7 @@ class MachinesPanel(SidePanel):
         except MachineError:
             return ""
         connection = self._fleet.connection(spec)
-        return connection.label if connection else ""
+        return inert_line(connection.label) if connection else ""  # ssh_config's values may hold controls
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()

@@ -22,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 DEMO = HERE / "demo_server.py"
 TINY = HERE / "tiny_server.py"
 STUBBORN = HERE / "stubborn_server.py"
+HOSTILE = HERE / "hostile_server.py"
 
 
 def new_tag() -> str:
@@ -89,8 +90,17 @@ def free_port() -> int:
 def http_server(tag: str = "", env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """The demo server over streamable HTTP: (its URL, its process); ended (and waited for) after."""
     port = free_port()
+    argv = [sys.executable, str(DEMO), "--http", str(port), "--tag", tag or new_tag()]
+    with serving(argv, port, env) as process:
+        yield f"http://127.0.0.1:{port}/mcp", process
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[bytes]]:
+    """A server started with `argv`, once it listens on `port` of 127.0.0.1; its process group
+    ended (and waited for) after."""
     process = subprocess.Popen(
-        [sys.executable, str(DEMO), "--http", str(port), "--tag", tag or new_tag()],
+        argv,
         env={**os.environ, **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -106,7 +116,7 @@ def http_server(tag: str = "", env: dict[str, str] | None = None) -> Iterator[tu
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the MCP test server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp", process
+        yield process
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)

@@ -5,7 +5,9 @@ Its tool `stall` answers only after `seconds` (a thread of its own works on it),
 client says meanwhile: `notifications/cancelled` is read and ignored, and an end of stdin does not
 end the process while a call is still being worked on (a non-daemon thread), as a server busy
 with a long job would. `--tag TEXT` marks the command line (tests find the process by it);
-`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived.
+`$STUBBORN_MARK_FILE`, when set, is written `working` once a call has arrived. `--fork`: the
+process started forks at once and leaves, its child (in its process group, holding its stdio)
+serves, as a launcher that hands over to the real server does.
 """
 
 import json
@@ -14,6 +16,8 @@ import sys
 import threading
 import time
 
+from by_hand import answer_common, send
+
 TOOLS = [
     {
         "name": "stall",
@@ -21,16 +25,6 @@ TOOLS = [
         "inputSchema": {"type": "object", "properties": {"seconds": {"type": "number"}}, "required": ["seconds"]},
     }
 ]
-LOCK = threading.Lock()
-
-
-def send(message: dict) -> None:
-    with LOCK:
-        try:
-            sys.stdout.write(json.dumps(message) + "\n")
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass  # the client has gone: the work was done for no one
 
 
 def stall(request_id: object, seconds: float) -> None:
@@ -42,15 +36,7 @@ def answer(message: dict) -> None:
     method, params = message.get("method"), message.get("params") or {}
     if "id" not in message:
         return  # a notification: initialized, and cancelled (ignored on purpose)
-    if method == "initialize":
-        result = {
-            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": False}},
-            "serverInfo": {"name": "stubborn", "version": "1"},
-        }
-    elif method == "tools/list":
-        result = {"tools": TOOLS}
-    elif method == "tools/call" and params.get("name") == "stall":
+    if method == "tools/call" and params.get("name") == "stall":
         seconds = float((params.get("arguments") or {}).get("seconds", 60))
         threading.Thread(target=stall, args=(message["id"], seconds)).start()
         mark = os.environ.get("STUBBORN_MARK_FILE")
@@ -58,12 +44,7 @@ def answer(message: dict) -> None:
             with open(mark, "w") as file:
                 file.write("working")
         return
-    elif method == "ping":
-        result = {}
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": f"no {method}"}})
-        return
-    send({"jsonrpc": "2.0", "id": message["id"], "result": result})
+    answer_common(message, "stubborn", TOOLS)
 
 
 def main() -> None:
@@ -73,4 +54,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if "--fork" in sys.argv and os.fork() != 0:
+        os._exit(0)
     main()
