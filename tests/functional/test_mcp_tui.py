@@ -92,14 +92,19 @@ def record_of(app, name: str):
     return next((record for record in app.tool_records.values() if record.name == name), None)
 
 
+async def the_servers_question(pilot, app) -> ElicitationScreen:
+    """Once the server is up, a prompt whose tool call makes it ask: its dialog, on top."""
+    await until_the_server_is_up(pilot, app)
+    await submit(pilot, "ask me")
+    await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+    return app.screen
+
+
 async def test_a_servers_form_is_a_dialog_that_checks_the_answer_before_sending_it(fake_api, project):
     fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("thanks for answering"))
     app = make_app(fake_api, settings=everything_settings())
     async with app.run_test(size=(80, 24)) as pilot:
-        await until_the_server_is_up(pilot, app)
-        await submit(pilot, "ask me")
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
-        dialog = app.screen
+        dialog = await the_servers_question(pilot, app)
         assert "everything" in str(dialog.query_one(Label).content)
         first = dialog.query_one("#field-0", Input)
         assert app.focused is first  # keyboard only: the first field has the focus
@@ -121,9 +126,7 @@ async def test_stop_closes_a_servers_question_and_ends_the_run(fake_api, project
     fake_api.enqueue(tool_reply(ELICIT, {}), text_reply("not reached"))
     app = make_app(fake_api, settings=everything_settings())
     async with app.run_test(size=(80, 24)) as pilot:
-        await until_the_server_is_up(pilot, app)
-        await submit(pilot, "ask me")
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        await the_servers_question(pilot, app)
         app.action_stop()
         await finish_turn(pilot)
         assert not isinstance(app.screen, ElicitationScreen) and not app.running
