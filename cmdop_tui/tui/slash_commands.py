@@ -60,12 +60,14 @@ async def slash_clear(app: CommandHost, argument: str) -> None:
 
 
 async def slash_model(app: CommandHost, argument: str) -> None:
-    if not argument or app.session is None:
+    if not argument:
         current = app.session.model_name if app.session else "(none)"
         await app.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(app.settings.aliases)})")
         return
+    if (session := await app.ready_session()) is None:  # still opening: it waits for it
+        return
     try:
-        model = app.session.use_model(argument)
+        model = session.use_model(argument)
     except SettingsError as exc:
         await app.chat.add_notice(str(exc), "error")
         return
@@ -73,10 +75,12 @@ async def slash_model(app: CommandHost, argument: str) -> None:
 
 
 async def slash_loop(app: CommandHost, argument: str) -> None:
-    if argument not in ("on", "off") or app.session is None:
+    if argument not in ("on", "off"):
         await app.chat.add_notice("Usage: /loop on|off", "warning")
         return
-    app.session.set_loop(argument == "on")
+    if (session := await app.ready_session()) is None:  # still opening: it waits for it
+        return
+    session.set_loop(argument == "on")
     await app.chat.add_notice(f"Loop mode {argument} (from the next prompt).")
 
 
