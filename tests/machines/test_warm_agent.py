@@ -214,6 +214,9 @@ def start_stalled(fake_api, agent, gate, **options):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # A job of its own, as a shell makes one: in the tests' own group, were that orphaned (a
+        # run started in the background by a shell that has left), Ctrl-Z's stop would be discarded.
+        process_group=0,
     )
     first = json.loads(client.stdout.readline())
     while first["type"] != "token":
