@@ -36,6 +36,7 @@ from cmdop_tui.tui.commands import (
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
 if TYPE_CHECKING:
+    from cmdop_tui.session.session import Session
     from cmdop_tui.session.status import ContextReport
 
 
@@ -64,7 +65,7 @@ async def slash_model(app: CommandHost, argument: str) -> None:
         current = app.session.model_name if app.session else "(none)"
         await app.chat.add_notice(f"Model: {current}. Usage: /model NAME (an id or {', '.join(app.settings.aliases)})")
         return
-    if (session := await app.ready_session()) is None:  # still opening: it waits for it
+    if (session := await open_session(app)) is None:
         return
     try:
         model = session.use_model(argument)
@@ -74,11 +75,19 @@ async def slash_model(app: CommandHost, argument: str) -> None:
     await app.chat.add_notice(f"Model: {model}")
 
 
+async def open_session(app: CommandHost) -> Session | None:
+    """The session, to change now; None after saying why not (still opening, or none at all)."""
+    if not app.session_ready.is_set():
+        await app.chat.add_notice("The session is still opening: try again in a moment.", "warning")
+        return None
+    return await app.ready_session()
+
+
 async def slash_loop(app: CommandHost, argument: str) -> None:
     if argument not in ("on", "off"):
         await app.chat.add_notice("Usage: /loop on|off", "warning")
         return
-    if (session := await app.ready_session()) is None:  # still opening: it waits for it
+    if (session := await open_session(app)) is None:
         return
     session.set_loop(argument == "on")
     await app.chat.add_notice(f"Loop mode {argument} (from the next prompt).")

@@ -177,7 +177,11 @@ async def test_loop_mode_toggle_and_indicator(fake_api):
     fake_api.enqueue(text_reply("Working on it."), text_reply("The task is done."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        await submit(pilot, "/loop on")
+        await submit(pilot, "/loop on")  # typed while the session may still be opening
+        if not app.session_ready.is_set():
+            assert "still opening" in notices(app, "warning")[-1]  # said, not a usage line
+            await wait_until(pilot, lambda: app.session is not None, what="the session")
+            await submit(pilot, "/loop on")
         await pilot.pause()
         assert "loop 0/20" in status_text(app)
         await submit(pilot, "do the task")
