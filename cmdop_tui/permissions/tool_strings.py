@@ -48,6 +48,10 @@ _MAX_PATH = 4_096
 _URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
+_URL_JUNK = re.compile(r"[\t\r\n]")
+_URL_EDGES = "".join(map(chr, range(0x21)))
+
+
 def strings(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
     """(the key it is under, the string) for every string in `value`, at any depth (bounded)."""
     if depth > _MAX_DEPTH:
@@ -64,11 +68,13 @@ def strings(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, st
 
 def named_path(value: str) -> str | None:
     """The path `value` names (a `file://` URI decoded), or None when it names none."""
-    if len(value) > _MAX_PATH or "\n" in value or "\x00" in value:
+    if len(value) > _MAX_PATH or "\x00" in value:
         return None
-    if value[:5].lower() == "file:":
-        parts = urlsplit(value)
-        return unquote(parts.path) or None
+    uri = _URL_JUNK.sub("", value).strip(_URL_EDGES)  # what a URL parser drops (WHATWG, urlsplit)
+    if uri[:5].lower() == "file:":
+        return unquote(urlsplit(uri).path) or None
+    if "\n" in value:
+        return None
     if _URL.match(value):
         return None
     if value.startswith(("/", "~", "./", "../", "$HOME", "${HOME}")) or value in (".", ".."):

@@ -170,6 +170,13 @@ def resource_tools_of(server: str = "fs") -> tuple[Tool, Tool]:
         ("file:///home/u/project/README.md", "default", [], "allow"),
         ("file:///home/u/.ssh/id_rsa", "auto", [("mcp__fs__*", "allow")], "deny"),  # the floor, whatever the rules
         ("file:///home/u/.aws/credentials", "default", [], "deny"),
+        # URL parsers (WHATWG's, Python's urlsplit, pydantic's) drop tabs and newlines anywhere
+        # and spaces and controls around: the server reads the key these name
+        ("file:///home/u/.ss\th/id_rsa", "auto", [("mcp__fs__*", "allow")], "deny"),
+        ("file:///home/u/.ss\nh/id_rsa", "auto", [("mcp__fs__*", "allow")], "deny"),
+        (" file:///home/u/.ssh/id_rsa", "auto", [("mcp__fs__*", "allow")], "deny"),
+        ("\x01file:///home/u/.env", "auto", [("mcp__fs__*", "allow")], "deny"),
+        ("FILE://localhost/home/u/%2Essh/id_ed25519", "auto", [("mcp__fs__*", "allow")], "deny"),
         ("demo://notes", "default", [("mcp__fs", "deny")], "deny"),  # the server's rules apply
         ("demo://notes", "default", [("mcp__fs__read_resource", "ask")], "ask"),
     ],
