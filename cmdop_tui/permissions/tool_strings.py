@@ -17,6 +17,7 @@ Every string in the arguments, in arrays and objects at any depth:
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -90,7 +91,9 @@ def _command_key(key: str) -> bool:
 
 def _path_verdict(tool: str, path: str, *, mutating: bool) -> FloorVerdict | None:
     resolved = resolve(expand_tilde(path), None)
-    found = path_class(resolved)
+    # the server follows a symlink (one a command made in the workspace): judged as its target too
+    real = os.path.realpath(resolved) if resolved.startswith("/") else resolved
+    found = path_class(resolved) or (path_class(real) if real != resolved else None)
     if found and found[0] in SECRET_CLASSES:
         return FloorVerdict("deny", f"refused: {tool} would read {found[1]} {FLOOR_NOTE}")
     if not mutating:

@@ -189,3 +189,21 @@ def test_a_resource_read_meets_the_floor_and_the_servers_rules(uri, mode, rules,
     for text, rule_verdict in rules:
         permissions.add_session_rule(text, rule_verdict)
     assert permissions.decide(reader.name, {"uri": uri}, spec=reader).verdict == verdict
+
+
+def test_a_resource_read_through_a_symlink_meets_the_floor_as_its_target(tmp_path):
+    # A command may make a symlink in the workspace to anywhere; the server, outside the
+    # sandbox, follows it: the floor judges where it points.
+    key = tmp_path / "home" / ".ssh" / "id_ed25519"
+    key.parent.mkdir(parents=True)
+    key.write_text("secret\n")
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "key").symlink_to(key)
+    (tmp_path / "project" / "keys").symlink_to(key.parent)
+    (tmp_path / "project" / "notes").symlink_to(tmp_path / "project" / "README.md")
+    reader, _ = resource_tools_of()
+    permissions = Permissions(mode="auto", audit=False)
+    permissions.add_session_rule("mcp__fs__*", "allow")
+    for name, verdict in (("key", "deny"), ("keys/id_ed25519", "deny"), ("notes", "allow")):
+        uri = f"file://{tmp_path}/project/{name}"
+        assert permissions.decide(reader.name, {"uri": uri}, spec=reader).verdict == verdict, name
