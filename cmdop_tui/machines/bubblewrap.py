@@ -68,7 +68,10 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
     args += _hiding(outside)
     for root in layout.writable:
         args += ["--bind", str(root), str(root)]
-    for path in _split(layout, layout.protected)[0]:
+    protected = _split(layout, layout.protected)[0]
+    for folder in _folders_above(layout, protected):
+        args += ["--bind", str(folder), str(folder)]
+    for path in protected:
         args += ["--ro-bind", str(path), str(path)]
     args += _hiding(inside)
     if layout.filtered:
@@ -88,6 +91,18 @@ def _split(layout: Layout, paths: Iterable[Path]) -> tuple[list[Path], list[Path
         elif any(within(path, root) for root in layout.shared) or not any(within(path, root) for root in replaced):
             outside.append(path)
     return inside, outside
+
+
+def _folders_above(layout: Layout, protected: list[Path]) -> list[Path]:
+    """The folders between a writable root and a protected path deeper in it, shallowest first.
+    Bound onto themselves they are mount points, which cannot be renamed or removed: a command
+    cannot move the folder around a protected file aside and make a new one in its place."""
+    folders: set[Path] = set()
+    for path in protected:
+        for root in layout.writable:
+            if within(path, root):
+                folders.update(parent for parent in path.parents if within(parent, root) and parent != root)
+    return sorted(folders, key=lambda folder: len(folder.parts))
 
 
 def _hiding(paths: Iterable[Path]) -> list[str]:

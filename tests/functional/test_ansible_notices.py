@@ -99,3 +99,27 @@ async def test_the_sessions_commands_cannot_change_what_the_next_session_runs(fa
     assert not (project / "host_vars").exists() and made.is_error and "host_vars" in made.text
     assert written.is_error and not (project / "host_vars").exists()
     assert (project / "notes.txt").read_text() == "ok\n"  # the rest of the project stays writable
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+async def test_the_inventorys_folder_cannot_be_moved_aside_and_made_again(fake_api, anthropic_env, tmp_path):
+    # The inventory file is held read-only where it is; the folder around it is the project's:
+    # moving that folder aside and making another of the same name in its place must not
+    # leave a new inventory for the next session.
+    from cmdop_tui.session.session import Session
+
+    project = tmp_path / "project"
+    (project / "infra").mkdir(parents=True)
+    hosts, ssh_config = inventory_settings(project / "infra")
+    settings = Settings(ansible_inventory=hosts, ssh_config=ssh_config)
+    async with Session(settings, platform="headless", cwd=project, record=False) as session:
+        assert session.fleet is not None and session.fleet.sandbox.confines
+        here = session.fleet.machine(None, cwd=project)
+        await here.run_command(
+            "mv infra old && mkdir infra && cp old/* infra/ && echo 'evil ansible_host=192.0.2.9' >> infra/hosts",
+            cwd=None,
+            timeout_ms=20_000,
+            progress=lambda *_: None,
+            output_limit=4_000,
+        )
+    assert hosts.read_text() == INVENTORY
