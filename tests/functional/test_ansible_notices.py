@@ -123,3 +123,29 @@ async def test_the_inventorys_folder_cannot_be_moved_aside_and_made_again(fake_a
             output_limit=4_000,
         )
     assert hosts.read_text() == INVENTORY
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+@pytest.mark.xfail(strict=True, reason="open: an inventory folder that is the workspace stays writable whole")
+async def test_a_script_planted_in_an_inventory_folder_that_is_the_workspace_is_refused(
+    fake_api, anthropic_env, tmp_path
+):
+    # Every executable file of an inventory folder is run, unsandboxed, when the next session
+    # reads the inventory: a command must not be able to add one.
+    from cmdop_tui.session.session import Session
+
+    project = tmp_path / "project"
+    project.mkdir()
+    hosts, ssh_config = inventory_settings(project)
+    settings = Settings(ansible_inventory=project, ssh_config=ssh_config)
+    async with Session(settings, platform="headless", cwd=project, record=False) as session:
+        assert session.fleet is not None and session.fleet.sandbox.confines
+        here = session.fleet.machine(None, cwd=project)
+        await here.run_command(
+            "printf '#!/bin/sh\\necho {}\\n' > planted.sh && chmod +x planted.sh",
+            cwd=None,
+            timeout_ms=20_000,
+            progress=lambda *_: None,
+            output_limit=4_000,
+        )
+    assert not (project / "planted.sh").exists()
