@@ -178,12 +178,15 @@ async def test_loop_mode_toggle_and_indicator(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "/loop on")  # typed while the session may still be opening
-        if not app.session_ready.is_set():
-            assert "still opening" in notices(app, "warning")[-1]  # said, not a usage line
+
+        def refused() -> bool:
+            return any("still opening" in n for n in notices(app, "warning"))
+
+        await wait_until(pilot, lambda: "loop 0/20" in status_text(app) or refused(), what="loop on")
+        if refused():  # said, not a usage line; the session opened meanwhile or soon will
             await wait_until(pilot, lambda: app.session is not None, what="the session")
             await submit(pilot, "/loop on")
-        await pilot.pause()
-        assert "loop 0/20" in status_text(app)
+            await wait_until(pilot, lambda: "loop 0/20" in status_text(app), what="loop on")
         await submit(pilot, "do the task")
         await finish_turn(pilot)
         assert "loop 1/20" in status_text(app)
