@@ -107,7 +107,13 @@ class RemoteMachine:
             return MachineResult.error(str(exc))
         script = sandbox.script(command, cwd=cwd, confined=sandboxed)
         result = await self._run_stoppable(
-            script, cwd=None, timeout_ms=timeout_ms, progress=heard, exit_line=ssh_error, output_limit=output_limit
+            script,
+            cwd=None,
+            timeout_ms=timeout_ms,
+            progress=heard,
+            exit_line=ssh_error,
+            output_limit=output_limit,
+            login_bash=sandbox.facts.login_bash,
         )
         text, tags = sandbox.take_tags(result.text)
         return self._judge(replace(result, text=text), tags, sandbox, sandboxed)
@@ -169,10 +175,11 @@ class RemoteMachine:
         exit_line: ExitLine,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         grace_s: float = 0.0,
+        login_bash: bool = False,
     ) -> MachineResult:
         """`command` there in a process group of its own, which a Stop (or the time-out) kills
-        there, after `grace_s` of TERM when given."""
-        remote_command, run_id = self.transport.stoppable(command, cwd)
+        there, after `grace_s` of TERM when given; `login_bash`: the login shell there is bash."""
+        remote_command, run_id = self.transport.stoppable(command, cwd, login_bash=login_bash)
 
         async def stop_remote() -> None:
             await self.transport.kill(run_id, grace_s=grace_s)

@@ -97,7 +97,9 @@ def _rules_text(facts: RemoteFacts, extra_roots: tuple[str, ...], network: bool)
         "UNSET": facts.unset,
         "P": PROTECTED_NAMES,
     }
-    lines = [f"{name}=({' '.join(shlex.quote(v) for v in values)})" for name, values in arrays.items()]
+    homes = {facts.home: "$h", facts.real_home: "$H"}  # H: the real home, set before the rules
+    lines = [f"h={shlex.quote(facts.home)}"]
+    lines += [f"{name}=({' '.join(_word(v, homes) for v in values)})" for name, values in arrays.items()]
     lines.append(f"F={base64.b64encode(program).decode() if program else ''}")
     lines.append(f"RESOLV={shlex.quote(facts.resolv)}; NET={int(network)}")
     lines.append(f"CLEAR={int(not facts.environ_known)}")
@@ -118,6 +120,7 @@ class RemoteFacts:
     relocations: tuple[tuple[str, str], ...] = ()  # the variables that move credential stores
     unset: tuple[str, ...] = ()  # variables a command must not get (secrets, doors out)
     environ_known: bool = True  # False: its environment could not be read: a command gets a bare one
+    login_bash: bool = False  # its login shell is bash, which can run our scripts itself (one bash fewer)
 
     @classmethod
     def parse(cls, lines: Iterable[str]) -> RemoteFacts | None:
@@ -138,6 +141,7 @@ class RemoteFacts:
             relocations=tuple((k, v) for k, v in (environ or {}).items() if k in (*ENV_RELOCATIONS, *_XDG)),
             unset=tuple(sorted(_unset(environ or {}))),
             environ_known=environ is not None,
+            login_bash=PurePosixPath((environ or {}).get("SHELL", "")).name == "bash",
         )
 
     @property
@@ -156,6 +160,15 @@ class RemoteFacts:
     def workspace(self) -> str:
         """Where commands and relative paths start there, and what they may write."""
         return str(PurePosixPath(self.data_dir).parent / WORKSPACE_NAME)
+
+
+def _word(path: str, homes: Mapping[str, str]) -> str:
+    """`path` as a shell word, a home in it as its variable: a hundred places under the home
+    are most of what every operation sends there."""
+    for home, variable in homes.items():
+        if home != "/" and path.startswith(home + "/"):
+            return f'"{variable}"/{shlex.quote(path[len(home) + 1 :])}'
+    return shlex.quote(path)
 
 
 def _environment(encoded: str) -> dict[str, str] | None:

@@ -232,20 +232,22 @@ class SshTransport:
 
     # --- stoppable commands --------------------------------------------------------------------
 
-    def stoppable(self, command: str, cwd: str | None) -> tuple[str, str]:
+    def stoppable(self, command: str, cwd: str | None, *, login_bash: bool = False) -> tuple[str, str]:
         """(remote shell string, run id): `command` in its own process group, noted for kill().
+        `login_bash`: the login shell there is bash, which then runs our script itself.
 
         A kill that comes before the group exists leaves a stop marker, which the command checks
         first: a Stop at the very start is not missed.
 
         Every process here costs a command CPU time there (a hundred hosts sharing a few cores
-        feel it), so there are only the outer bash (whatever the login shell is) and a subshell
-        of it, a job of its own under job control (`set -m`: its own process group, which the
-        subshell's children stay in), which becomes the command's bash (`exec`: `$$` is the
-        command's own shell, as on this machine). kill() finds the group as the child of the
-        outer bash, whose command line names the run (`pgrep`), so nothing is written there; a
-        host without pgrep gets the group's id noted in a file (`$BASHPID`; bash 3, macOS's:
-        `$(exec sh -c 'echo $PPID')`), removed when the group ends.
+        feel it), and a bash that starts is a millisecond, so there are only the outer bash (the
+        login shell itself when that is bash, else one it starts) and a subshell of it, a job of
+        its own under job control (`set -m`: its own process group, which the subshell's
+        children stay in), which runs the command (`eval`: no third bash; our commands start
+        their user's script in a bash of its own, where `$$` is its own shell). kill() finds the
+        group as the child of the outer bash, whose command line names the run (`pgrep`), so
+        nothing is written there; a host without pgrep gets the group's id noted in a file
+        (`$BASHPID`; bash 3, macOS's: `$(exec sh -c 'echo $PPID')`), removed when the group ends.
         """
         run_id = uuid.uuid4().hex[:16]
         pgid_file, stop_file = _run_file(run_id, "pgid"), _run_file(run_id, "stop")
@@ -254,14 +256,14 @@ class SshTransport:
         stop = f"[ -e {stop_file} ] && {{ rm -f {stop_file}; exit 130; }}"
         # Noted before the marker is checked: a kill() that finds no note has touched the marker
         # already, so a group that is not noted yet is bound to see it.
-        inner = f"{note}; {stop}; {enter}exec bash -c {shlex.quote(command)}"
+        inner = f"{note}; {stop}; {enter}eval {shlex.quote(command)}"
         # The outer bash's own stderr goes nowhere (job control would report a killed group there,
         # our wrapper's text with it); the subshell gets the real one back (fd 3).
         script = (
             f"exec 3>&2 2>/dev/null; set -m; ( exec 2>&3 3>&-; {inner}\n); s=$?; "
             f"[ -e {pgid_file} ] && rm -f {pgid_file}; exit $s"
         )
-        return "bash -c " + shlex.quote(script), run_id
+        return (script if login_bash else "bash -c " + shlex.quote(script)), run_id
 
     async def kill(self, run_id: str, grace_s: float = 0.0) -> None:
         """Kill the process group of a stoppable command there (TERM first when given a grace).
@@ -270,7 +272,8 @@ class SshTransport:
         the look sees the marker (one forked between a look and a later marker would have checked
         for it already, and run unstopped). The group is the child of the bash whose command line
         holds the run's stop marker (the pattern is written so that this script's own command
-        line does not match it); or, with no pgrep there, the one noted in the run's file. A
+        line does not match it; the subshell, a fork of that bash, matches too, and its children
+        are killed as well); or, with no pgrep there, the one noted in the run's file. A
         group found is killed and the marker removed; none yet: the marker stays."""
         pgid_file = _run_file(run_id, "pgid")
         stop_file = f"\"${{TMPDIR:-/tmp}}/cmdop-{run_id}\"'.stop'"  # spelled so that `marker` misses it

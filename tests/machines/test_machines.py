@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
+import pwd
 import re
 import signal
 import sys
@@ -195,7 +197,14 @@ async def test_unknown_and_ambiguous_machines_are_clear_errors(fleet, tmp_path):
     assert unknown.is_error and unknown.content.startswith("unknown machine 'zulu'; known machines: local, alpha")
 
 
-async def test_stop_kills_the_remote_process_group(fleet, tmp_path):
+@pytest.mark.parametrize("login_bash", [True, False], ids=["login-shell-bash", "login-shell-other"])
+async def test_stop_kills_the_remote_process_group(fleet, tmp_path, login_bash):
+    """Whether the login shell there runs our script itself (bash) or starts a bash for it."""
+    spec = fleet.inventory.resolve("alpha")
+    await fleet.remote_sandbox(spec)  # the probe: what the machine has
+    # the hosts are this machine, as this user: sshd runs the shell of the user's passwd entry
+    assert fleet._facts["alpha"].login_bash == (Path(pwd.getpwuid(os.getuid()).pw_shell).name == "bash")
+    fleet._facts["alpha"] = dataclasses.replace(fleet._facts["alpha"], login_bash=login_bash)
     events: list = []
     ctx = context(fleet, tmp_path, events)
     marker = f"cmdop-stop-{os.getpid()}-{id(events)}"  # its processes' names, seen from here
