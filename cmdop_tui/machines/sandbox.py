@@ -189,8 +189,10 @@ class Sandbox:
 
     def workspace_for(self, cwd: Path) -> Path:
         """Where a session started in `cwd` writes: `cwd`, unless making it writable would make
-        the home (or all of `/`, or a hidden place) writable: then a scratch workspace."""
-        if not self.confines or not self.state.cached(("unsafe", cwd), lambda: self.unsafe_workspace(cwd)):
+        the home (or all of `/`, a hidden place, a protected folder) writable: then a scratch
+        workspace."""
+        key = ("unsafe", cwd, self.policy.protected)
+        if not self.confines or not self.state.cached(key, lambda: self.unsafe_workspace(cwd)):
             return cwd
         base = Path(self.policy.data) if self.policy.data else self.state.private()[0][1].parent
         scratch = base / "scratch"
@@ -198,19 +200,35 @@ class Sandbox:
         return scratch
 
     def unsafe_workspace(self, cwd: Path) -> bool:
-        """Whether `cwd` may not be a writable root: a home, `/`, an ancestor of a home, or a
-        place the sandbox hides (a credential store, the app's own folders)."""
+        """Whether `cwd` may not be a writable root (see `why_unsafe`)."""
+        return self.why_unsafe(cwd) is not None
+
+    def why_unsafe(self, cwd: Path) -> str | None:
+        """Why `cwd` may not be a writable root, for the user; None: it may. Not a home, `/` or
+        an ancestor of a home; not in a place the sandbox hides (a credential store, the app's
+        own folders); not in a protected folder (an Ansible inventory folder: whatever a command
+        added to it, the next session would read, and run, outside the sandbox)."""
         real = Path(os.path.realpath(cwd))
         if any(within(home, real) for home in _homes(self.home)):
-            return True
-        return any(within(real, hidden) for hidden in self._fixed_hidden())
+            return "it holds your home"
+        if any(within(real, hidden) for hidden in self._fixed_hidden()):
+            return "the sandbox hides it"
+        folder = next((p for p in self._protected_folders() if within(real, p)), None)
+        return None if folder is None else f"it is in {folder}, which commands may not change"
+
+    def _protected_folders(self) -> list[Path]:
+        places = (Path(os.path.realpath(os.path.expanduser(raw))) for raw in self.policy.protected)
+        return [place for place in places if place.is_dir()]
 
     def writable_roots(self, cwd: Path) -> list[Path]:
-        """Where commands may write besides the private /tmp (everything under `off`)."""
+        """Where commands may write besides the private /tmp (everything under `off`); a root
+        inside a protected folder is not one."""
         if not self.confines:
             return [Path("/")]
         roots = [self.workspace_for(cwd), *(Path(os.path.expanduser(raw)) for raw in self.policy.writable)]
-        return [Path(os.path.realpath(root)) for root in roots if root.exists()]
+        real = [Path(os.path.realpath(root)) for root in roots if root.exists()]
+        folders = self._protected_folders()
+        return [root for root in real if not any(within(root, folder) for folder in folders)]
 
     # --- what is hidden and what is protected --------------------------------------------------
 

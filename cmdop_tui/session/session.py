@@ -32,6 +32,7 @@ from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
+from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.mcp import McpServers, McpServerSpec
 from cmdop_tui.mcp.asks import ClientAnswers, Elicitor, Root
@@ -181,7 +182,7 @@ class Session:
         return build_fleet(self.settings, machines)
 
     def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
-        """Make what the MCP servers run and the Ansible inventory read-only to commands, start
+        """Make the Ansible inventory and what the MCP servers run read-only to commands, start
         the scan of secrets, and say where commands write when the working directory may not be
         written whole."""
         fleet = self.fleet
@@ -190,11 +191,11 @@ class Session:
         if not sandbox.confines:
             return []
         cwd = self.cwd or Path.cwd()
+        # The inventory first: a working directory inside an inventory folder is no writable root.
+        sandbox = _protecting(sandbox, self._inventory_files(cwd))
         roots = sandbox.writable_roots(cwd)
-        served = [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
-        served += self._inventory_files(cwd, roots)
-        fleet.sandbox = sandbox = replace(
-            sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *served))
+        fleet.sandbox = sandbox = _protecting(
+            sandbox, [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
         )
         self._cleanup.callback(sandbox.state.close)
         sandbox.prepare(cwd)
@@ -202,19 +203,18 @@ class Session:
         if workspace == cwd:
             return []
         return [
-            f"{cwd} is not made writable to commands whole (it holds your home); they write in the "
+            f"{cwd} is not made writable to commands whole ({sandbox.why_unsafe(cwd)}); they write in the "
             f"scratch workspace {workspace}, and read everything else as it is"
         ]
 
-    def _inventory_files(self, cwd: Path, roots: list[Path]) -> list[str]:
-        """The Ansible inventory's files inside the writable roots (none that is or holds a root:
-        the workspace itself stays writable)."""
+    def _inventory_files(self, cwd: Path) -> list[str]:
+        """What reading the Ansible inventory runs or reads: made read-only to commands, and a
+        folder of it holding the working directory makes that no writable root."""
         if self.settings.ansible_inventory is None:
             return []
         from cmdop_tui.machines.ansible import inventory_files
 
-        files = [Path(os.path.abspath(path)) for path in inventory_files(self.settings.ansible_inventory, cwd)]
-        return [str(path) for path in files if not any(path == root or path in root.parents for root in roots)]
+        return [os.path.abspath(path) for path in inventory_files(self.settings.ansible_inventory, cwd)]
 
     def _start_mcp(self, runner: Runner, found: Configured, answers: ClientAnswers) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
@@ -440,3 +440,8 @@ class Session:
         """What fills the context: the window, the last request's size, the next one's estimate."""
         window = await self.context_window()
         return ContextReport(window, self.runner.context_usage(), self.runner.last_context_tokens)
+
+
+def _protecting(sandbox: Sandbox, paths: list[str]) -> Sandbox:
+    """`sandbox` with `paths` read-only to commands too."""
+    return replace(sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *paths)))

@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply
+from remote_side import make_home, remove_home
 from tui_helpers import make_app, notices, wait_until
 
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.machines.machine import Machine, MachineResult
 from cmdop_tui.machines.sandbox import bubblewrap
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
@@ -31,6 +33,11 @@ def inventory_settings(folder: Path) -> tuple[Path, Path]:
     hosts.write_text(INVENTORY)
     ssh_config.write_text("")
     return hosts, ssh_config
+
+
+async def command_in(machine: Machine, command: str) -> MachineResult:
+    """`command` run by `machine` in its workspace, as the model's would be."""
+    return await machine.run_command(command, cwd=None, timeout_ms=20_000, progress=lambda *_: None, output_limit=4_000)
 
 
 def cli_env(folder: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -126,26 +133,39 @@ async def test_the_inventorys_folder_cannot_be_moved_aside_and_made_again(fake_a
 
 
 @pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
-@pytest.mark.xfail(strict=True, reason="open: an inventory folder that is the workspace stays writable whole")
-async def test_a_script_planted_in_an_inventory_folder_that_is_the_workspace_is_refused(
-    fake_api, anthropic_env, tmp_path
+@pytest.mark.parametrize("where", [".", "roles/web"], ids=["the-folder", "a-folder-inside"])
+async def test_a_script_planted_in_an_inventory_folder_that_holds_the_workspace_is_refused(
+    fake_api, anthropic_env, tmp_path, where
 ):
     # Every executable file of an inventory folder is run, unsandboxed, when the next session
-    # reads the inventory: a command must not be able to add one.
+    # reads the inventory (and every other file read as inventory): a command must not be able
+    # to add one, even when the session works in that folder.
+
+    place = make_home()  # outside /tmp, which commands see as their own private one
+    try:
+        await _try_to_plant(place / "project", where)
+    finally:
+        remove_home(place)
+
+
+async def _try_to_plant(project: Path, where: str) -> None:
     from cmdop_tui.session.session import Session
 
-    project = tmp_path / "project"
-    project.mkdir()
+    cwd = project / where
+    cwd.mkdir(parents=True)
     hosts, ssh_config = inventory_settings(project)
     settings = Settings(ansible_inventory=project, ssh_config=ssh_config)
-    async with Session(settings, platform="headless", cwd=project, record=False) as session:
+    plant = "printf '#!/bin/sh\\necho {}\\n' > {} && chmod +x {}"
+    attempts = [plant.format(p, p, p) for p in (f"{project}/planted.sh", f"{cwd}/planted.sh")]
+    async with Session(settings, platform="headless", cwd=cwd, record=False) as session:
         assert session.fleet is not None and session.fleet.sandbox.confines
-        here = session.fleet.machine(None, cwd=project)
-        await here.run_command(
-            "printf '#!/bin/sh\\necho {}\\n' > planted.sh && chmod +x planted.sh",
-            cwd=None,
-            timeout_ms=20_000,
-            progress=lambda *_: None,
-            output_limit=4_000,
-        )
-    assert not (project / "planted.sh").exists()
+        assert any(f"{cwd} is not made writable" in note and f"it is in {project}" in note for note in session.notes)
+        here = session.fleet.machine(None, cwd=cwd)
+        for command in (*attempts, f"cd {cwd} && echo x > inventory.yml"):
+            assert "exit code: 0" not in (await command_in(here, command)).text, command
+        written = await here.write_file(str(project / "more.ini"), "[x]\nevil\n")
+        assert written.is_error
+        scratch = here.sandbox.workspace_for(cwd)
+        ran = await command_in(here, plant.format("p.sh", "p.sh", "p.sh"))
+        assert "exit code: 0" in ran.text and (scratch / "p.sh").is_file()  # the work goes on there
+    assert sorted(p.name for p in project.rglob("*") if p.is_file()) == ["hosts", "ssh_config"]

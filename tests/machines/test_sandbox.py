@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -97,6 +98,24 @@ def test_a_denial_names_the_path_outside_the_writable_roots():
     assert denied_path("find: cannot delete \u2018/home/u/x\u2019: Read-only file system", roots) == "/home/u/x"
     assert denied_path("tee: /etc/x: Read-only file system", roots) == "/etc/x"
     assert denied_path("grep: no such pattern", roots) is None
+
+
+def test_no_writable_root_lies_in_a_protected_folder(tmp_path):
+    # An Ansible inventory folder is read, and its scripts run, by the next session: a working
+    # directory in it works in the scratch workspace, and a writable root in it is dropped.
+    home, inventory = tmp_path / "home", tmp_path / "infra"
+    (inventory / "roles").mkdir(parents=True)
+    (inventory / "hosts").write_text("[web]\nweb1\n")
+    home.mkdir()
+    policy = SandboxPolicy(protected=(str(inventory), str(inventory / "hosts")), writable=(str(inventory / "roles"),))
+    sandbox = Sandbox(replace(policy, data=str(tmp_path / "data")), "bwrap", home=home)
+    for cwd in (inventory, inventory / "roles"):
+        assert sandbox.workspace_for(cwd) == tmp_path / "data" / "scratch"
+        assert sandbox.why_unsafe(cwd) == f"it is in {inventory}, which commands may not change"
+        assert sandbox.writable_roots(cwd) == [tmp_path / "data" / "scratch"]
+    beside = tmp_path / "beside"  # beside the inventory: a working directory as any other
+    beside.mkdir()
+    assert sandbox.workspace_for(beside) == beside and sandbox.why_unsafe(beside) is None
 
 
 def test_the_label_says_honestly_what_holds_the_commands():
