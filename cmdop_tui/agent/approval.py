@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool
@@ -57,3 +57,15 @@ Approver = Callable[[ToolCall], Awaitable[Approval]]
 # Why the rules deny this call on this machine (a tool that runs on many hosts asks it per host),
 # or None: never asks a person.
 HostRules = Callable[[ToolCall, str], str | None]
+
+
+class ChangeHook(Protocol):
+    """Told of what is about to change machines (the session's checkpoints: /rewind)."""
+
+    async def before_change(self, call: ToolCall) -> None:
+        """A mutating tool's call, allowed, is about to run (never raises: a failure is said)."""
+        ...
+
+    def left_sandbox(self, call: ToolCall, needs: SandboxRefusal) -> None:
+        """A person let `call` do outside the sandbox what the sandbox refused (`needs`)."""
+        ...

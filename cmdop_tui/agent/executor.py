@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from cmdop_tui.agent.agent_config import AgentConfig
-from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
+from cmdop_tui.agent.approval import Approval, Approver, ChangeHook, HostRules, ToolCall
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation
@@ -54,6 +54,7 @@ class ToolHost(Protocol):
 
     conversation: Conversation
     archive: OutputArchive | None
+    changes: ChangeHook | None
 
     def placement(self, call: ToolCall) -> Placement: ...
 
@@ -127,6 +128,7 @@ class ToolExecutor:
             if refusal is not None:
                 result = refusal
             else:
+                await self._before_change(call)
                 started = time.monotonic()  # the duration is the tool's, not the approval wait
                 result = await self._run(call, emit)
         finally:  # a cancelled tool still ends, so no display shows it running forever
@@ -134,6 +136,12 @@ class ToolExecutor:
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
+
+    async def _before_change(self, call: ToolCall) -> None:
+        """Let the session keep what a mutating call may change (a checkpoint), first."""
+        hook = self.host.changes
+        if hook is not None and call.tool is not None and call.tool.mutating:
+            await hook.before_change(call)
 
     async def _refusal(self, call: ToolCall) -> ToolResult | None:
         """Why this call must not run (unknown, hidden, denied), or None to run it."""
@@ -180,6 +188,8 @@ class ToolExecutor:
                 approval = await approve(replace(call, escalation=needs))
             except Exception as exc:
                 return False, f"the approval prompt failed ({exc})"
+        if approval.allowed and self.host.changes is not None:
+            self.host.changes.left_sandbox(call, needs)
         return approval.allowed, approval.reason
 
     def _record_stopped(self, call: ToolCall, result: ToolResult) -> None:

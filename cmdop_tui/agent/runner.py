@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from cmdop_tui.agent.agent_config import AgentConfig, LoopConfig
-from cmdop_tui.agent.approval import Approver, HostRules, ToolCall
+from cmdop_tui.agent.approval import Approver, ChangeHook, HostRules, ToolCall
 from cmdop_tui.agent.cancel import CancelReason, Operation, UICancel
 from cmdop_tui.agent.compaction import NothingToCompact
 from cmdop_tui.agent.context import SessionFacts
@@ -87,6 +87,7 @@ class Runner:
         self.host_rules = host_rules  # per-host rule checks for a call that fans out (run_on_machines)
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
         self.archive: OutputArchive | None = None  # whole outputs beyond the history (the transcript)
+        self.changes: ChangeHook | None = None  # told before a call changes a machine (checkpoints)
         self.ledger = Ledger(self._config)
         self.meter = ContextMeter(self, self._config, self.ledger)
         self.executor = ToolExecutor(self)

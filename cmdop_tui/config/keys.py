@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmdop_tui.config.defaults import DEFAULT_ALIASES
-from cmdop_tui.config.model import AgentProfile, ContextSettings, Settings, SettingsError
+from cmdop_tui.config.model import AgentProfile, CheckpointSettings, ContextSettings, Settings, SettingsError
 from cmdop_tui.machines.sandbox import MODES, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
@@ -96,7 +96,18 @@ _TOKENS = "a number of tokens (>= 256)"
 _WRONG = "{place}: {key!r} must be {what}"
 _SECTION_UNKNOWN = "{place} has no setting {key!r}"
 
-_TABLES = ("agents", "aliases", "prices", "models", "machines", "context", "sandbox", "groups", "inventory")
+_TABLES = (
+    "agents",
+    "aliases",
+    "prices",
+    "models",
+    "machines",
+    "context",
+    "sandbox",
+    "checkpoints",
+    "groups",
+    "inventory",
+)
 TOP_LEVEL = TableKeys(
     (
         Key(
@@ -222,6 +233,19 @@ SANDBOX = TableKeys(
     wrong="{place} {key} must be {what}",
 )
 
+CHECKPOINTS = TableKeys(
+    (
+        Key("enabled", (bool,), _TRUE_OR_FALSE, help="keep a checkpoint before each turn that changes something"),
+        Key("max_file_mb", (int, float), _POSITIVE, positive=True, help="a larger file is left out of a checkpoint"),
+        Key("keep_days", (int,), "a number of days (>= 1)", low=1, help="older checkpoints are removed"),
+        Key(
+            "skip", (list,), "a list of machine names", items=str, help="machines where none is taken", example=["db1"]
+        ),
+    ),
+    unknown=_SECTION_UNKNOWN,
+    wrong="{place} {key} must be {what}",
+)
+
 INVENTORY = TableKeys(
     (
         Key(
@@ -311,6 +335,7 @@ SECTIONS = (
     ),
     Section("sandbox", "what commands may touch (Linux, bubblewrap)", SANDBOX, SandboxPolicy()),
     Section("context", "when the conversation is compacted (summarised)", CONTEXT, ContextSettings()),
+    Section("checkpoints", "what /rewind can go back to", CHECKPOINTS, CheckpointSettings()),
     Section("models", "a model's context window", MODEL, each='"my-local-model"'),
     Section("prices", "a model's price, for the cost estimate and budgets", PRICE, each='"claude-sonnet-5-5"'),
     Section(

@@ -18,6 +18,7 @@ from cmdop_tui.config.defaults import (
     DEFAULT_PRICES,
 )
 from cmdop_tui.config.keys import (
+    CHECKPOINTS,
     CONTEXT,
     INVENTORY,
     MACHINE,
@@ -28,7 +29,14 @@ from cmdop_tui.config.keys import (
     TOP_LEVEL,
     TOP_LEVEL_KEYS,
 )
-from cmdop_tui.config.model import AgentProfile, ContextSettings, Settings, SettingsError, builtin_agents
+from cmdop_tui.config.model import (
+    AgentProfile,
+    CheckpointSettings,
+    ContextSettings,
+    Settings,
+    SettingsError,
+    builtin_agents,
+)
 from cmdop_tui.config.paths import config_path
 from cmdop_tui.machines.sandbox import SandboxPolicy
 from cmdop_tui.machines.spec import MachineError, MachineSpec
@@ -87,6 +95,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         context_windows=_context_windows(data, where),
         context=_context(data, where),
         sandbox=_sandbox(data, where),
+        checkpoints=_checkpoints(data, where),
     )
     settings = settings.with_agent(str(selected))
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
@@ -126,6 +135,19 @@ def _sandbox(data: Mapping[str, Any], where: str) -> SandboxPolicy:
         mode=table.get("mode", "workspace"),
         writable=tuple(table.get("writable", [])),
         network=table.get("network", True),
+    )
+
+
+def _checkpoints(data: Mapping[str, Any], where: str) -> CheckpointSettings:
+    """`[checkpoints]`: enabled, max_file_mb, keep_days, skip (machine names)."""
+    table = _table(data, "checkpoints", where)
+    CHECKPOINTS.check(table, f"{where}: [checkpoints]")
+    default = CheckpointSettings()
+    return CheckpointSettings(
+        enabled=table.get("enabled", default.enabled),
+        max_file_mb=float(table.get("max_file_mb", default.max_file_mb)),
+        keep_days=table.get("keep_days", default.keep_days),
+        skip=tuple(table.get("skip", default.skip)),
     )
 
 

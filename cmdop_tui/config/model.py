@@ -76,6 +76,16 @@ class ContextSettings:
 
 
 @dataclass(frozen=True)
+class CheckpointSettings:
+    """`[checkpoints]`: what is kept before a turn changes something, so /rewind can go back."""
+
+    enabled: bool = True
+    max_file_mb: float = 10.0  # a larger file is left out of a checkpoint (and named)
+    keep_days: int = 30  # a session's checkpoints older than this are removed
+    skip: tuple[str, ...] = ()  # machines (names) where no checkpoint is taken
+
+
+@dataclass(frozen=True)
 class RunOptions:
     """What one run was asked on the command line (or by a surface) and no file may say."""
 
@@ -97,6 +107,7 @@ class Settings:
     context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
     context: ContextSettings = field(default_factory=lambda: ContextSettings())  # [context]: compaction
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # [sandbox]
+    checkpoints: CheckpointSettings = field(default_factory=lambda: CheckpointSettings())  # [checkpoints]
     max_budget_usd: float | None = None  # per session; warn at 80 %, stop before crossing it
     local_model: Path | None = None  # a .gguf file; None: the bundled SmolLM2
     router_model: str = "@fast"

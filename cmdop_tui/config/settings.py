@@ -20,6 +20,7 @@ from cmdop_tui.config.keys import MCP_CONNECT_TIMEOUT_S, MCP_TABLES, TOP_LEVEL_K
 from cmdop_tui.config.loading import load_settings, read_toml, settings_from
 from cmdop_tui.config.model import (
     AgentProfile,
+    CheckpointSettings,
     ContextSettings,
     RunOptions,
     Settings,
@@ -43,6 +44,7 @@ __all__ = [
     "MCP_TABLES",
     "TOP_LEVEL_KEYS",
     "AgentProfile",
+    "CheckpointSettings",
     "ContextSettings",
     "RunOptions",
     "SandboxPolicy",

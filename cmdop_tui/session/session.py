@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import replace
 from os.path import expanduser
@@ -32,19 +31,29 @@ from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
-from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
-from cmdop_tui.mcp import McpServers, McpServerSpec
+from cmdop_tui.mcp import McpServers
 from cmdop_tui.mcp.asks import ClientAnswers, Elicitor, Root
 from cmdop_tui.mcp.configured import Configured, configured
-from cmdop_tui.mcp.files import server_files
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
+from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.rewind import (
+    RewindError,
+    RewindPlan,
+    Rewound,
+    TurnSummary,
+    conversation_back,
+    plan,
+    restore_files,
+    summaries,
+)
+from cmdop_tui.session.sandbox_hold import hold_the_sandbox
 from cmdop_tui.session.server_asks import ServerAsks, workspace_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
 from cmdop_tui.session.windows import ModelFacts, model_facts
@@ -105,6 +114,7 @@ class Session:
         self.mcp: McpServers | None = None
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
+        self.checkpoints: Checkpoints | None = None  # what /rewind goes back to
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
         # told whenever what `status()` says may have changed (model, budget, loop, target)
@@ -151,7 +161,9 @@ class Session:
             )
         self._cleanup.push_async_callback(self.fleet.close)
         mcp = configured(self.settings, self.cwd or Path.cwd())
-        self.notes += self._hold_the_sandbox(mcp.servers)
+        fleet = self.fleet
+        self.notes += hold_the_sandbox(fleet, mcp.servers, self.cwd or Path.cwd(), self.settings.ansible_inventory)
+        self._cleanup.callback(fleet.sandbox.state.close)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
         gate = permission_gate(self.permissions, self.ask, self.fleet)
@@ -172,6 +184,15 @@ class Session:
         self._start_mcp(self._runner, mcp, asks.answers())
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
+        recorder = self._recorder
+        self.checkpoints = Checkpoints(
+            self.fleet,
+            self.cwd or Path.cwd(),
+            self.settings.checkpoints,
+            say=recorder.say,
+            session=lambda: recorder.session_id,
+        )
+        self._runner.changes = self.checkpoints
 
     async def _build_fleet(self) -> Fleet:
         """The settings' machines, read off the event loop (ansible-inventory takes a second or
@@ -180,41 +201,6 @@ class Session:
         self.machine_notes = list(machines.notices)
         self.notes += machines.notices
         return build_fleet(self.settings, machines)
-
-    def _hold_the_sandbox(self, specs: list[McpServerSpec]) -> list[str]:
-        """Make the Ansible inventory and what the MCP servers run read-only to commands, start
-        the scan of secrets, and say where commands write when the working directory may not be
-        written whole."""
-        fleet = self.fleet
-        assert fleet is not None
-        sandbox = fleet.sandbox
-        if not sandbox.confines:
-            return []
-        cwd = self.cwd or Path.cwd()
-        # The inventory first: a working directory inside an inventory folder is no writable root.
-        sandbox = _protecting(sandbox, self._inventory_files(cwd))
-        roots = sandbox.writable_roots(cwd)
-        fleet.sandbox = sandbox = _protecting(
-            sandbox, [str(path) for spec in specs for path in server_files(spec, cwd, writable=roots)]
-        )
-        self._cleanup.callback(sandbox.state.close)
-        sandbox.prepare(cwd)
-        workspace = sandbox.workspace_for(cwd)
-        if workspace == cwd:
-            return []
-        return [
-            f"{cwd} is not made writable to commands whole ({sandbox.why_unsafe(cwd)}); they write in the "
-            f"scratch workspace {workspace}, and read everything else as it is"
-        ]
-
-    def _inventory_files(self, cwd: Path) -> list[str]:
-        """What reading the Ansible inventory runs or reads: made read-only to commands, and a
-        folder of it holding the working directory makes that no writable root."""
-        if self.settings.ansible_inventory is None:
-            return []
-        from cmdop_tui.machines.ansible import inventory_files
-
-        return [os.path.abspath(path) for path in inventory_files(self.settings.ansible_inventory, cwd)]
 
     def _start_mcp(self, runner: Runner, found: Configured, answers: ClientAnswers) -> None:
         """Start the MCP servers of the settings and of the project's `.mcp.json`, in the
@@ -282,11 +268,47 @@ class Session:
             return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
         await self._set_window()
         self._sink = emit
+        checkpoints = self.checkpoints
+        if checkpoints is not None:
+            checkpoints.begin_turn(prompt, len(self.runner.conversation.messages))
         try:
             return await self.runner.run(prompt, emit)
         finally:
             self._sink = None
             self._learn_window()
+            if checkpoints is not None:
+                await checkpoints.end_turn()
+
+    # --- going back -----------------------------------------------------------------------------
+
+    async def turns(self) -> list[TurnSummary]:
+        """The session's turns, each with what it changed on each machine (for /rewind)."""
+        checkpoints = self._checkpoints()
+        checkpoints.follow_session()
+        return await summaries(checkpoints)
+
+    async def rewind_plan(self, turn: int) -> RewindPlan:
+        """What rewinding the files to the start of `turn` would write. Raises RewindError."""
+        checkpoints = self._checkpoints()
+        checkpoints.follow_session()
+        return await plan(checkpoints, turn)
+
+    async def rewind(
+        self, rewind: RewindPlan, *, files: bool = True, conversation: bool = True, force: bool = False
+    ) -> Rewound:
+        """Go back to the plan's turn: the files (the present kept first), the conversation, or
+        both. Raises RewindConflict for files changed since unless `force`."""
+        restored = None
+        if files:
+            messages = len(self.runner.conversation.messages)
+            restored = await restore_files(self._checkpoints(), rewind, messages=messages, force=force)
+        kept = conversation_back(self.runner.conversation, rewind.turn) if conversation else None
+        return Rewound(rewind.turn.prompt, restored, conversation and kept is None, kept)
+
+    def _checkpoints(self) -> Checkpoints:
+        if self.checkpoints is None:
+            raise RewindError("the session is not open")
+        return self.checkpoints
 
     async def _wait_for_mcp(self) -> bool:
         """Wait for MCP servers still connecting, so that their tools are there from the first
@@ -440,8 +462,3 @@ class Session:
         """What fills the context: the window, the last request's size, the next one's estimate."""
         window = await self.context_window()
         return ContextReport(window, self.runner.context_usage(), self.runner.last_context_tokens)
-
-
-def _protecting(sandbox: Sandbox, paths: list[str]) -> Sandbox:
-    """`sandbox` with `paths` read-only to commands too."""
-    return replace(sandbox, policy=replace(sandbox.policy, protected=(*sandbox.policy.protected, *paths)))

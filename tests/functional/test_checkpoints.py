@@ -1,0 +1,154 @@
+"""Checkpoints and /rewind on this machine: a session whose turns change files with the file
+tools and with shell commands (sed -i, rm, mv, chmod +x, a new file) goes back to any turn, byte
+for byte and mode for mode; the rewind itself can be undone; a file changed by someone else is
+not overwritten unasked; a checkpoint that fails is said and the turn goes on."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from agent_helpers import Recorder
+from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui.config.settings import CheckpointSettings, Settings
+from cmdop_tui.session.checkpoint_records import checkpoints_dir
+from cmdop_tui.session.rewind import RewindConflict
+from cmdop_tui.session.session import Session
+
+SHELL_EDITS = (
+    "sed -i s/one/two/ a.txt && rm gone.txt && mv conf/app.ini conf/app.conf && chmod +x run.sh && "
+    "printf 'new\\n' > made.txt"
+)
+
+
+def project(root: Path) -> Path:
+    tree = root / "project"
+    (tree / "conf").mkdir(parents=True)
+    (tree / "a.txt").write_text("one\nline two\n")
+    (tree / "gone.txt").write_text("to be removed\n")
+    (tree / "conf" / "app.ini").write_text("[app]\nport = 80\n")
+    (tree / "run.sh").write_text("#!/bin/sh\necho run\n")
+    (tree / "bytes.bin").write_bytes(bytes(range(256)))
+    return tree
+
+
+def state(tree: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under `tree`: its bytes and its permission bits."""
+    return {
+        str(path.relative_to(tree)): (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+        for path in sorted(tree.rglob("*"))
+        if path.is_file()
+    }
+
+
+def settings(**checkpoints: object) -> Settings:
+    return Settings(checkpoints=CheckpointSettings(**checkpoints)).with_run(auto_approve=True)  # type: ignore[arg-type]
+
+
+async def three_turns(fake_api, session: Session, tree: Path) -> list[dict[str, tuple[bytes, int]]]:
+    """Turn 1: the file tools; turn 2: shell edits; turn 3: nothing changed. The tree's state
+    before each turn, and at the end."""
+    fake_api.enqueue(
+        tool_reply("write_file", {"path": "notes.md", "content": "# notes\n"}),
+        tool_reply("edit_file", {"path": "a.txt", "old_string": "line two", "new_string": "line 2"}),
+        text_reply("edited"),
+        tool_reply("execute_command", {"command": SHELL_EDITS}),
+        text_reply("shell done"),
+        text_reply("nothing to change"),
+    )
+    states = [state(tree)]
+    for prompt in ("edit with the tools", "edit with the shell", "just talk"):
+        assert (await session.run(prompt, Recorder())).status == "final"
+        states.append(state(tree))
+    return states
+
+
+async def test_every_turn_can_be_rewound_byte_for_byte_and_the_rewind_undone(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    async with Session(settings(), platform="headless", cwd=tree, record=False) as session:
+        states = await three_turns(fake_api, session, tree)
+        assert states[2]["run.sh"][1] & 0o111 and "conf/app.conf" in states[2]
+
+        turns = await session.turns()
+        assert [t.prompt for t in turns] == ["edit with the tools", "edit with the shell", "just talk"]
+        first, second, third = turns
+        assert {f.path: f.status for m in first.machines for f in m.files} == {"notes.md": "added", "a.txt": "modified"}
+        assert {f.path: f.status for m in second.machines for f in m.files} == {
+            "a.txt": "modified",
+            "gone.txt": "deleted",
+            "conf/app.ini": "deleted",
+            "conf/app.conf": "added",
+            "run.sh": "modified",
+            "made.txt": "added",
+        }
+        assert third.machines == ()  # a turn that changed nothing took no checkpoint
+
+        plan = await session.rewind_plan(2)
+        assert "\n-two\n+one\n" in plan.machines[0].patch  # what will change, from now to then
+        assert plan.conflicts == [] and plan.files_changed == 6
+        done = await session.rewind(plan)
+        assert state(tree) == states[1]  # as before turn 2: byte for byte, modes too
+        assert done.prompt == "edit with the shell" and done.conversation
+        assert len(session.runner.conversation.messages) == 6  # turn 1: its prompt, two calls, answer
+
+        back = await session.rewind(await session.rewind_plan(1), conversation=False)
+        assert state(tree) == states[0] and back.files is not None
+
+        undo = await session.rewind(await session.rewind_plan(back.files.undo_turn))
+        assert state(tree) == states[1]  # the last rewind undone
+        assert undo.conversation_note is not None  # a rewind's turn has no conversation to go back to
+
+
+async def test_a_file_changed_by_someone_else_is_not_overwritten_unasked(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    async with Session(settings(), platform="headless", cwd=tree, record=False) as session:
+        await three_turns(fake_api, session, tree)
+        (tree / "a.txt").write_text("the user's own edit\n")  # after the session's last turn
+        plan = await session.rewind_plan(1)
+        assert plan.conflicts == ["local:a.txt"]
+        with pytest.raises(RewindConflict):
+            await session.rewind(plan)
+        assert (tree / "a.txt").read_text() == "the user's own edit\n"  # nothing written
+        await session.rewind(plan, force=True)
+        assert (tree / "a.txt").read_text() == "one\nline two\n"
+
+
+async def test_a_file_outside_the_working_tree_is_kept_and_put_back(fake_api, anthropic_env, tmp_path):
+    tree, outside = project(tmp_path), tmp_path / "elsewhere.conf"
+    outside.write_text("before\n")
+    os.chmod(outside, 0o600)
+    fake_api.enqueue(tool_reply("write_file", {"path": str(outside), "content": "after\n"}), text_reply("ok"))
+    policy = Settings(checkpoints=CheckpointSettings()).with_run(auto_approve=True, sandbox_mode="off")
+    async with Session(policy, platform="headless", cwd=tree, record=False) as session:
+        await session.run("change it", Recorder())
+        assert outside.read_text() == "after\n"
+        await session.rewind(await session.rewind_plan(1))
+    assert outside.read_text() == "before\n" and stat.S_IMODE(outside.stat().st_mode) == 0o600
+
+
+async def test_a_failed_checkpoint_is_said_and_the_turn_goes_on(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    checkpoints_dir().mkdir(parents=True)
+    (checkpoints_dir() / "repositories").write_text("not a folder")  # the repositories cannot be made
+    said: list[str] = []
+    async with Session(settings(), platform="headless", cwd=tree, record=False) as session:
+        session.recorder.listeners.append(lambda notice: said.append(notice.text))
+        fake_api.enqueue(tool_reply("execute_command", {"command": "echo x > x.txt"}), text_reply("done"))
+        assert (await session.run("go", Recorder())).text == "done"
+        assert (tree / "x.txt").read_text() == "x\n"  # the turn went on
+        assert any("checkpoint on local failed" in text for text in said), said
+        [turn] = await session.turns()
+        assert any("no checkpoint on local" in m.note for m in turn.machines)
+
+
+async def test_checkpoints_can_be_turned_off(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    async with Session(settings(enabled=False), platform="headless", cwd=tree, record=False) as session:
+        fake_api.enqueue(tool_reply("execute_command", {"command": "echo x > x.txt"}), text_reply("done"))
+        await session.run("go", Recorder())
+        [turn] = await session.turns()
+        assert turn.machines == ()
+    assert not (checkpoints_dir() / "repositories").exists()
