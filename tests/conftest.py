@@ -77,7 +77,8 @@ def ssh_hosts() -> Iterator[Callable[..., SshLab]]:
     ``alpha``, ``bravo``, ... in ``lab.config``, plus ``lab.offline_alias`` where nothing
     listens); ``env`` is set on the server side for every remote command (sshd ``SetEnv``)
     and ``path`` goes first on the remote PATH (e.g. the venv's ``bin/``); keyword
-    ``shell_rc=True`` lets bash read the user's rc files remotely. Every server (and every
+    ``shell_rc=True`` lets bash read the user's rc files remotely; ``host_env(alias)`` adds
+    variables for one host (a home of its own). Every server (and every
     process it started) is gone at teardown. Skips when sshd or ssh is not installed; CI
     installs them, so there the tests always run.
     """
@@ -92,8 +93,9 @@ def ssh_hosts() -> Iterator[Callable[..., SshLab]]:
         path: StrPath | Sequence[StrPath] | None = None,
         *,
         shell_rc: bool = False,
+        host_env: Callable[[str], Mapping[str, str]] | None = None,
     ) -> SshLab:
-        lab = SshLab(count, env=env, path=path, shell_rc=shell_rc)
+        lab = SshLab(count, env=env, path=path, shell_rc=shell_rc, host_env=host_env)
         labs.append(lab)
         return lab
 

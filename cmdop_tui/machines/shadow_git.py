@@ -55,31 +55,34 @@ if [ ! -f "$G/HEAD" ]; then
 fi
 """
 
-# The tree as a commit on refs/cmdop/$REF (the ref's last commit when nothing changed). Files
-# over $CAP bytes that are not in a .gitignore are left out (listed after the commit id).
-_SNAPSHOT = r"""git ls-files -z -o -m --exclude-per-directory=.gitignore --exclude-from="$G/info/exclude" 2>/dev/null |
-  while IFS= read -r -d '' f; do printf './%s\0' "$f"; done |
-  xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size +"$0"c -print0 2>/dev/null' "$CAP" > "$G/big.found"
+# The tree as a commit on refs/cmdop/$REF (the ref's last commit when nothing changed). One walk
+# of the tree lists what changed since the index (new, modified, deleted files; the tree's
+# .gitignore files respected); only those are hashed. A file over $CAP bytes is left out (and
+# named after the commit id). A tree git has never seen is hashed whole, once.
+_SNAPSHOT = r"""read -r p pt < <(git for-each-ref --format='%(objectname) %(tree)' "refs/cmdop/$REF")
+git ls-files -z -o -m -d --exclude-per-directory=.gitignore > "$G/changed" || exit 93
 : > "$G/big"
-while IFS= read -r -d '' f; do
-  f=${f#./}
-  case "$f" in *$'\n'*) continue ;; esac
-  e=${f//\\/\\\\}; e=${e//\*/\\*}; e=${e//\?/\\?}; e=${e//\[/\\[}
-  printf '/%s\n' "$e" >> "$G/big"
-done < "$G/big.found"
-if [ -s "$G/big.found" ]; then
-  git rm -r -q --cached --ignore-unmatch --pathspec-from-file="$G/big.found" --pathspec-file-nul >/dev/null 2>&1
+if [ -s "$G/changed" ]; then
+  while IFS= read -r -d '' f; do printf './%s\0' "$f"; done < "$G/changed" |
+    xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size +"$0"c -print0 2>/dev/null' "$CAP" > "$G/big"
+  if [ -s "$G/big" ]; then  # left out: out of the index, and off the list to hash
+    declare -A big=()
+    while IFS= read -r -d '' f; do printf '%s\0' "${f#./}"; done < "$G/big" |
+      git update-index -z --force-remove --stdin 2>/dev/null
+    while IFS= read -r -d '' f; do big[${f#./}]=1; done < "$G/big"
+    while IFS= read -r -d '' f; do [ -n "${big[$f]:-}" ] || printf '%s\0' "$f"; done < "$G/changed" > "$G/small"
+    mv -f -- "$G/small" "$G/changed"
+  fi
+  git update-index -z --add --remove --stdin < "$G/changed" 2>"$G/add.err" || { cat "$G/add.err" >&2; exit 93; }
 fi
-git -c core.excludesFile="$G/big" add -A -- . 2>"$G/add.err" || { cat "$G/add.err" >&2; exit 93; }
-t=$(git write-tree) || exit 94
-p=$(git rev-parse -q --verify "refs/cmdop/$REF^{commit}" 2>/dev/null)
-if [ -n "$p" ] && [ "$(git rev-parse "$p^{tree}")" = "$t" ]; then
+t=$(git write-tree) || exit 94  # the index is every session's of this tree: never assume it is ours
+if [ -n "$p" ] && [ "$pt" = "$t" ]; then
   c=$p
 else
   c=$(git commit-tree "$t" ${p:+-p "$p"} -m "$MSG") && git update-ref "refs/cmdop/$REF" "$c" || exit 95
 fi
 printf '%s\n' "$c"
-tr '\0' '\n' < "$G/big.found" | sed 's|^\./||'
+tr '\0' '\n' < "$G/big" | sed 's|^\./||'
 """
 
 _CHANGES = r"""git diff --no-renames --numstat -z "$A" "$B" -- || exit 96
@@ -95,6 +98,7 @@ _PATCH = r"""git diff --no-renames --no-color --no-ext-diff --no-textconv "$A" "
 _RESTORE = (
     _SNAPSHOT
     + r"""git read-tree --reset -u "$TARGET" || exit 97
+r=$(git commit-tree "$TARGET^{tree}" -p "$c" -m "$MSG (restored)") && git update-ref "refs/cmdop/$REF" "$r" || exit 95
 """
 )
 

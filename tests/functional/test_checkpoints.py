@@ -94,7 +94,10 @@ async def test_every_turn_can_be_rewound_byte_for_byte_and_the_rewind_undone(fak
         assert done.prompt == "edit with the shell" and done.conversation
         assert len(session.runner.conversation.messages) == 6  # turn 1: its prompt, two calls, answer
 
-        back = await session.rewind(await session.rewind_plan(1), conversation=False)
+        p1 = await session.rewind_plan(1)
+        print("RECORDS", session.checkpoints.log.checkpoints())
+        print("P1", [(m.present, m.target, m.changed_by_others) for m in p1.machines])
+        back = await session.rewind(p1, conversation=False)
         assert state(tree) == states[0] and back.files is not None
 
         undo = await session.rewind(await session.rewind_plan(back.files.undo_turn))
