@@ -63,8 +63,8 @@ _SNAPSHOT = r"""read -r p pt < <(git for-each-ref --format='%(objectname) %(tree
 git ls-files -z -o -m -d --exclude-per-directory=.gitignore > "$G/changed" || exit 93
 : > "$G/big"
 if [ -s "$G/changed" ]; then
-  while IFS= read -r -d '' f; do printf './%s\0' "$f"; done < "$G/changed" |
-    xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size +"$0"c -print0 2>/dev/null' "$CAP" > "$G/big"
+  while IFS= read -r -d '' f; do printf './%s\0' "$f"; done < "$G/changed" > "$G/dotted"  # find takes no -path
+  xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type f -size +"$0"c -print0 2>/dev/null' "$CAP" < "$G/dotted" > "$G/big"
   if [ -s "$G/big" ]; then  # left out: out of the index, and off the list to hash
     declare -A big=()
     while IFS= read -r -d '' f; do printf '%s\0' "${f#./}"; done < "$G/big" |
@@ -73,7 +73,21 @@ if [ -s "$G/changed" ]; then
     while IFS= read -r -d '' f; do [ -n "${big[$f]:-}" ] || printf '%s\0' "$f"; done < "$G/changed" > "$G/small"
     mv -f -- "$G/small" "$G/changed"
   fi
-  git update-index -z --add --remove --stdin < "$G/changed" 2>"$G/add.err" || { cat "$G/add.err" >&2; exit 93; }
+  # A path under a folder a command swapped for a symlink (the link is new: it is listed) is
+  # gone from the tree: git would refuse it as "beyond a symbolic link", and reads no link.
+  xargs -0 -r sh -c 'find "$@" -maxdepth 0 -type l -print0 2>/dev/null' sh < "$G/dotted" > "$G/links"
+  if [ -s "$G/links" ]; then
+    declare -A link=()
+    while IFS= read -r -d '' f; do link[${f#./}]=1; done < "$G/links"
+    while IFS= read -r -d '' f; do
+      d=$f; linked=
+      while [ "${d%/*}" != "$d" ]; do d=${d%/*}; [ -z "${link[$d]:-}" ] || { linked=1; break; }; done
+      if [ -n "$linked" ]; then printf '%s\0' "$f" >&3; else printf '%s\0' "$f"; fi
+    done < "$G/changed" > "$G/present" 3> "$G/gone"
+    git update-index -z --force-remove --stdin < "$G/gone" || exit 93
+    mv -f -- "$G/present" "$G/changed"
+  fi
+  git update-index -z --add --remove --replace --stdin < "$G/changed" 2>"$G/add.err" || { cat "$G/add.err" >&2; exit 93; }
 fi
 t=$(git write-tree) || exit 94  # the index is every session's of this tree: never assume it is ours
 if [ -n "$p" ] && [ "$pt" = "$t" ]; then

@@ -155,3 +155,40 @@ async def test_checkpoints_can_be_turned_off(fake_api, anthropic_env, tmp_path):
         [turn] = await session.turns()
         assert turn.machines == ()
     assert not (checkpoints_dir() / "repositories").exists()
+
+
+async def test_checkpoints_live_with_the_session_and_come_back_with_it(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    original = state(tree)
+    fake_api.enqueue(tool_reply("execute_command", {"command": SHELL_EDITS}), text_reply("done"))
+    async with Session(settings(), platform="headless", cwd=tree) as session:
+        await session.run("edit with the shell", Recorder())
+    assert state(tree) != original
+    resumed = settings().with_run(continue_latest=True)
+    async with Session(resumed, platform="headless", cwd=tree) as session:
+        [turn] = await session.turns()
+        assert turn.prompt == "edit with the shell" and len(turn.machines[0].files) == 6
+        done = await session.rewind(await session.rewind_plan(1))
+        assert done.conversation and session.runner.conversation.messages == []
+    assert state(tree) == original
+
+
+async def test_a_rewind_writes_nothing_through_a_symlink_a_command_left(fake_api, anthropic_env, tmp_path):
+    # A hostile turn swaps a folder for a link to a place outside the tree: putting the folder's
+    # files back must make the folder again, not write into where the link points.
+    tree, outside = project(tmp_path), tmp_path / "outside"
+    outside.mkdir()
+    (outside / "app.ini").write_text("someone else's\n")
+    original = state(tree)
+    swap = f"rm -rf conf && ln -s {outside} conf && rm a.txt && ln -s {outside}/app.ini a.txt"
+    fake_api.enqueue(tool_reply("execute_command", {"command": swap}), text_reply("swapped"))
+    policy = settings().with_run(sandbox_mode="off")  # the sandbox would refuse nothing here anyway
+    async with Session(policy, platform="headless", cwd=tree, record=False) as session:
+        await session.run("swap", Recorder())
+        assert (tree / "conf").is_symlink()
+        await session.rewind(await session.rewind_plan(1))
+    assert not (tree / "conf").is_symlink() and not (tree / "a.txt").is_symlink()
+    assert state(tree) == original
+    assert [p.name for p in outside.iterdir()] == ["app.ini"] and (
+        outside / "app.ini"
+    ).read_text() == "someone else's\n"
