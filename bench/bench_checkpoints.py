@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
@@ -31,6 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from remote_side import make_home, remove_home, workspace
 from sshd import SshLab
+
+from cmdop_tui.machines.shadow_git import ShadowRepo, run_here
 
 TURNS = 20
 FILES = 10_000
@@ -53,7 +56,9 @@ def big_tree(root: Path) -> Path:
     return root
 
 
-async def checkpoint_costs(shadow_factory, tree_change) -> tuple[float, list[float], list[float]]:  # noqa: ANN001
+async def checkpoint_costs(
+    shadow_factory: Callable[[], ShadowRepo], tree_change: Callable[[int], Awaitable[None]]
+) -> tuple[float, list[float], list[float]]:
     """(first, befores, afters) in ms, over TURNS turns that each change a few files."""
     shadow = shadow_factory()
     started = time.perf_counter()
@@ -81,8 +86,6 @@ def report(where: str, costs: tuple[float, list[float], list[float]], target: in
 
 
 async def local_costs(base: Path) -> None:
-    from cmdop_tui.machines.shadow_git import ShadowRepo, run_here
-
     tree = big_tree(base / "local-tree")
 
     async def change(turn: int) -> None:
@@ -131,7 +134,9 @@ if __name__ == "__main__":
         for home in homes:  # a fresh workspace on each host for the session
             remove_home(home)
             home.mkdir(mode=0o700)
-        right, total = asyncio.run(rewind_correctness(lab, {n: workspace(h) for n, h in zip(HOSTS, homes)}, bench_home))
+        right, total = asyncio.run(
+            rewind_correctness(lab, {n: workspace(h) for n, h in zip(HOSTS, homes, strict=True)}, bench_home)
+        )
         print(
             f"rewind correctness, {TURNS} turns on 3 machines: {right}/{total} states exact ({right / total:.0%})  [target 100 %]"
         )
