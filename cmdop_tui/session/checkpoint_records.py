@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import subprocess
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -146,3 +149,47 @@ def _parse(line: str) -> Record | None:
         return kind(**data)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def prune(keep_days: int, now: float | None = None) -> list[str]:
+    """Remove the checkpoints of sessions untouched for `keep_days`: their records, and their
+    refs in this machine's shadow repositories (git then lets go of what only they kept).
+    Returns the sessions removed; what cannot be removed is left for the next time."""
+    cutoff = (now if now is not None else time.time()) - keep_days * 86_400
+    sessions = checkpoints_dir() / "sessions"
+    try:
+        old = [entry for entry in sessions.iterdir() if entry.is_dir() and _last_written(entry) < cutoff]
+    except OSError:
+        return []
+    for entry in old:
+        shutil.rmtree(entry, ignore_errors=True)
+    if old:
+        _forget_refs([entry.name for entry in old])
+    return [entry.name for entry in old]
+
+
+def ref_name(session: str) -> str:
+    """The ref a session's checkpoints are kept on (`refs/cmdop/NAME`) in every repository."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", session)
+
+
+def _last_written(folder: Path) -> float:
+    records = folder / "records.jsonl"
+    return max(folder.stat().st_mtime, records.stat().st_mtime if records.exists() else 0.0)
+
+
+def _forget_refs(sessions: list[str]) -> None:
+    try:
+        repositories = [p for p in (checkpoints_dir() / "repositories").iterdir() if (p / "HEAD").is_file()]
+    except OSError:
+        return
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    for repository in repositories:
+        git = ["git", f"--git-dir={repository}"]
+        refs = "".join(f"delete refs/cmdop/{ref_name(name)}\n" for name in sessions)
+        subprocess.run([*git, "update-ref", "--stdin"], input=refs.encode(), env=env, capture_output=True, check=False)
+        subprocess.run([*git, "gc", "--quiet", "--prune=now"], env=env, capture_output=True, check=False)

@@ -38,6 +38,7 @@ from cmdop_tui.session.checkpoint_records import (
     Phase,
     TurnRecord,
     checkpoints_dir,
+    ref_name,
 )
 
 Say = Callable[[str], None]
@@ -146,7 +147,7 @@ class Checkpoints:
     @property
     def ref(self) -> str:
         """The ref this session's checkpoints are kept on, in every shadow repository."""
-        return re.sub(r"[^A-Za-z0-9_.-]", "_", self.session_key)
+        return ref_name(self.session_key)
 
     async def _checkpoint(self, turn: int, machine: str, phase: Phase) -> None:
         try:

@@ -37,6 +37,7 @@ from cmdop_tui.mcp.asks import ClientAnswers, Elicitor, Root
 from cmdop_tui.mcp.configured import Configured, configured
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
+from cmdop_tui.session.checkpoint_records import prune as prune_checkpoints
 from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
@@ -193,6 +194,7 @@ class Session:
             session=lambda: recorder.session_id,
         )
         self._runner.changes = self.checkpoints
+        await asyncio.to_thread(prune_checkpoints, self.settings.checkpoints.keep_days)
 
     async def _build_fleet(self) -> Fleet:
         """The settings' machines, read off the event loop (ansible-inventory takes a second or

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -192,3 +194,22 @@ async def test_a_rewind_writes_nothing_through_a_symlink_a_command_left(fake_api
     assert [p.name for p in outside.iterdir()] == ["app.ini"] and (
         outside / "app.ini"
     ).read_text() == "someone else's\n"
+
+
+async def test_checkpoints_older_than_the_settings_keep_are_removed(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo x > x.txt"}), text_reply("done"))
+    async with Session(settings(), platform="headless", cwd=tree) as session:
+        await session.run("go", Recorder())
+        old = session.checkpoints.log.folder
+        repository = next((checkpoints_dir() / "repositories").iterdir())
+        ref = f"refs/cmdop/{session.checkpoints.ref}"
+    git = ["git", f"--git-dir={repository}"]
+    assert subprocess.run([*git, "rev-parse", "--verify", ref], capture_output=True).returncode == 0
+    long_ago = time.time() - 40 * 86_400
+    for path in (old, old / "records.jsonl"):
+        os.utime(path, (long_ago, long_ago))
+    async with Session(settings(keep_days=30), platform="headless", cwd=tree, record=False):
+        pass  # opening a session prunes
+    assert not old.exists()
+    assert subprocess.run([*git, "rev-parse", "--verify", ref], capture_output=True).returncode != 0
