@@ -14,8 +14,11 @@ from pathlib import Path
 import pytest
 from agent_helpers import Recorder
 from fake_anthropic import text_reply, tool_reply
+from remote_side import make_home, remove_home
 
+from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import CheckpointSettings, Settings
+from cmdop_tui.machines.sandbox import bubblewrap
 from cmdop_tui.session.checkpoint_records import checkpoints_dir
 from cmdop_tui.session.rewind import RewindConflict
 from cmdop_tui.session.session import Session
@@ -213,3 +216,30 @@ async def test_checkpoints_older_than_the_settings_keep_are_removed(fake_api, an
         pass  # opening a session prunes
     assert not old.exists()
     assert subprocess.run([*git, "rev-parse", "--verify", ref], capture_output=True).returncode != 0
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+async def test_a_command_a_person_let_out_of_the_sandbox_is_noted_and_its_refused_path_kept(
+    fake_api, anthropic_env, tmp_path
+):
+    tree, place = project(tmp_path), make_home()  # outside /tmp: the sandbox refuses the write there
+    try:
+        target = place / "site.conf"
+        target.write_text("listen 80\n")
+
+        async def person(call: ToolCall) -> Approval:
+            return Approval(True, by_person=True)
+
+        command = f"echo 'listen 8080' > {target}"
+        fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("done"))
+        async with Session(Settings(), platform="headless", cwd=tree, record=False, ask=person) as session:
+            await session.run("change the site", Recorder())
+            assert target.read_text() == "listen 8080\n"
+            [turn] = await session.turns()
+            assert any("ran outside the sandbox" in text for text in turn.cannot)
+            plan = await session.rewind_plan(1)
+            assert [record.path for record in plan.outside] == [str(target)]
+            await session.rewind(plan)
+        assert target.read_text() == "listen 80\n"
+    finally:
+        remove_home(place)
