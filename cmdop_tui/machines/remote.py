@@ -212,6 +212,16 @@ class RemoteMachine:
         script = WRITE_SCRIPT.format(path=_path(path))
         return await self._write(path, script, content.encode("utf-8"), sandboxed)
 
+    async def remove_file(self, path: str) -> MachineResult:
+        """Remove a file there, outside the sandbox: a rewind putting back the absence of a file
+        the session made (the user's own action, as the write it undoes was allowed)."""
+        ran = await self._run(f"rm -f -- {_path(path)}", None, False)
+        return ran if isinstance(ran, MachineResult) else _as_result(self.name, ran[1])
+
+    async def absolute_path(self, path: str) -> str:
+        """`path` as an absolute path there (`~` the remote home, relative: the workspace)."""
+        return (await self.sandbox_of()).absolute(path)
+
     async def edit_file(
         self, path: str, old_string: str, new_string: str, *, replace_all: bool = False, sandboxed: bool = True
     ) -> MachineResult:

@@ -19,7 +19,7 @@ import os
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cmdop_tui.agent.approval import ToolCall
@@ -73,7 +73,7 @@ class Checkpoints:
     log: CheckpointLog = field(init=False)
     _fallback: str = field(default_factory=lambda: "unrecorded-" + uuid.uuid4().hex[:12])
     _turn: TurnRecord | None = None
-    _touched: dict[str, str] = field(default_factory=dict)  # this turn: machine -> ref (checkpointed)
+    _touched: dict[str, bool] = field(default_factory=dict)  # this turn's machines: checkpointed?
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def __post_init__(self) -> None:
@@ -119,12 +119,11 @@ class Checkpoints:
                     self._note(turn.turn, machine, f"{call.name}: no checkpoint on {machine} (the settings skip it)")
                     continue
                 if machine not in self._touched:
-                    self._touched[machine] = machine
-                    await self._checkpoint(turn.turn, machine, "before")
+                    self._touched[machine] = await self._checkpoint(turn.turn, machine, "before")
                 for words in irreversible_effects(command):
                     self._note(turn.turn, machine, f"{words}: {command[:120]}")
-            if call.name in FILE_TOOLS and call.placement.machines == ("local",):
-                self.keep_outside(turn.turn, str(call.input.get("path", "")))
+            if call.name in FILE_TOOLS and len(call.placement.machines) == 1:
+                await self.keep_written(turn.turn, call.placement.machines[0], str(call.input.get("path", "")))
 
     def left_sandbox(self, call: ToolCall, needs: SandboxRefusal) -> None:
         """A person let `call` run outside the sandbox: what it writes there no checkpoint sees
@@ -149,14 +148,55 @@ class Checkpoints:
         """The ref this session's checkpoints are kept on, in every shadow repository."""
         return ref_name(self.session_key)
 
-    async def _checkpoint(self, turn: int, machine: str, phase: Phase) -> None:
+    async def _checkpoint(self, turn: int, machine: str, phase: Phase) -> bool:
         try:
             snapshot = await self.shadow(machine).snapshot(self.ref, f"turn {turn} {phase}")
         except MachineError as exc:
             self._note(turn, machine, f"no checkpoint on {machine}: {exc}", failed=True)
             self.say(f"checkpoint on {machine} failed: {exc}; this turn's changes there cannot be rewound")
-            return
+            return False
         self._write(CheckpointRecord(turn, machine, phase, snapshot.commit, snapshot.left_out))
+        return True
+
+    async def keep_written(self, turn: int, machine: str, raw: str) -> None:
+        """Keep what a file a file tool is about to write was, where no checkpoint of a tree
+        holds it: outside the tree, or on a machine whose tree has no checkpoint (no git)."""
+        if not raw:
+            return
+        if machine == "local":
+            self.keep_outside(turn, raw)
+            return
+        try:
+            remote = self.fleet.remote(machine)
+            if remote is None:
+                return
+            target = await remote.absolute_path(raw)
+            tree = (await remote.sandbox_of()).workspace
+            if self._touched.get(machine) and within(Path(target), Path(tree)):
+                return
+            if any(r.machine == machine and r.path == target and r.turn == turn for r in self.log.outside(turn)):
+                return
+            before = await remote.read_bytes(target, max_bytes=MAX_OUTSIDE_BYTES)
+        except MachineError as exc:
+            self._note(turn, machine, f"{raw} could not be kept ({exc})", failed=True)
+            return
+        if before.error is not None:
+            self._note(turn, machine, f"{raw} could not be kept ({before.error})", failed=True)
+            return
+        self._keep(OutsideRecord(turn, machine, target, before.exists, 0), before.data)
+
+    def _keep(self, record: OutsideRecord, data: bytes) -> None:
+        """Write down a file's prior content (none when it did not exist)."""
+        blob = uuid.uuid4().hex if record.existed else ""
+        try:
+            if record.existed:
+                self.log.keep_blob(blob, data)
+        except OSError as exc:
+            self._note(
+                record.turn, record.machine, f"{record.path} could not be kept ({exc.strerror or exc})", failed=True
+            )
+            return
+        self._write(replace(record, blob=blob))
 
     def keep_outside(self, turn: int, raw: str) -> None:
         """Keep what the local file at `raw` was, when it is outside the working tree."""
@@ -172,14 +212,12 @@ class Checkpoints:
             if stat is not None and stat.st_size > MAX_OUTSIDE_BYTES:
                 self._note(turn, "local", f"{path} is larger than {MAX_OUTSIDE_BYTES // 1_000_000} MB: not kept")
                 return
-            blob = uuid.uuid4().hex if stat is not None else ""
-            if stat is not None:
-                self.log.keep_blob(blob, path.read_bytes())
-            self._write(
-                OutsideRecord(turn, "local", str(path), stat is not None, (stat.st_mode & 0o7777) if stat else 0, blob)
-            )
+            data = path.read_bytes() if stat is not None else b""
         except OSError as exc:
             self._note(turn, "local", f"{path} could not be kept ({exc.strerror or exc})", failed=True)
+            return
+        mode = stat.st_mode & 0o7777 if stat is not None else 0
+        self._keep(OutsideRecord(turn, "local", str(path), stat is not None, mode), data)
 
     def _note(self, turn: int, machine: str, text: str, *, failed: bool = False) -> None:
         if not any(note.machine == machine and note.text == text for note in self.log.notes(turn)):

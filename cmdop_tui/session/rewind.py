@@ -218,26 +218,49 @@ async def restore_files(
         checkpoints.log.add(CheckpointRecord(own.turn, machine.machine, "after", machine.target))
         restored.append(f"{machine.machine}: {len(machine.changes)} files")
     for record in rewind.outside:
-        try:
-            _put_back(checkpoints, own.turn, record)
-            restored.append(f"local: {record.path}")
-        except OSError as exc:
-            failed.append(f"local: {record.path}: {exc.strerror or exc}")
+        why = await _put_back(checkpoints, own.turn, record)
+        (failed if why else restored).append(f"{record.machine}: {record.path}" + (f": {why}" if why else ""))
     return RewindResult(rewind.turn.turn, own.turn, tuple(restored), tuple(failed))
 
 
-def _put_back(checkpoints: Checkpoints, turn: int, record: OutsideRecord) -> None:
-    """A file outside the tree as it was: its present kept first (the rewind's own turn)."""
+async def _put_back(checkpoints: Checkpoints, turn: int, record: OutsideRecord) -> str | None:
+    """A file outside the trees as it was, its present kept first (in the rewind's own turn);
+    None when done, else why not."""
+    if record.machine != "local":
+        return await _put_back_there(checkpoints, turn, record)
     path = Path(record.path)
     checkpoints.keep_outside(turn, str(path))
-    if not record.existed:
-        path.unlink(missing_ok=True)
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.cmdop-rewind")
-    temporary.write_bytes(checkpoints.log.blob(record.blob))
-    os.chmod(temporary, record.mode)
-    os.replace(temporary, path)
+    try:
+        if not record.existed:
+            path.unlink(missing_ok=True)
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.cmdop-rewind")
+        temporary.write_bytes(checkpoints.log.blob(record.blob))
+        os.chmod(temporary, record.mode)
+        os.replace(temporary, path)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
+async def _put_back_there(checkpoints: Checkpoints, turn: int, record: OutsideRecord) -> str | None:
+    """The same on another machine, over its connection (its mode kept as it is now)."""
+    try:
+        remote = checkpoints.fleet.remote(record.machine)
+        if remote is None:
+            return "not another machine"
+        await checkpoints.keep_written(turn, record.machine, record.path)
+        if not record.existed:
+            done = await remote.remove_file(record.path)
+        else:
+            text = checkpoints.log.blob(record.blob).decode("utf-8")
+            done = await remote.write_file(record.path, text, sandboxed=False)
+    except (MachineError, OSError) as exc:
+        return str(exc)
+    except UnicodeDecodeError:
+        return "its prior content is not text: not written back"
+    return done.text if done.is_error else None
 
 
 def conversation_back(conversation: Conversation, turn: TurnRecord) -> str | None:

@@ -81,15 +81,17 @@ async def test_a_fan_out_rewinds_as_one_on_every_host(fake_api, anthropic_env, h
 async def test_a_host_without_git_is_said_and_the_turn_goes_on(fake_api, anthropic_env, ssh_hosts, tmp_path):
     home = make_home()
     try:
-        bare = tmp_path / "bin"  # a PATH with bash and coreutils but no git
+        bare = home / "bin"  # the system's programs but git (outside /tmp: a sandbox there hides it)
         bare.mkdir()
-        for tool in ("bash", "sh", "cat", "mkdir", "rm", "env", "base64", "find", "readlink", "uname", "tr", "sed"):
-            source = Path("/usr/bin") / tool
-            if source.exists():
-                (bare / tool).symlink_to(source)
+        for program in Path("/usr/bin").iterdir():
+            if not program.name.startswith("git"):
+                (bare / program.name).symlink_to(program)
         lab = ssh_hosts(1, host_env=lambda alias: {"HOME": str(home), "PATH": str(bare)})
+        (workspace(home) / "app.conf").write_text("port 80\n")
         fake_api.enqueue(
-            tool_reply("execute_command", {"command": "echo x > x.txt", "machine": "alpha"}), text_reply("ok")
+            tool_reply("execute_command", {"command": "echo x > x.txt", "machine": "alpha"}),
+            tool_reply("write_file", {"path": "app.conf", "content": "port 8080\n", "machine": "alpha"}),
+            text_reply("ok"),
         )
         settings = Settings(ssh_config=lab.config, run=RunOptions(auto_approve=True))
         said: list[str] = []
@@ -97,7 +99,11 @@ async def test_a_host_without_git_is_said_and_the_turn_goes_on(fake_api, anthrop
             session.recorder.listeners.append(lambda notice: said.append(notice.text))
             assert (await session.run("go", Recorder())).text == "ok"
             [turn] = await session.turns()
-        assert (workspace(home) / "x.txt").read_text() == "x\n"
+            assert (workspace(home) / "app.conf").read_text() == "port 8080\n"
+            done = await session.rewind(await session.rewind_plan(1))  # what the file tool wrote is kept
+            assert done.files is not None and done.files.failed == ()
+        assert (workspace(home) / "app.conf").read_text() == "port 80\n"
+        assert (workspace(home) / "x.txt").read_text() == "x\n"  # what the command did: not kept, as said
         assert any("checkpoint on alpha failed: git is not installed there" in text for text in said), said
         assert [m.note for m in turn.machines] == ["no checkpoint on alpha: git is not installed there"]
     finally:
