@@ -14,9 +14,8 @@ Both cancel channels are checked at every boundary; the UI channel also interrup
 flight. Whatever happens, the history stays valid for the next request.
 
 The rooms it calls: the context meter builds and sizes each request and compacts when due
-(context_meter.py), the tool executor runs the calls (executor.py), the ledger keeps the cost
-and the budget (ledger.py). The configuration has one writer (agent_config.LoopConfig), reached
-from outside through `Runner.reconfigure`.
+(context_meter.py), the tool executor runs the calls (executor.py), the ledger keeps the cost and
+the budget (ledger.py). The configuration has one writer (LoopConfig): `Runner.reconfigure`.
 """
 
 from __future__ import annotations
