@@ -149,6 +149,12 @@ class Checkpoints:
         return ref_name(self.session_key)
 
     async def _checkpoint(self, turn: int, machine: str, phase: Phase) -> bool:
+        """Checkpoint `machine` now; False when that failed (said and noted). A Stop meanwhile
+        stops the turn at once, and the checkpoint still ends (git killed mid-write would
+        leave its index locked for every later one)."""
+        return await asyncio.shield(asyncio.ensure_future(self._take(turn, machine, phase)))
+
+    async def _take(self, turn: int, machine: str, phase: Phase) -> bool:
         try:
             snapshot = await self.shadow(machine).snapshot(self.ref, f"turn {turn} {phase}")
         except MachineError as exc:

@@ -5,7 +5,9 @@ not overwritten unasked; a checkpoint that fails is said and the turn goes on.""
 
 from __future__ import annotations
 
+import asyncio
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -243,3 +245,34 @@ async def test_a_command_a_person_let_out_of_the_sandbox_is_noted_and_its_refuse
         assert target.read_text() == "listen 80\n"
     finally:
         remove_home(place)
+
+
+async def test_a_stop_during_a_checkpoint_stops_at_once_and_leaves_git_usable(
+    fake_api, anthropic_env, tmp_path, monkeypatch
+):
+    tree, hold = project(tmp_path), tmp_path / "hold"
+    hold.mkdir()
+    real_git = shutil.which("git")
+    slow = hold / "git"  # git that waits, once, for the test to let it go on
+    slow.write_text(
+        f'#!/bin/bash\nif [ "$1" = update-index ] && [ -e {hold}/armed ] && [ ! -e {hold}/seen ]; then\n'
+        f'  touch {hold}/seen; while [ ! -e {hold}/go ]; do sleep 0.01; done\nfi\nexec {real_git} "$@"\n'
+    )
+    slow.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{hold}:{os.environ['PATH']}")
+    async with Session(settings(), platform="headless", cwd=tree, record=False) as session:
+        await session.checkpoints.shadow("local").snapshot(session.checkpoints.ref, "the tree known")
+        (tree / "a.txt").write_text("changed before the turn\n")  # so the turn's checkpoint hashes
+        (hold / "armed").touch()
+        fake_api.enqueue(tool_reply("execute_command", {"command": "echo x > x.txt"}))  # stopped before more
+        run = asyncio.create_task(session.run("go", Recorder()))
+        while not (hold / "seen").exists():
+            await asyncio.sleep(0.01)  # the checkpoint is under way
+        session.stop()
+        result = await asyncio.wait_for(run, 5)
+        assert result.status == "cancelled" and not (tree / "x.txt").exists()
+        (hold / "go").touch()
+        fake_api.enqueue(tool_reply("execute_command", {"command": "echo y > y.txt"}), text_reply("done"))
+        assert (await session.run("again", Recorder())).text == "done"
+        turns = await session.turns()
+        assert [len(t.machines) for t in turns] == [1, 1] and all(not m.note for t in turns for m in t.machines)
