@@ -1,5 +1,6 @@
 """`cmdop-tui rewind` as a user runs it: headless sessions (`-p`, recorded) in child processes that
-change a project through the fake API, then the rewind command, with no API key, in another."""
+change a project through the fake API, then the rewind command, with no API key, in another; and
+`Operator.turns` / `Operator.rewind` in the library."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
+
+from cmdop_tui import Operator, RewindConflict, RewindError
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 SHELL_EDIT = "sed -i s/one/two/ a.txt && rm gone.txt && printf 'made\\n' > made.txt && chmod +x run.sh"
@@ -256,6 +259,40 @@ def test_a_remote_machine_is_rewound_over_ssh(ssh_hosts, fake_api, cli_env, tmp_
     assert back.returncode == 0, back.stderr
     assert "=== alpha: 2 files" in back.stdout and "-port = 8080" in back.stdout
     assert (workspace / "app.conf").read_text() == "port = 80\n" and not (workspace / "made.txt").exists()
+
+
+def test_the_operator_rewinds_files_and_conversation(fake_api, anthropic_env, tmp_path):
+    tree = project(tmp_path)
+    fake_api.enqueue(
+        tool_reply("write_file", {"path": "notes.md", "content": "# notes\n"}),
+        text_reply("wrote"),
+        tool_reply("execute_command", {"command": SHELL_EDIT}),
+        text_reply("shell done"),
+        text_reply("after the rewind"),
+    )
+    before = state(tree)
+    with Operator(cwd=tree, approval="auto") as operator:
+        operator.chat("write notes")
+        after_first = state(tree)
+        operator.chat("edit with the shell")
+        turns = operator.turns()
+        assert [t.prompt for t in turns] == ["write notes", "edit with the shell"]
+        assert [len(t.machines[0].files) for t in turns] == [1, 4]
+
+        done = operator.rewind()  # the last turn
+        assert state(tree) == after_first and done.conversation and done.prompt == "edit with the shell"
+        assert [m["role"] for m in operator.messages] == ["user", "assistant", "user", "assistant"]
+        assert operator.chat("again") == "after the rewind"
+        assert sent_texts(fake_api.requests[-1]) == ["write notes", "again"]
+
+        (tree / "notes.md").write_text("mine\n")
+        with pytest.raises(RewindConflict) as conflict:
+            operator.rewind(1, conversation=False)
+        assert conflict.value.paths == ["local:notes.md"]
+        forced = operator.rewind(1, conversation=False, force=True)
+        assert state(tree) == before and forced.files is not None and not forced.conversation
+        with pytest.raises(RewindError, match="no turn 42"):
+            operator.rewind(42)
 
 
 def test_the_help_names_the_command(cli_env, tmp_path):
