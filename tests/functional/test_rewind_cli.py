@@ -17,6 +17,7 @@ import pytest
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator, RewindConflict, RewindError
+from cmdop_tui.transcripts import Transcript, list_sessions
 
 CLI = [sys.executable, "-m", "cmdop_tui"]
 SHELL_EDIT = "sed -i s/one/two/ a.txt && rm gone.txt && printf 'made\\n' > made.txt && chmod +x run.sh"
@@ -193,6 +194,32 @@ def test_an_unknown_session_or_turn_is_one_line(fake_api, cli_env, tmp_path, arg
     failed = rewind(args, cli_env, tree)
     assert failed.returncode == 1 and failed.stdout == ""
     assert failed.stderr.count("\n") == 1 and said in failed.stderr, failed.stderr
+
+
+def test_what_no_checkpoint_undoes_is_named(fake_api, cli_env, tmp_path):
+    tree = project(tmp_path)
+    command = "printf 'x\\n' > x.txt && echo systemctl restart web"  # a restart, as far as a checkpoint can tell
+    fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
+    assert run_cli(["-p", "restart web", "--yes"], cli_env, tree).returncode == 0
+    listed = rewind([], cli_env, tree).stdout
+    assert "    local: 1 files +1 \N{MINUS SIGN}0" in listed
+    assert "    cannot be undone: local: services started, stopped or restarted: " in listed
+    dry = rewind(["--turn", "1", "--dry-run"], cli_env, tree).stdout
+    assert "cannot be restored: local: services started, stopped or restarted: " in dry
+
+
+def test_a_session_in_use_elsewhere_is_not_rewound(fake_api, cli_env, tmp_path):
+    tree = project(tmp_path)
+    fake_api.enqueue(tool_reply("write_file", {"path": "x.txt", "content": "x\n"}), text_reply("ok"))
+    assert run_cli(["-p", "make x", "--yes"], cli_env, tree).returncode == 0
+    [info] = list_sessions()
+    held = Transcript.open(info.id)  # as the app holds the session it runs
+    try:
+        busy = rewind(["--turn", "1"], cli_env, tree)
+    finally:
+        held.close()
+    assert busy.returncode == 1 and "is in use by another cmdop-tui process" in busy.stderr
+    assert (tree / "x.txt").exists()
 
 
 def test_nothing_to_rewind_is_said(fake_api, cli_env, tmp_path):
