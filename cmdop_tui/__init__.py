@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from cmdop_tui.config.settings import RunOptions, Settings
     from cmdop_tui.machines.spec import MachineSpec
     from cmdop_tui.session.operator import Operator, OperatorError
+    from cmdop_tui.session.rewind import RewindConflict, RewindError, Rewound, TurnSummary
 
 _LAZY = {
     "Operator": "cmdop_tui.session.operator",
@@ -32,9 +33,26 @@ _LAZY = {
     "MachineSpec": "cmdop_tui.machines.spec",
     "Settings": "cmdop_tui.config.settings",
     "RunOptions": "cmdop_tui.config.settings",
+    "RewindConflict": "cmdop_tui.session.rewind",
+    "RewindError": "cmdop_tui.session.rewind",
+    "Rewound": "cmdop_tui.session.rewind",
+    "TurnSummary": "cmdop_tui.session.rewind",
 }
 
-__all__ = ["Approval", "MachineSpec", "Operator", "OperatorError", "RunOptions", "Settings", "ToolCall", "__version__"]
+__all__ = [
+    "Approval",
+    "MachineSpec",
+    "Operator",
+    "OperatorError",
+    "RewindConflict",
+    "RewindError",
+    "Rewound",
+    "RunOptions",
+    "Settings",
+    "ToolCall",
+    "TurnSummary",
+    "__version__",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -60,6 +60,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cmdop_tui.machines_cli import machines_main
 
         return machines_main(argv[1:])
+    if argv[:1] == ["rewind"]:
+        from cmdop_tui.rewind_cli import rewind_main
+
+        return rewind_main(argv[1:])
     if argv[:1] == ["serve"]:
         from cmdop_tui.serve import serve_main
 

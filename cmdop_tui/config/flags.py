@@ -13,12 +13,19 @@ from pathlib import Path
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.version import VERSION
 
+DESCRIPTION = "Chat with an LLM operator that does real work on your machines."
+RAW = argparse.RawDescriptionHelpFormatter  # the list of commands below, as it is laid out
+COMMANDS = """commands:
+  cmdop-tui rewind [--session ID] [--turn N]   a session's turns; go back to before one
+  cmdop-tui machines list | install NAME...    the machines of the settings
+  cmdop-tui mcp list | trust                   MCP servers and their tools
+  cmdop-tui permissions list                   the permission rules
+  cmdop-tui config path | edit | keys          the settings file
+  cmdop-tui serve                              the app in a browser"""
+
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="cmdop-tui",
-        description="Chat with an LLM operator that does real work on your machines.",
-    )
+    p = argparse.ArgumentParser(prog="cmdop-tui", description=DESCRIPTION, epilog=COMMANDS, formatter_class=RAW)
     p.add_argument("--version", action="version", version=f"cmdop-tui {VERSION}")
     p.add_argument("-p", "--prompt", help="run one prompt headless and exit ('-' reads stdin)")
     p.add_argument(

@@ -11,7 +11,9 @@ Its loop settings read like Open Interpreter's, and it runs the same loop as the
 
 `chat(prompt)` blocks and returns the final answer; `async for event in operator.run(prompt)`
 yields the events `--output-format stream-json` prints, as dicts. The conversation carries over
-from one prompt to the next (`messages`; `reset()` starts afresh). Settings come from the user's
+from one prompt to the next (`messages`; `reset()` starts afresh). `turns()` lists the prompts
+with what each changed on each machine; `rewind(turn)` goes back to before one: the files (the
+present kept first) and the conversation. Settings come from the user's
 config file unless `settings` is given; the keyword arguments override them. Use either `chat()`
 or `run()` on one operator, and `close()` it (or use it as a context manager) when done.
 """
@@ -20,11 +22,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import Event
@@ -35,8 +37,10 @@ from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.mcp.asks import ElicitationRequest, Elicited, Elicitor
 from cmdop_tui.mcp.forms import FormValue
 from cmdop_tui.session.assembly import runner_config
+from cmdop_tui.session.rewind import RewindError, Rewound, TurnSummary
 from cmdop_tui.session.session import Session
 
+T = TypeVar("T")
 Mode = Literal["default", "strict", "auto"]
 #: Decides a tool call the rules leave to the user: True / False, or an Approval with a reason
 #: (a call that `needs_person` is allowed only by `Approval(True, by_person=True)`).
@@ -139,11 +143,16 @@ class Operator:
 
         `on_event` sees every event as it happens (the same dicts `run()` yields).
         """
+        return self._blocking(self._chat(prompt, on_event), "chat()", "operator.run(prompt)")
+
+    def _blocking(self, work: Coroutine[Any, Any, T], name: str, twin: str) -> T:
+        """Run `work` on the operator's own event loop (kept from one call to the next)."""
         if _in_event_loop():
-            raise RuntimeError("chat() runs its own event loop: in async code use `operator.run(prompt)`")
+            work.close()
+            raise RuntimeError(f"{name} runs its own event loop: in async code use `{twin}`")
         if self._event_loop is None:
             self._event_loop = asyncio.Runner()
-        return self._event_loop.run(self._chat(prompt, on_event))
+        return self._event_loop.run(work)
 
     async def run(self, prompt: str) -> AsyncIterator[dict[str, Any]]:
         """Run `prompt`, yielding each event as a dict; `last_result` holds the outcome after.
@@ -196,6 +205,39 @@ class Operator:
         """Forget the conversation; the next prompt starts a new one (and a new transcript)."""
         if self._session is not None:
             self._session.new_conversation()
+
+    # --- going back ----------------------------------------------------------------------------
+
+    def turns(self) -> list[TurnSummary]:
+        """The prompts of this session, oldest first, each with what it changed on each machine
+        (files, lines added and removed) and what no checkpoint can undo. In async code: `aturns()`."""
+        return self._blocking(self.aturns(), "turns()", "await operator.aturns()")
+
+    async def aturns(self) -> list[TurnSummary]:
+        return await (await self._open()).turns()
+
+    def rewind(
+        self, turn: int | None = None, *, files: bool = True, conversation: bool = True, force: bool = False
+    ) -> Rewound:
+        """Go back to before `turn` (a number from `turns()`; None: the last one): the files on
+        every machine it changed, the present kept first (`Rewound.files.undo_turn` undoes it),
+        and the conversation. A file changed by someone else since is not overwritten: raises
+        RewindConflict (its `paths`) unless `force`; RewindError when there is no such turn.
+        In async code: `arewind()`."""
+        work = self.arewind(turn, files=files, conversation=conversation, force=force)
+        return self._blocking(work, "rewind()", "await operator.arewind()")
+
+    async def arewind(
+        self, turn: int | None = None, *, files: bool = True, conversation: bool = True, force: bool = False
+    ) -> Rewound:
+        session = await self._open()
+        if turn is None:
+            turns = await session.turns()
+            if not turns:
+                raise RewindError("no turn to go back to yet")
+            turn = turns[-1].turn
+        plan = await session.rewind_plan(turn)
+        return await session.rewind(plan, files=files, conversation=conversation, force=force)
 
     # --- the session behind it ----------------------------------------------------------------
 

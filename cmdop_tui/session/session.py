@@ -71,7 +71,9 @@ class Session:
     still connecting before its first request (None: not at all in the TUI, whose panel shows
     them arrive; elsewhere until each has connected or failed, within its own timeout).
     `elicit` is how this surface asks the person what an MCP server wants to know (a form, or a
-    URL to visit; None: no one can, and the server is told so).
+    URL to visit; None: no one can, and the server is told so). An `offline` session opens
+    without the model client and the MCP servers (no key needed): it looks back and rewinds
+    (`cmdop-tui rewind`), and runs no prompt.
     """
 
     def __init__(
@@ -90,8 +92,10 @@ class Session:
         record: bool = True,
         mcp_wait_s: float | None = None,
         elicit: Elicitor | None = None,
+        offline: bool = False,
     ) -> None:
         self.settings = settings
+        self.offline = offline
         self.platform: Platform = platform
         self.ask = ask
         self.ui_cancel = ui_cancel or UICancel()
@@ -144,13 +148,13 @@ class Session:
         Raises MissingKeyError, LocalModelError, MachineError, PermissionsError or SettingsError,
         each with a message for the user; `close()` still cleans up after any of them.
         """
-        if self.settings.run.local and self._given_client is None:
+        if self.settings.run.local and self._given_client is None and not self.offline:
             self.local_model = local_model = LocalModelServer(self.settings.local_model)
             self._cleanup.push_async_callback(asyncio.to_thread, local_model.stop)  # even mid-start
             self.settings, _ = await asyncio.to_thread(start_local_model, self.settings, local_model)
         client = self._given_client
         if client is None:  # made off the event loop: loading the CA bundle for TLS takes tens of ms
-            client = await asyncio.to_thread(make_client, self.settings, local=self.local_model)
+            client = await asyncio.to_thread(self._make_client)
             self._cleanup.push_async_callback(client.close)
         self.client = client
         self.permissions = load_permissions(self.settings)
@@ -181,8 +185,9 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
-        asks = ServerAsks(self._runner, self.client, gate, self._mcp_roots, self.elicit, self._emit)
-        self._start_mcp(self._runner, mcp, asks.answers())
+        if not self.offline:
+            asks = ServerAsks(self._runner, self.client, gate, self._mcp_roots, self.elicit, self._emit)
+            self._start_mcp(self._runner, mcp, asks.answers())
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
         recorder = self._recorder
@@ -195,6 +200,12 @@ class Session:
         )
         self._runner.changes = self.checkpoints
         await asyncio.to_thread(prune_checkpoints, self.settings.checkpoints.keep_days)
+
+    def _make_client(self) -> anthropic.AsyncAnthropic:
+        """The settings' client; offline, one without a key that is never asked (`run` refuses)."""
+        if self.offline:
+            return anthropic.AsyncAnthropic(api_key="", max_retries=0)
+        return make_client(self.settings, local=self.local_model)
 
     async def _build_fleet(self) -> Fleet:
         """The settings' machines, read off the event loop (ansible-inventory takes a second or
@@ -265,6 +276,8 @@ class Session:
 
     async def run(self, prompt: str, emit: EventSink) -> RunResult:
         """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+        if self.offline:
+            raise RuntimeError("an offline session runs no prompt")
         if not await self._wait_for_mcp():
             emit(Cancelled(reason="ui", message="stopped by the user"))
             return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
