@@ -1,0 +1,172 @@
+"""/rewind's first step: the session's turns, oldest at the top and the newest at the bottom,
+chosen. Each turn shows its prompt (one line, cut) and, per machine, what it changed (files, lines
+added and removed), what of it no checkpoint can undo, and whether it was a rewind itself.
+
+Enter on a turn asks what goes back: the files and the conversation, the files only, the
+conversation only (a rewind's own turn has files only). Esc there goes back to the list; Esc on
+the list closes. The screen writes nothing: it answers a `RewindChoice` (the diff comes next).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from cmdop_tui.session.rewind import MachineTurn, TurnSummary
+from cmdop_tui.support.text import inert_line
+
+PROMPT_WIDTH = 64  # a prompt's one line in the list, at 80 columns
+MACHINE_LINES = 6  # per turn; a fan-out over more machines is summed on one more line
+CHOOSE_TURN = "Rewind: ↑↓ choose a turn, Enter picks it, Esc closes"
+
+
+@dataclass(frozen=True)
+class RewindChoice:
+    """What the person chose: go back to before `turn`, its files, its conversation, or both."""
+
+    turn: int
+    files: bool
+    conversation: bool
+
+
+# What can go back, in the order offered: (id, words, files, conversation).
+WHAT_GOES_BACK = (
+    ("both", "Files and conversation", True, True),
+    ("files", "Files only", True, False),
+    ("conversation", "Conversation only", False, True),
+    ("cancel", "Cancel", False, False),
+)
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def machine_words(machine: MachineTurn) -> str:
+    """`local: 2 files +3 −1`, or why what it changed is not known."""
+    if machine.note:
+        return f"{machine.machine}: {machine.note}"
+    if not machine.files:
+        return f"{machine.machine}: no files changed"
+    added, removed = machine.lines
+    return f"{machine.machine}: {plural(len(machine.files), 'file')} +{added} −{removed}"
+
+
+def turn_title(turn: TurnSummary) -> str:
+    if turn.rewind_of is not None:
+        return f"↺ a rewind to turn #{turn.rewind_of}"
+    text = inert_line(" ".join(turn.prompt.split())) or "(empty prompt)"  # one line, whatever it held
+    return text if len(text) <= PROMPT_WIDTH else text[: PROMPT_WIDTH - 1] + "…"
+
+
+def turn_content(turn: TurnSummary) -> Content:
+    """A turn as the list shows it: its number and prompt, then a line per machine."""
+    lines = [Content.assemble((f"#{turn.turn}  ", "bold"), (turn_title(turn), "bold"))]
+    shown, rest = turn.machines[:MACHINE_LINES], turn.machines[MACHINE_LINES:]
+    lines += [Content(f"    {inert_line(machine_words(m))}") for m in shown]
+    if rest:
+        files = sum(len(m.files) for m in rest)
+        added, removed = (sum(m.lines[i] for m in rest) for i in (0, 1))
+        lines.append(Content(f"    … {plural(len(rest), 'more machine')}: {plural(files, 'file')} +{added} −{removed}"))
+    if not turn.machines:
+        lines.append(Content.styled("    no files changed", "$text-muted"))
+    lines += [Content.styled(f"    cannot be undone: {inert_line(c)}", "$text-warning") for c in turn.cannot]
+    return Content("\n").join(lines)
+
+
+class RewindScreen(ModalScreen[RewindChoice | None]):
+    DEFAULT_CSS = """
+    RewindScreen {
+        align: center middle;
+
+        #rewind-dialog {
+            width: 96%;
+            height: auto;
+            max-height: 96%;
+            padding: 0 1;
+            border: thick $primary;
+            background: $surface;
+        }
+
+        #rewind-turns {
+            height: auto;
+            max-height: 18;
+            margin-top: 1;
+        }
+
+        #rewind-turn, #rewind-what {
+            height: auto;
+            margin-top: 1;
+            display: none;
+        }
+
+        #rewind-dialog.-choosing {
+            #rewind-turns { display: none; }
+            #rewind-turn, #rewind-what { display: block; }
+        }
+    }
+    """
+
+    BINDINGS = [Binding("escape", "back", "Back")]
+
+    def __init__(self, turns: Sequence[TurnSummary]) -> None:
+        super().__init__()
+        self.turns = tuple(turns)
+        self.chosen: TurnSummary | None = None  # the turn whose "what goes back" is asked
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="rewind-dialog"):
+            yield Label(Content.styled(CHOOSE_TURN, "bold"), id="rewind-title")
+            yield OptionList(*(Option(turn_content(t)) for t in self.turns), id="rewind-turns")
+            yield Static(id="rewind-turn", markup=False)  # the turn chosen, while what goes back is asked
+            yield OptionList(id="rewind-what")
+
+    def on_mount(self) -> None:
+        turns = self.query_one("#rewind-turns", OptionList)
+        turns.highlighted = len(self.turns) - 1  # the newest, as it is the likeliest
+        turns.focus()
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option_list.id == "rewind-turns":
+            self._ask_what(self.turns[event.option_index])
+            return
+        chosen = self.chosen
+        what = next(w for w in WHAT_GOES_BACK if w[0] == event.option.id)
+        self.dismiss(RewindChoice(chosen.turn, what[2], what[3]) if chosen and what[0] != "cancel" else None)
+
+    def _ask_what(self, turn: TurnSummary) -> None:
+        """The second step: what of `turn` goes back."""
+        self.chosen = turn
+        options = [
+            Option(words, id=key)
+            for key, words, _files, conversation in WHAT_GOES_BACK
+            if not (conversation and turn.rewind_of is not None)  # a rewind has no conversation of its own
+        ]
+        what = self.query_one("#rewind-what", OptionList)
+        what.clear_options()
+        what.add_options(options)
+        what.highlighted = 0
+        title = "Rewind to before this turn: what goes back? Esc: the list"
+        self.query_one("#rewind-title", Label).update(Content.styled(title, "bold"))
+        self.query_one("#rewind-turn", Static).update(turn_content(turn))
+        self.query_one("#rewind-dialog").add_class("-choosing")
+        what.focus()
+
+    def action_back(self) -> None:
+        """Esc: from the choice back to the list; from the list, close."""
+        if self.chosen is None:
+            self.dismiss(None)
+            return
+        self.chosen = None
+        self.query_one("#rewind-title", Label).update(Content.styled(CHOOSE_TURN, "bold"))
+        self.query_one("#rewind-dialog").remove_class("-choosing")
+        self.query_one("#rewind-turns", OptionList).focus()
