@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
+from remote_side import make_home, remove_home, workspace
+from sshd import SshLab, sshd_unavailable_reason
 from textual.widgets import OptionList, Static
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
@@ -216,3 +218,72 @@ async def test_rewind_is_listed_in_help(fake_api, tree):
         assert "/rewind" in help_text and "Esc Esc" in help_text
         titles = [c.title for c in app.commands.palette_commands(app)]
         assert "Rewind to before a turn" in titles
+
+
+@pytest.fixture
+def two_hosts():
+    """Two real sshd servers (alpha, bravo), each with a home of its own (outside /tmp: the
+    sandbox there makes /tmp private), and the workspace in each."""
+    reason = sshd_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"real SSH servers unavailable: {reason}")
+    homes = {alias: make_home() for alias in ("alpha", "bravo")}
+    try:
+        with SshLab(2, host_env=lambda alias: {"HOME": str(homes[alias])}) as lab:
+            yield lab, {alias: workspace(home) for alias, home in homes.items()}
+    finally:
+        for home in homes.values():
+            remove_home(home)
+
+
+async def test_a_fan_out_rewinds_as_one_with_a_line_per_host(fake_api, tree, two_hosts):
+    lab, workspaces = two_hosts
+    for folder in workspaces.values():
+        (folder / "site.conf").write_text("port 80\n")
+    command = "sed -i s/80/8080/ site.conf && printf 'made\\n' > made.txt"
+    fake_api.enqueue(
+        tool_reply("run_on_machines", {"command": command, "machines": ["alpha", "bravo"]}), text_reply("both done")
+    )
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config).with_run(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "change both hosts")
+        await finish_turn(pilot)
+        for folder in workspaces.values():
+            assert (folder / "site.conf").read_text() == "port 8080\n" and (folder / "made.txt").exists()
+
+        await open_rewind(pilot)
+        listed = shown(app, "#rewind-turns")
+        assert "alpha: 2 files +2 −1" in listed and "bravo: 2 files +2 −1" in listed
+        await pilot.press("enter", "down", "enter")  # the turn; files only
+        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen), what="the diff")
+        diff = shown(app, "#rewind-diff-text")
+        assert "── alpha: 2 files" in diff and "── bravo: 2 files" in diff and "+port 80" in diff
+        await pilot.press("y")
+        await rewound(pilot)
+        for folder in workspaces.values():
+            assert (folder / "site.conf").read_text() == "port 80\n" and not (folder / "made.txt").exists()
+        [notice] = [n for n in notices(app) if "Rewound" in n]
+        assert "restored alpha: 2 files" in notice and "restored bravo: 2 files" in notice
+
+
+def test_the_list_of_turns_at_80x24(snap_compare, fake_api, tree):
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "printf 'port 8080\\n' > site.conf"}),
+        text_reply("Set."),
+        tool_reply("execute_command", {"command": "echo 'systemctl restart web' && sed -i s/one/1/ a.txt"}),
+        text_reply("Restarted."),
+    )
+    app = make_app(fake_api, settings=SETTINGS)
+
+    async def run_before(pilot):
+        await submit(pilot, "set the port to 8080")
+        await finish_turn(pilot)
+        await submit(pilot, "restart the web service, then tidy a.txt " + "and more words " * 6)
+        await finish_turn(pilot)
+        for card in app.query(ToolCard):
+            card.record.duration_s = 0.1  # pinned: real durations differ run to run
+            card.refresh()
+        await open_rewind(pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)

@@ -23,7 +23,7 @@ from textual.widgets.option_list import Option
 from cmdop_tui.session.rewind import MachineTurn, TurnSummary
 from cmdop_tui.support.text import inert_line
 
-PROMPT_WIDTH = 64  # a prompt's one line in the list, at 80 columns
+LINE_WIDTH = 68  # a line of the list, at 80 columns
 MACHINE_LINES = 6  # per turn; a fan-out over more machines is summed on one more line
 CHOOSE_TURN = "Rewind: ↑↓ choose a turn, Enter picks it, Esc closes"
 
@@ -60,25 +60,33 @@ def machine_words(machine: MachineTurn) -> str:
     return f"{machine.machine}: {plural(len(machine.files), 'file')} +{added} −{removed}"
 
 
+def one_line(text: str, width: int) -> str:
+    """`text` on one line (whatever it held), cut to `width`."""
+    line = inert_line(" ".join(text.split()))
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
 def turn_title(turn: TurnSummary) -> str:
     if turn.rewind_of is not None:
         return f"↺ a rewind to turn #{turn.rewind_of}"
-    text = inert_line(" ".join(turn.prompt.split())) or "(empty prompt)"  # one line, whatever it held
-    return text if len(text) <= PROMPT_WIDTH else text[: PROMPT_WIDTH - 1] + "…"
+    return one_line(turn.prompt, LINE_WIDTH - 4) or "(empty prompt)"
 
 
 def turn_content(turn: TurnSummary) -> Content:
     """A turn as the list shows it: its number and prompt, then a line per machine."""
     lines = [Content.assemble((f"#{turn.turn}  ", "bold"), (turn_title(turn), "bold"))]
     shown, rest = turn.machines[:MACHINE_LINES], turn.machines[MACHINE_LINES:]
-    lines += [Content(f"    {inert_line(machine_words(m))}") for m in shown]
+    lines += [Content("    " + one_line(machine_words(m), LINE_WIDTH - 4)) for m in shown]
     if rest:
         files = sum(len(m.files) for m in rest)
         added, removed = (sum(m.lines[i] for m in rest) for i in (0, 1))
         lines.append(Content(f"    … {plural(len(rest), 'more machine')}: {plural(files, 'file')} +{added} −{removed}"))
     if not turn.machines:
         lines.append(Content.styled("    no files changed", "$text-muted"))
-    lines += [Content.styled(f"    cannot be undone: {inert_line(c)}", "$text-warning") for c in turn.cannot]
+    lines += [
+        Content.styled("    " + one_line(f"cannot be undone: {c}", LINE_WIDTH - 4), "$text-warning")
+        for c in turn.cannot
+    ]
     return Content("\n").join(lines)
 
 
