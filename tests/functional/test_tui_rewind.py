@@ -65,9 +65,15 @@ def prompt_text(app) -> str:
     return app.query_one(PromptInput).text
 
 
+async def on_screen(pilot, kind: type, part: str) -> None:
+    """Until a screen of `kind` is on top with its `part` composed."""
+    app = pilot.app
+    await wait_until(pilot, lambda: isinstance(app.screen, kind) and app.screen.query(part), what=kind.__name__)
+
+
 async def open_rewind(pilot) -> None:
     await submit(pilot, "/rewind")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, RewindScreen), what="the rewind screen")
+    await on_screen(pilot, RewindScreen, "#rewind-turns")
 
 
 async def rewound(pilot) -> None:
@@ -90,7 +96,7 @@ async def test_the_files_of_a_turn_go_back_after_the_diff_is_shown(fake_api, tre
         await pilot.press("enter")  # the turn: the newest, chosen
         assert "Files only" in shown(app, "#rewind-what")
         await pilot.press("down", "enter")  # files only
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen), what="the diff")
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
         diff = shown(app, "#rewind-diff-text")
         assert "── local: 3 files" in diff and "-two" in diff and "+one" in diff and "-# notes" in diff
         assert files(tree) == changed  # nothing written before the answer
@@ -107,7 +113,7 @@ async def test_the_files_of_a_turn_go_back_after_the_diff_is_shown(fake_api, tre
         await pilot.press("enter")
         assert "Conversation" not in shown(app, "#rewind-what")
         await pilot.press("enter")  # files only: what a rewind's own turn has
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen))
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
         await pilot.press("y")
         await wait_until(pilot, lambda: any("turn #2" in n for n in notices(app)), what="the undo")
         assert files(tree) == changed
@@ -153,7 +159,7 @@ async def test_a_file_changed_by_someone_else_is_overwritten_only_when_asked(fak
 
         await open_rewind(pilot)
         await pilot.press("enter", "enter")  # the turn; files and conversation
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen))
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
         assert "local:a.txt. Overwrite them?" in shown(app, "#rewind-conflicts")
         assert "Overwrite them and rewind (y)" in str(app.screen.query_one("#yes").label)
         await pilot.press("n")
@@ -163,11 +169,36 @@ async def test_a_file_changed_by_someone_else_is_overwritten_only_when_asked(fak
 
         await open_rewind(pilot)
         await pilot.press("enter", "enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen))
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
         await pilot.press("y")
         await rewound(pilot)
         assert files(tree) == before
         assert prompt_text(app) == "change the files" and len(app.query(UserMessage)) == 0
+
+
+async def test_a_compacted_conversation_stays_and_says_why_while_the_files_go_back(fake_api, tree):
+    before = files(tree)
+    editing_turn(fake_api)
+    fake_api.enqueue(text_reply("talked"), text_reply("## Summary\n- the files were changed"))
+    app = make_app(fake_api, settings=SETTINGS)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "change the files")
+        await finish_turn(pilot)
+        await submit(pilot, "now just talk")
+        await finish_turn(pilot)
+        await submit(pilot, "/compact")
+        await finish_turn(pilot)
+        kept = list(app.session.runner.conversation.messages)
+
+        await open_rewind(pilot)
+        await pilot.press("up", "enter", "enter")  # turn 1; files and conversation
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
+        await pilot.press("y")
+        await rewound(pilot)
+        assert files(tree) == before
+        [warning] = notices(app, "warning")
+        assert warning == "The conversation did not go back: the conversation was compacted since that turn."
+        assert app.session.runner.conversation.messages == kept and prompt_text(app) == ""
 
 
 async def test_escape_twice_at_an_empty_prompt_opens_it_and_once_does_not(fake_api, tree):
@@ -188,7 +219,11 @@ async def test_escape_twice_at_an_empty_prompt_opens_it_and_once_does_not(fake_a
 
         app.query_one(PromptInput).clear()
         await pilot.press("escape", "escape")
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindScreen), what="the rewind screen")
+        await on_screen(pilot, RewindScreen, "#rewind-turns")
+        await pilot.press("enter")  # what goes back is asked, the list hidden
+        assert app.screen.query_one("#rewind-what").display and not app.screen.query_one("#rewind-turns").display
+        await pilot.press("escape")  # back to the list
+        assert app.screen.query_one("#rewind-turns").has_focus and not app.screen.query_one("#rewind-what").display
         await pilot.press("escape")  # the list closes, nothing done
         await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen))
         assert not any("Rewound" in n for n in notices(app))
@@ -255,7 +290,7 @@ async def test_a_fan_out_rewinds_as_one_with_a_line_per_host(fake_api, tree, two
         listed = shown(app, "#rewind-turns")
         assert "alpha: 2 files +2 −1" in listed and "bravo: 2 files +2 −1" in listed
         await pilot.press("enter", "down", "enter")  # the turn; files only
-        await wait_until(pilot, lambda: isinstance(app.screen, RewindDiffScreen), what="the diff")
+        await on_screen(pilot, RewindDiffScreen, "#rewind-diff-text")
         diff = shown(app, "#rewind-diff-text")
         assert "── alpha: 2 files" in diff and "── bravo: 2 files" in diff and "+port 80" in diff
         await pilot.press("y")
