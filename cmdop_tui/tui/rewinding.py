@@ -46,7 +46,7 @@ async def choose_and_rewind(app: CommandHost, session: Session) -> None:
     choice: RewindChoice | None = await app.push_screen(RewindScreen(turns), wait_for_dismiss=True)
     if choice is None:
         return
-    plan = await session.rewind_plan(choice.turn)
+    plan = await session.rewind_plan(choice.turn) if choice.files else session.conversation_plan(choice.turn)
     if choice.files:
         confirmed = await app.push_screen(RewindDiffScreen(plan, choice.conversation), wait_for_dismiss=True)
         if not confirmed:

@@ -6,6 +6,7 @@ API) and real checkpoints (git) of a temporary project folder."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from pathlib import Path
 
@@ -17,6 +18,8 @@ from textual.widgets import OptionList, Static
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.session.checkpoint_records import checkpoints_dir
+from cmdop_tui.session.rewind import RewindError
 from cmdop_tui.tui.screens.rewind import RewindScreen
 from cmdop_tui.tui.screens.rewind_diff import RewindDiffScreen
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
@@ -59,6 +62,16 @@ def shown(app, selector: str) -> str:
         return "\n".join(str(widget.get_option_at_index(i).prompt) for i in range(widget.option_count))
     assert isinstance(widget, Static)
     return str(widget.content)
+
+
+def shadow_commits() -> int:
+    """The commits in every shadow repository of this machine: a read of a machine's present (a
+    plan) that differs from its last checkpoint adds one."""
+    repositories = checkpoints_dir() / "repositories"
+    return sum(
+        int(subprocess.check_output(["git", "--git-dir", str(git), "rev-list", "--all", "--count"], text=True))
+        for git in repositories.iterdir()
+    )
 
 
 def prompt_text(app) -> str:
@@ -146,6 +159,17 @@ async def test_the_conversation_goes_back_and_its_prompt_waits_in_the_input(fake
         await finish_turn(pilot)
         sent = fake_api.requests[-1].body["messages"]
         assert len(sent) == 7 and sent[-1]["content"][0]["text"] == "now just talk"
+
+        (tree / "later.txt").write_text("the user's, after the turns\n")  # a read of the present keeps it
+        commits, changed = shadow_commits(), files(tree)
+        await open_rewind(pilot)
+        await pilot.press("up", "up", "enter")  # turn 1 (turn 3 is the prompt sent again)
+        await pilot.press("down", "down", "enter")  # conversation only
+        await wait_until(pilot, lambda: prompt_text(app) == "change the files", what="turn 1's prompt")
+        assert len(app.query(UserMessage)) == 0 and app.session.runner.conversation.messages == []
+        assert files(tree) == changed and shadow_commits() == commits  # no machine was even read
+        with pytest.raises(RewindError):
+            app.session.conversation_plan(9)
 
 
 async def test_a_file_changed_by_someone_else_is_overwritten_only_when_asked(fake_api, tree):
