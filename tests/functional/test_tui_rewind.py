@@ -248,9 +248,13 @@ async def test_escape_twice_at_an_empty_prompt_opens_it_and_once_does_not(fake_a
         assert app.screen.query_one("#rewind-what").display and not app.screen.query_one("#rewind-turns").display
         await pilot.press("escape")  # back to the list
         assert app.screen.query_one("#rewind-turns").has_focus and not app.screen.query_one("#rewind-what").display
+        await pilot.press("enter", "down", "down", "down", "enter")  # Cancel
+        await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="cancelled")
+        await pilot.press("escape", "escape")
+        await on_screen(pilot, RewindScreen, "#rewind-turns")
         await pilot.press("escape")  # the list closes, nothing done
-        await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen))
-        assert not any("Rewound" in n for n in notices(app))
+        await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="closed")
+        assert not any("Rewound" in n for n in notices(app)) and (tree / "made.txt").exists()
 
 
 async def test_escape_twice_while_a_turn_runs_only_stops_it(fake_api, tree):

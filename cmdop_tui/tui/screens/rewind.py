@@ -37,12 +37,21 @@ class RewindChoice:
     conversation: bool
 
 
-# What can go back, in the order offered: (id, words, files, conversation).
+@dataclass(frozen=True)
+class WhatGoesBack:
+    """One answer to "what goes back?" (neither files nor conversation: cancel)."""
+
+    key: str
+    words: str
+    files: bool
+    conversation: bool
+
+
 WHAT_GOES_BACK = (
-    ("both", "Files and conversation", True, True),
-    ("files", "Files only", True, False),
-    ("conversation", "Conversation only", False, True),
-    ("cancel", "Cancel", False, False),
+    WhatGoesBack("both", "Files and conversation", files=True, conversation=True),
+    WhatGoesBack("files", "Files only", files=True, conversation=False),
+    WhatGoesBack("conversation", "Conversation only", files=False, conversation=True),
+    WhatGoesBack("cancel", "Cancel", files=False, conversation=False),
 )
 
 
@@ -147,17 +156,19 @@ class RewindScreen(ModalScreen[RewindChoice | None]):
         if event.option_list.id == "rewind-turns":
             self._ask_what(self.turns[event.option_index])
             return
-        chosen = self.chosen
-        what = next(w for w in WHAT_GOES_BACK if w[0] == event.option.id)
-        self.dismiss(RewindChoice(chosen.turn, what[2], what[3]) if chosen and what[0] != "cancel" else None)
+        chosen, what = self.chosen, next(w for w in WHAT_GOES_BACK if w.key == event.option.id)
+        if chosen is None or not (what.files or what.conversation):  # cancel
+            self.dismiss(None)
+            return
+        self.dismiss(RewindChoice(chosen.turn, what.files, what.conversation))
 
     def _ask_what(self, turn: TurnSummary) -> None:
         """The second step: what of `turn` goes back."""
         self.chosen = turn
         options = [
-            Option(words, id=key)
-            for key, words, _files, conversation in WHAT_GOES_BACK
-            if not (conversation and turn.rewind_of is not None)  # a rewind has no conversation of its own
+            Option(what.words, id=what.key)
+            for what in WHAT_GOES_BACK
+            if not (what.conversation and turn.rewind_of is not None)  # a rewind has no conversation of its own
         ]
         what = self.query_one("#rewind-what", OptionList)
         what.clear_options()
