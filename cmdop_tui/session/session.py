@@ -308,6 +308,16 @@ class Session:
         checkpoints.follow_session()
         return await plan(checkpoints, turn)
 
+    def conversation_plan(self, turn: int) -> RewindPlan:
+        """A plan that takes the conversation alone back to before `turn`: it reads no machine
+        (for a rewind with files=False). Raises RewindError."""
+        checkpoints = self._checkpoints()
+        checkpoints.follow_session()
+        record = next((t for t in checkpoints.log.turns() if t.turn == turn), None)
+        if record is None:
+            raise RewindError(f"no turn {turn} in this session")
+        return RewindPlan(record, (), (), ())
+
     async def rewind(
         self, rewind: RewindPlan, *, files: bool = True, conversation: bool = True, force: bool = False
     ) -> Rewound:

@@ -181,6 +181,7 @@ class CmdopApp(MirroredApp):
 
     def watch_running(self, running: bool) -> None:
         self.query_one("#stop", Button).disabled = not running
+        self.query_one(PromptInput).turn_running = running  # Esc Esc opens /rewind only between turns
         self.status.update_facts(running=running)
 
     def refresh_status(self) -> None:

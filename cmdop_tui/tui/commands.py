@@ -18,12 +18,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar, cast
 
 from textual.binding import BindingType
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.widget import Widget
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
     from cmdop_tui.session.session import Session
+
+
+WidgetT = TypeVar("WidgetT", bound=Widget)
 
 
 class CommandHost(Protocol):
@@ -48,6 +52,10 @@ class CommandHost(Protocol):
     async def action_request_quit(self) -> None: ...
     def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
     def suspend(self) -> AbstractContextManager[None]: ...
+    def query_one(self, selector: type[WidgetT]) -> WidgetT: ...
+    def run_worker(
+        self, work: Any, *, group: str = "default", exclusive: bool = False, exit_on_error: bool = True
+    ) -> Any: ...
 
 
 SlashHandler = Callable[[CommandHost, str], Awaitable[None]]

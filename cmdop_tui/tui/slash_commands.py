@@ -33,6 +33,7 @@ from cmdop_tui.tui.commands import (
     agent_profile_entries,
     model_alias_entries,
 )
+from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ async def slash_help(app: CommandHost, argument: str) -> None:
         ("ctrl+j", "new line"),
         ("Up/Down", "earlier prompts"),
         ("ctrl+p", "command palette"),
+        ("Esc Esc", "rewind (at an empty prompt, between turns)"),
     ]
     keys += [(b.key, b.description) for b in app.BINDINGS if isinstance(b, Binding)]
     await app.chat.add_notice(app.commands.help_text(keys))
@@ -242,6 +244,14 @@ async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
         await app.chat.add_notice(note)
 
 
+async def slash_rewind(app: CommandHost, argument: str) -> None:
+    if app.running:
+        await app.chat.add_notice(TURN_RUNNING, "warning")
+        return
+    if (session := await open_session(app)) is not None:
+        app.run_worker(rewind(app, session), group="rewind", exclusive=True, exit_on_error=False)
+
+
 async def slash_export(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
@@ -328,6 +338,11 @@ def build_registry() -> CommandRegistry:
     registry.slash(
         "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
     )(slash_sessions)
+    registry.slash(
+        "/rewind",
+        "go back to before a turn: its files, the conversation, or both (also Esc Esc)",
+        palette=(PaletteEntry("Rewind to before a turn", hint="/rewind, Esc Esc"),),
+    )(slash_rewind)
     registry.slash(
         "/export [PATH]", "write this session as Markdown", palette=(PaletteEntry("Export this session as Markdown"),)
     )(slash_export)

@@ -1,7 +1,13 @@
 """The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall.
-A paste is text: inserted inert (support/paste.py), never sent without Enter."""
+A paste is text: inserted inert (support/paste.py), never sent without Enter.
+
+Esc twice at an empty prompt between turns sends /rewind, as if typed. Esc itself goes on to
+the app (where it stops a running turn): an Esc while a turn runs starts no pair.
+"""
 
 from __future__ import annotations
+
+import time
 
 from textual import events
 from textual.message import Message
@@ -10,6 +16,8 @@ from textual.widgets import TextArea
 from cmdop_tui.support.paste import inert_paste
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
+DOUBLE_ESCAPE_S = 0.8  # the second Esc of a pair comes within this
+DOUBLE_ESCAPE_COMMAND = "/rewind"
 
 
 class PromptInput(TextArea):
@@ -42,6 +50,8 @@ class PromptInput(TextArea):
         self.sent: list[str] = []
         self._recall_index: int | None = None
         self._draft = ""
+        self.turn_running = False  # set by the app: an Esc then stops the turn
+        self._escaped_at: float | None = None  # the first Esc of a pair, at an empty prompt
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # ctrl+c copies a selection; with none it goes on to the app, where it stops a turn.
@@ -50,6 +60,8 @@ class PromptInput(TextArea):
         return super().check_action(action, parameters)
 
     async def _on_key(self, event: events.Key) -> None:
+        if event.key == "escape":
+            self._count_escape()  # and on to the app: not stopped here
         if event.key == "enter":
             self._stop(event)
             self.submit()
@@ -79,6 +91,17 @@ class PromptInput(TextArea):
     def _on_last_line(self) -> bool:
         return self.cursor_location[0] == self.document.line_count - 1
 
+    def _count_escape(self) -> None:
+        """A second Esc soon after the first, at an empty prompt between turns: /rewind."""
+        now = time.monotonic()
+        first, self._escaped_at = self._escaped_at, None
+        if self.turn_running or self.text.strip():
+            return
+        if first is not None and now - first <= DOUBLE_ESCAPE_S:
+            self.post_message(self.Submitted(self, DOUBLE_ESCAPE_COMMAND))
+        else:
+            self._escaped_at = now
+
     def submit(self) -> None:
         text = self.text.strip()
         if not text:
@@ -106,6 +129,11 @@ class PromptInput(TextArea):
             return
         self._recall_index = index
         self._show(self.sent[index])
+
+    def put_back(self, text: str) -> None:
+        """`text` in the prompt, to edit and send again (a rewound turn's prompt)."""
+        self._recall_index = None
+        self._show(text)
 
     def _show(self, text: str) -> None:
         self.load_text(text)
