@@ -97,7 +97,9 @@ async def the_servers_question(pilot, app) -> ElicitationScreen:
     await until_the_server_is_up(pilot, app)
     await submit(pilot, "ask me")
     await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
-    return app.screen
+    dialog = app.screen
+    await wait_until(pilot, lambda: dialog.query("#field-0") and app.focused is not None, what="its fields")
+    return dialog
 
 
 async def test_a_servers_form_is_a_dialog_that_checks_the_answer_before_sending_it(fake_api, project):
