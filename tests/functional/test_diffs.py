@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -125,12 +124,11 @@ def test_applying_the_diff_gives_the_new_text(old: list[str], new: list[str], en
     assert apply_patch(before, diff) == after
 
 
-def test_one_edit_in_a_10_mb_file_is_diffed_quickly() -> None:
+def test_one_edit_in_a_10_mb_file_is_one_small_hunk() -> None:
+    # How long it takes is bench/bench_edit.py's figure (a preview of a 10 MB file), not a test's.
     before = "".join(f"line {n} of a large file, long enough to make ten megabytes\n" for n in range(170_000))
     after = before.replace("line 85000 of", "line 85,000 of", 1)
-    started = time.perf_counter()
     diff = unified_diff(before, after, "big.log")
-    assert time.perf_counter() - started < 1.0
     assert "@@ -85998,7 +85998,7 @@" not in diff and "-line 85000 of" in diff and len(diff.split("\n")) == 11
 
 
