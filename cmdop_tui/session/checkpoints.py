@@ -18,7 +18,7 @@ import asyncio
 import os
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -45,6 +45,7 @@ Say = Callable[[str], None]
 FILE_TOOLS = frozenset({"write_file", "edit_file"})
 COMMAND_TOOLS = frozenset({"execute_command", "run_on_machines"})
 MAX_OUTSIDE_BYTES = 10_000_000  # a larger file outside the tree is noted, not kept
+AT_ONCE = 32  # machines checkpointed at the same time (a fan-out to a hundred hosts)
 
 # Commands whose effect lives outside any working tree: said as such on the turn.
 _IRREVERSIBLE = (
@@ -103,8 +104,8 @@ class Checkpoints:
         self._turn, self._touched = None, {}
         if turn is None:
             return
-        for machine in touched:
-            await self._checkpoint(turn.turn, machine, "after")
+        kept = [machine for machine, checkpointed in touched.items() if checkpointed]
+        await self._each(kept, lambda machine: self._checkpoint(turn.turn, machine, "after"))
 
     async def before_change(self, call: ToolCall) -> None:
         """`call` (of a mutating tool) is about to run: checkpoint each machine it runs on that
@@ -117,11 +118,11 @@ class Checkpoints:
             for machine in call.placement.machines:
                 if machine in self.settings.skip:
                     self._note(turn.turn, machine, f"{call.name}: no checkpoint on {machine} (the settings skip it)")
-                    continue
-                if machine not in self._touched:
-                    self._touched[machine] = await self._checkpoint(turn.turn, machine, "before")
                 for words in irreversible_effects(command):
                     self._note(turn.turn, machine, f"{words}: {command[:120]}")
+            new = [m for m in call.placement.machines if m not in self._touched and m not in self.settings.skip]
+            checkpointed = await self._each(new, lambda machine: self._checkpoint(turn.turn, machine, "before"))
+            self._touched.update(zip(new, checkpointed, strict=True))
             if call.name in FILE_TOOLS and len(call.placement.machines) == 1:
                 await self.keep_written(turn.turn, call.placement.machines[0], str(call.input.get("path", "")))
 
@@ -137,6 +138,16 @@ class Checkpoints:
                 self.keep_outside(turn.turn, path)
 
     # --- what is kept --------------------------------------------------------------------------
+
+    async def _each(self, machines: list[str], take: Callable[[str], Awaitable[bool]]) -> list[bool]:
+        """`take` on each machine, a fan-out's many at once (bounded), in their order."""
+        slots = asyncio.Semaphore(AT_ONCE)
+
+        async def one(machine: str) -> bool:
+            async with slots:
+                return await take(machine)
+
+        return list(await asyncio.gather(*(one(machine) for machine in machines)))
 
     def shadow(self, machine: str) -> ShadowRepo:
         """The shadow repository of `machine`'s working tree. Raises MachineError."""
