@@ -40,6 +40,7 @@ from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config,
 from cmdop_tui.session.checkpoint_records import prune as prune_checkpoints
 from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.session.client import make_client
+from cmdop_tui.session.custom_commands import only_tools
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
@@ -263,8 +264,9 @@ class Session:
             raise RuntimeError("the session is not open")
         return self._recorder
 
-    async def run(self, prompt: str, emit: EventSink) -> RunResult:
-        """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+    async def run(self, prompt: str, emit: EventSink, *, tools: frozenset[str] | None = None) -> RunResult:
+        """One prompt through the loop, to a final answer, a limit, an error or a cancel;
+        `tools`: the only tools it may use (a custom command's allowed-tools; None: all)."""
         if self.offline:
             raise RuntimeError("an offline session runs no prompt")
         if not await self._wait_for_mcp():
@@ -276,7 +278,8 @@ class Session:
         if checkpoints is not None:
             checkpoints.begin_turn(prompt, prompt_start(self.runner.conversation, opened))
         try:
-            return await self.runner.run(prompt, emit)
+            with only_tools(self.runner, tools):
+                return await self.runner.run(prompt, emit)
         finally:
             self._sink = None
             self._learn_window()

@@ -229,8 +229,8 @@ class CmdopApp(MirroredApp):
 
     # --- the agent -----------------------------------------------------------------------------
 
-    def run_agent(self, prompt: str) -> None:
-        self.start_turn(lambda session: session.run(prompt, self.event_router.deliver))
+    def run_agent(self, prompt: str, tools: frozenset[str] | None = None) -> None:
+        self.start_turn(lambda session: session.run(prompt, self.event_router.deliver, tools=tools))
 
     def run_compaction(self, instructions: str) -> None:
         """/compact: like a turn (Esc stops it); its events show how it went, a failure too."""

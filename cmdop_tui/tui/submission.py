@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from cmdop_tui.session.user_commands import user_command
 from cmdop_tui.tui.commands import CommandHost, parse_slash
+from cmdop_tui.tui.rewinding import TURN_RUNNING
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
     from cmdop_tui.agent.events import Event
     from cmdop_tui.session.session import Session
-
-TURN_RUNNING = "A turn is running: wait for it, or press Esc to stop it."
 
 
 class EventSink(Protocol):
