@@ -22,6 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from cmdop_tui.agent.approval import ToolCall
 from cmdop_tui.agent.cancel import UICancel
@@ -67,7 +68,7 @@ class UserCommandOutcome:
 
     command: str
     machine: str
-    status: str  # "ok", "error" (it failed or the sandbox refused it), "stopped"
+    status: Literal["ok", "error", "stopped"]  # error: it failed, or the sandbox refused it
     output: str
     refused: bool = False
     opened: int | None = None
@@ -151,8 +152,8 @@ async def _run(place_: CommandPlace, call: ToolCall, emit: EventSink) -> UserCom
     before = len(place_.conversation.messages)
     place_.conversation.append_user(context_text(command, machine_name, output))
     opened = before if len(place_.conversation.messages) > before else None
-    status = "error" if result.is_error else "ok"
-    return UserCommandOutcome(command, machine_name, status, output, result.sandbox_denied is not None, opened)
+    refused = result.sandbox_denied is not None
+    return UserCommandOutcome(command, machine_name, "error" if result.is_error else "ok", output, refused, opened)
 
 
 def prompt_start(conversation: Conversation, opened: int | None) -> int:

@@ -123,7 +123,7 @@ class CmdopApp(MirroredApp):
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
-        problems = apply_theme(self, self.settings.theme)
+        problems = [*apply_theme(self, self.settings.theme), *self.commands.notices]  # said once, at start
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE

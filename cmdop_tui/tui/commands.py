@@ -129,6 +129,7 @@ class CommandRegistry:
         self._slash_commands: dict[str, SlashCommand] = {}
         self._palette_actions: list[PaletteAction] = []
         self.help_notes: list[str] = []  # lines /help shows after the commands (custom commands)
+        self.notices: list[str] = []  # what the app says once at start (a custom command's file skipped)
 
     def slash(self, usage: str, help: str, *, palette: PaletteEntries = ()) -> Callable[[SlashHandlerT], SlashHandlerT]:
         """Register the decorated handler as the slash command of `usage` (`/name ARGUMENTS`)."""

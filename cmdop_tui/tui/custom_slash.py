@@ -19,20 +19,22 @@ from cmdop_tui.tui.rewinding import TURN_RUNNING
 def add_custom_commands(registry: CommandRegistry, cwd: Path) -> None:
     """Register the user's and the project's custom commands (a built-in's name stays its own)."""
     found = find_commands(cwd)
+    found_notes = list(found.notes)
     registry.help_notes.append(
         f"Custom commands: markdown files in {cwd / PROJECT_DIR} and {user_commands_dir()} "
         "(a built-in command of the same name wins)."
     )
     for command in found.commands:
         if registry.find(command.name) is not None:
-            registry.help_notes.append(f"  {command.path}: not offered, the built-in /{command.name} wins")
+            found_notes.append(f"{command.path}: not offered, the built-in /{command.name} wins")
             continue
         registry.slash(
             f"/{command.name} {command.argument_hint}".rstrip(),
             f"{command.description} ({command.source})",
             palette=(PaletteEntry(f"/{command.name}: {command.description}", hint=f"{command.source} command"),),
         )(partial(send_custom_command, command))
-    registry.help_notes += [f"  {note}" for note in found.notes]
+    registry.help_notes += [f"  {note}" for note in found_notes]
+    registry.notices += found_notes
 
 
 async def send_custom_command(command: CustomCommand, app: CommandHost, argument: str) -> None:

@@ -92,6 +92,9 @@ def test_allowed_tools_as_a_list_and_our_own_names(tmp_path):
 async def test_help_lists_them_and_says_the_built_in_wins(fake_api, project):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
+        said = notices(app, "warning")  # once, at start: a line for each file not offered
+        assert len(said) == 3 and any("broken.md: its front matter is not valid YAML" in n for n in said)
+        assert any("help.md: not offered, the built-in /help wins" in n for n in said)
         await submit(pilot, "/help")
         await pilot.pause()
         text = notices(app)[-1]

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from agent_helpers import running
 from fake_anthropic import text_reply
+from remote_side import make_home, remove_home, workspace
+from sshd import SshLab, sshd_unavailable_reason
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
@@ -115,3 +117,32 @@ async def test_it_is_a_turn_of_its_own_for_rewind_and_the_next_prompt_goes_back_
         assert back.conversation and session.runner.conversation.messages == []
         await session.rewind(await session.rewind_plan(turns[0].turn), conversation=False)
         assert not (work / "made.txt").exists()  # the files before the command
+
+
+@pytest.fixture
+def remote_home():
+    """One real sshd server (alpha) with a home of its own, and its workspace."""
+    reason = sshd_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"real SSH servers unavailable: {reason}")
+    home = make_home()
+    try:
+        with SshLab(1, host_env=lambda alias: {"HOME": str(home)}) as lab:
+            yield lab, workspace(home)
+    finally:
+        remove_home(home)
+
+
+async def test_it_runs_on_the_machine_the_session_works_on(fake_api, work, remote_home):
+    lab, remote_workspace = remote_home
+    fake_api.enqueue(text_reply("seen"))
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config).with_run(target_machine="alpha"))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "!printf remote > made.txt && echo written")
+        await finish_turn(pilot)
+        card = app.query_one(ToolCard)
+        assert card.record.status == "ok" and card.record.machine == "alpha", card.record.output
+        await submit(pilot, "what happened?")
+        await finish_turn(pilot)
+    assert (remote_workspace / "made.txt").read_text() == "remote" and not (work / "made.txt").exists()
+    assert texts(fake_api.requests[0])[0].startswith("I ran `!printf remote > made.txt && echo written` on alpha")
