@@ -6,9 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fake_anthropic import text_reply
-from tui_helpers import finish_turn, make_app, notices, submit
+from fake_anthropic import text_reply, tool_reply
+from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.custom_commands import find_commands, user_commands_dir
 from cmdop_tui.tui.widgets.user_message import UserMessage
 
@@ -111,7 +112,11 @@ async def test_the_palette_offers_them_and_runs_one(fake_api, project):
     async with app.run_test(size=SIZE) as pilot:
         entries = {entry.title: entry for entry in app.commands.palette_commands(app)}
         assert entries["/git:review: Review the branch's changes"].hint == "project command"
-        await entries["/plain: Say hello"].run()
+        await pilot.press("ctrl+p")
+        await pilot.press(*"plain: say hello")
+        await pilot.pause()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: fake_api.requests, what="the command's prompt sent from the palette")
         await finish_turn(pilot)
     assert fake_api.requests[0].body["messages"][-1]["content"][-1]["text"] == "# Say hello\nGreet the user."
 
@@ -131,3 +136,16 @@ async def test_sending_one_sends_its_prompt_with_only_its_tools(fake_api, projec
     assert sent == "Review the diff, focus on parser at depth deep. All of it: parser deep."
     assert {tool["name"] for tool in first.body["tools"]} == {"execute_command", "read_file"}
     assert len(second.body["tools"]) > 2  # the limit was for that one prompt
+
+
+async def test_a_tool_outside_allowed_tools_is_refused_and_never_runs(fake_api, project):
+    write(project / ".cmdop" / "commands" / "look.md", "---\nallowed-tools: Read\n---\nLook at notes.txt.\n")
+    fake_api.enqueue(tool_reply("write_file", {"path": "notes.txt", "content": "overwritten"}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings().with_run(auto_approve=True))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "/look")
+        await finish_turn(pilot)
+    assert not (project / "notes.txt").exists()
+    result = fake_api.requests[1].body["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result" and result["is_error"]
+    assert {tool["name"] for tool in fake_api.requests[0].body["tools"]} == {"read_file"}
