@@ -1,8 +1,9 @@
-"""Which tools the model sees this turn. Three filters, in order:
+"""Which tools the model sees this turn. Four filters, in order:
 
 1. the intent router (off by default): DIRECT sends no tool definitions at all;
 2. the turn-1 category allowlist: tools whose tags meet it, plus core tools (turn 1 only);
-3. the hide map, last, so it wins over everything.
+3. the only tools a prompt may use, when it says (a custom command's `allowed-tools`);
+4. the hide map, last, so it wins over everything.
 
 A call to a tool outside the resolved set is answered with an error and never executed.
 """
@@ -30,10 +31,12 @@ INTENT_SYSTEM_PROMPT = (
 
 @dataclass(frozen=True)
 class ToolPolicy:
-    """The turn-1 allowlist of tags (empty: no filter) and the hidden tool names."""
+    """The turn-1 allowlist of tags (empty: no filter), the hidden tool names, and the only
+    tools offered (None: no such limit; a custom command's `allowed-tools`, for its prompt)."""
 
     turn1_allow_tags: frozenset[str] = frozenset()
     hidden: frozenset[str] = frozenset()
+    only: frozenset[str] | None = None
 
 
 def intent_router_enabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -51,4 +54,6 @@ def resolve_tools(tools: Iterable[Tool], *, turn: int, policy: ToolPolicy, route
     resolved = list(tools)
     if turn == 1 and policy.turn1_allow_tags:
         resolved = [t for t in resolved if t.core or t.tags & policy.turn1_allow_tags]
+    if policy.only is not None:
+        resolved = [t for t in resolved if t.name in policy.only]
     return [t for t in resolved if t.name not in policy.hidden]

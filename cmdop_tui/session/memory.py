@@ -1,8 +1,12 @@
-"""The operator's standing instructions: the user's memory file and the project's CMDOP.md.
+"""The operator's standing instructions: the user's memory file and the project's AGENTS.md and CMDOP.md.
 
-Both go in the static system prefix (cached, read once a session): `memory.md` beside the
-settings file holds what the user wants every session to know; `CMDOP.md` in the working
-directory what this project wants. `/memory` opens the user's file in $EDITOR.
+They go in the static system prefix (cached, read once a session): `memory.md` beside the
+settings file holds what the user wants every session to know; `AGENTS.md` (the file many
+coding agents read) and `CMDOP.md` (this app's own) in the working directory what this project
+wants. Only the working directory's files are read, not those of its parents or subfolders.
+When both project files exist both are read, in this order: the user's memory, then AGENTS.md,
+then CMDOP.md, so that the app's own file, the more specific, comes last and has the last word.
+`/memory` opens the user's file in $EDITOR.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from pathlib import Path
 from cmdop_tui.config.settings import config_path
 
 PROJECT_FILE = "CMDOP.md"
+AGENTS_FILE = "AGENTS.md"  # the cross-agent standard: read before CMDOP.md
 USER_FILE = "memory.md"
 MAX_CHARS = 20_000  # of each file; a longer one is cut, with a note
 
@@ -24,10 +29,11 @@ def user_memory_path() -> Path:
 
 
 def standing_instructions(cwd: Path) -> str:
-    """The two files' text under headings, for the system prompt ('' when there are none)."""
+    """The files' text under headings, for the system prompt ('' when there are none): the
+    user's memory, then the project's AGENTS.md, then its CMDOP.md (see the module's docstring)."""
     sections = [
         ("The user's standing instructions", user_memory_path()),
-        (f"This project's instructions ({PROJECT_FILE})", cwd / PROJECT_FILE),
+        *((f"This project's instructions ({name})", cwd / name) for name in (AGENTS_FILE, PROJECT_FILE)),
     ]
     parts = [f"## {title}\n{text}" for title, path in sections if (text := _read(path))]
     return "\n\n".join(parts)

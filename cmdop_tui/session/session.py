@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
-from os.path import expanduser
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -33,13 +33,14 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.mcp import McpServers
-from cmdop_tui.mcp.asks import ClientAnswers, Elicitor, Root
+from cmdop_tui.mcp.asks import ClientAnswers, Elicitor
 from cmdop_tui.mcp.configured import Configured, configured
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.assembly import build_fleet, build_runner, runner_config, start_local_model
 from cmdop_tui.session.checkpoint_records import prune as prune_checkpoints
 from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.session.client import make_client
+from cmdop_tui.session.custom_commands import only_tools
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
@@ -55,8 +56,9 @@ from cmdop_tui.session.rewind import (
     summaries,
 )
 from cmdop_tui.session.sandbox_hold import hold_the_sandbox
-from cmdop_tui.session.server_asks import ServerAsks, workspace_roots
+from cmdop_tui.session.server_asks import ServerAsks, session_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
+from cmdop_tui.session.user_commands import CommandPlace, UserCommandOutcome, prompt_start, run_user_command
 from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
 
@@ -120,6 +122,7 @@ class Session:
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
         self.checkpoints: Checkpoints | None = None  # what /rewind goes back to
+        self._context_at: int | None = None  # the message a `!command`'s output opened, for the next prompt
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
         # told whenever what `status()` says may have changed (model, budget, loop, target)
@@ -186,7 +189,8 @@ class Session:
             host_rules=host_rules(self.permissions, self.fleet),
         )
         if not self.offline:
-            asks = ServerAsks(self._runner, self.client, gate, self._mcp_roots, self.elicit, self._emit)
+            roots = partial(session_roots, self._runner, fleet.sandbox)
+            asks = ServerAsks(self._runner, self.client, gate, roots, self.elicit, self._emit)
             self._start_mcp(self._runner, mcp, asks.answers())
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
@@ -227,20 +231,6 @@ class Session:
         self._cleanup.push_async_callback(self.mcp.close)
         self.mcp.start()
 
-    def _mcp_roots(self) -> list[Root]:
-        """The roots MCP servers are told: where the session's commands write (the working
-        directory, or the scratch workspace when it holds the home), and the folders the user
-        made writable to the sandbox. A working directory the sandbox would not make writable
-        whole is never told, sandbox or not: a server may take the roots as all it may read."""
-        cwd = self.runner.cwd
-        sandbox = self.fleet.sandbox if self.fleet is not None else None
-        if sandbox is None:
-            return workspace_roots(cwd)
-        if sandbox.confines:
-            writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable]
-            return workspace_roots(sandbox.workspace_for(cwd), writable)
-        return [] if sandbox.unsafe_workspace(cwd) else workspace_roots(cwd)
-
     def _emit(self, event: Event) -> None:
         """To the running turn's sink (what a server's sampling cost); between turns, nowhere."""
         if self._sink is not None:
@@ -274,8 +264,9 @@ class Session:
             raise RuntimeError("the session is not open")
         return self._recorder
 
-    async def run(self, prompt: str, emit: EventSink) -> RunResult:
-        """One prompt through the loop, to a final answer, a limit, an error or a cancel."""
+    async def run(self, prompt: str, emit: EventSink, *, tools: frozenset[str] | None = None) -> RunResult:
+        """One prompt through the loop, to a final answer, a limit, an error or a cancel;
+        `tools`: the only tools it may use (a custom command's allowed-tools; None: all)."""
         if self.offline:
             raise RuntimeError("an offline session runs no prompt")
         if not await self._wait_for_mcp():
@@ -283,16 +274,26 @@ class Session:
             return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
         await self._set_window()
         self._sink = emit
-        checkpoints = self.checkpoints
+        checkpoints, opened, self._context_at = self.checkpoints, self._context_at, None
         if checkpoints is not None:
-            checkpoints.begin_turn(prompt, len(self.runner.conversation.messages))
+            checkpoints.begin_turn(prompt, prompt_start(self.runner.conversation, opened))
         try:
-            return await self.runner.run(prompt, emit)
+            with only_tools(self.runner, tools):
+                return await self.runner.run(prompt, emit)
         finally:
             self._sink = None
             self._learn_window()
             if checkpoints is not None:
                 await checkpoints.end_turn()
+
+    async def run_user_command(self, command: str, emit: EventSink) -> UserCommandOutcome:
+        """`!command`: run by the user on the session's machine, no approval, in the sandbox; the
+        model reads it with the next prompt, no turn starts (session/user_commands.py)."""
+        assert self.fleet is not None, "the session is not open"
+        place = CommandPlace(self.fleet, self.runner.conversation, self.checkpoints, self.ui_cancel, self.runner.cwd)
+        outcome = await run_user_command(place, command, emit)
+        self._context_at = outcome.opened if outcome.opened is not None else self._context_at
+        return outcome
 
     # --- going back -----------------------------------------------------------------------------
 

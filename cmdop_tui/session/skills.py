@@ -59,7 +59,7 @@ def _read_skill(path: Path, source: SkillSource, notes: list[str]) -> Skill | No
     except OSError as exc:
         notes.append(f"{path}: cannot be read ({exc.strerror}); skipped")
         return None
-    front, body = _split_front_matter(text)
+    front, body = split_front_matter(text)
     import yaml  # here, not at the top: a headless start without skills need not load it
 
     try:
@@ -82,7 +82,7 @@ def _read_skill(path: Path, source: SkillSource, notes: list[str]) -> Skill | No
     )
 
 
-def _split_front_matter(text: str) -> tuple[str | None, str]:
+def split_front_matter(text: str) -> tuple[str | None, str]:
     """(front matter, body); None when the file does not start with a `---` line."""
     lines = text.lstrip("\ufeff").splitlines(keepends=True)
     if not lines or lines[0].strip() != "---":

@@ -31,7 +31,7 @@ from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.heap import settle_heap
 from cmdop_tui.tui.approvals import Questions, ask_approval
 from cmdop_tui.tui.clipboard import copy_masked
-from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry, parse_slash
+from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
 from cmdop_tui.tui.frames import MirroredApp
@@ -39,6 +39,7 @@ from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import build_registry
+from cmdop_tui.tui.submission import submit
 from cmdop_tui.tui.themes import apply_theme
 from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested, ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
@@ -122,7 +123,7 @@ class CmdopApp(MirroredApp):
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
-        problems = apply_theme(self, self.settings.theme)
+        problems = [*apply_theme(self, self.settings.theme), *self.commands.notices]  # said once, at start
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE
@@ -205,10 +206,7 @@ class CmdopApp(MirroredApp):
     # --- input ---------------------------------------------------------------------------------
 
     async def on_prompt_input_submitted(self, message: PromptInput.Submitted) -> None:
-        if parse_slash(message.text) is not None:
-            await self.commands.run(self, message.text)
-        else:
-            await self.send(message.text)
+        await submit(self, message.text)  # `!command`, `/command`, or a prompt for the model
 
     async def send(self, text: str) -> None:
         if self.running:
@@ -231,14 +229,14 @@ class CmdopApp(MirroredApp):
 
     # --- the agent -----------------------------------------------------------------------------
 
-    def run_agent(self, prompt: str) -> None:
-        self._start_turn(lambda session: session.run(prompt, self.event_router.deliver))
+    def run_agent(self, prompt: str, tools: frozenset[str] | None = None) -> None:
+        self.start_turn(lambda session: session.run(prompt, self.event_router.deliver, tools=tools))
 
     def run_compaction(self, instructions: str) -> None:
         """/compact: like a turn (Esc stops it); its events show how it went, a failure too."""
-        self._start_turn(lambda session: session.compact(self.event_router.deliver, instructions))
+        self.start_turn(lambda session: session.compact(self.event_router.deliver, instructions))
 
-    def _start_turn(self, step: Callable[[Session], Awaitable[object]]) -> None:
+    def start_turn(self, step: Callable[[Session], Awaitable[object]]) -> None:
         self.running = True  # at once: a second Enter in the same write is refused, not a new turn
         self._turn(step)
 

@@ -48,6 +48,7 @@ class CommandHost(Protocol):
     async def reset_display(self) -> None: ...
     async def show_history(self) -> None: ...
     def run_compaction(self, instructions: str) -> object: ...
+    def run_agent(self, prompt: str, tools: frozenset[str] | None = None) -> None: ...
     def action_stop(self) -> None: ...
     async def action_request_quit(self) -> None: ...
     def push_screen(self, screen: Any, callback: Any = None, wait_for_dismiss: bool = False) -> Any: ...
@@ -127,6 +128,8 @@ class CommandRegistry:
     def __init__(self) -> None:
         self._slash_commands: dict[str, SlashCommand] = {}
         self._palette_actions: list[PaletteAction] = []
+        self.help_notes: list[str] = []  # lines /help shows after the commands (custom commands)
+        self.notices: list[str] = []  # what the app says once at start (a custom command's file skipped)
 
     def slash(self, usage: str, help: str, *, palette: PaletteEntries = ()) -> Callable[[SlashHandlerT], SlashHandlerT]:
         """Register the decorated handler as the slash command of `usage` (`/name ARGUMENTS`)."""
@@ -166,6 +169,7 @@ class CommandRegistry:
         width = max(len(name) for name, _ in commands + keys)  # one column for both tables
         lines = ["Commands:"]
         lines += [f"  {usage:<{width}} {help}" for usage, help in commands]
+        lines += self.help_notes
         lines.append("Keys:")
         lines += [f"  {key:<{width}} {description}" for key, description in keys]
         return "\n".join(lines)

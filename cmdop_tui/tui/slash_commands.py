@@ -33,6 +33,7 @@ from cmdop_tui.tui.commands import (
     agent_profile_entries,
     model_alias_entries,
 )
+from cmdop_tui.tui.custom_slash import add_custom_commands
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
@@ -350,4 +351,5 @@ def build_registry() -> CommandRegistry:
         "/stop", "stop the running turn (also Esc)", palette=(PaletteEntry("Stop the running turn", hint="Esc"),)
     )(slash_stop)
     registry.slash("/exit", "quit (also ctrl+q)", palette=(PaletteEntry("Quit", hint="ctrl+q"),))(slash_exit)
+    add_custom_commands(registry, Path.cwd())  # after the built-ins: a built-in's name stays its own
     return registry
