@@ -7,8 +7,6 @@ the app (where it stops a running turn): an Esc while a turn runs starts no pair
 
 from __future__ import annotations
 
-import time
-
 from textual import events
 from textual.message import Message
 from textual.widgets import TextArea
@@ -61,7 +59,7 @@ class PromptInput(TextArea):
 
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "escape":
-            self._count_escape()  # and on to the app: not stopped here
+            self._count_escape(event.time)  # and on to the app: not stopped here
         if event.key == "enter":
             self._stop(event)
             self.submit()
@@ -91,9 +89,9 @@ class PromptInput(TextArea):
     def _on_last_line(self) -> bool:
         return self.cursor_location[0] == self.document.line_count - 1
 
-    def _count_escape(self) -> None:
-        """A second Esc soon after the first, at an empty prompt between turns: /rewind."""
-        now = time.monotonic()
+    def _count_escape(self, now: float) -> None:
+        """A second Esc soon after the first, at an empty prompt between turns: /rewind. `now`:
+        when the key arrived (a busy app may handle the pair far apart; they came together)."""
         first, self._escaped_at = self._escaped_at, None
         if self.turn_running or self.text.strip():
             return
