@@ -118,6 +118,7 @@ class Runner:
         progress = Progress()
         self.meter.prompt = prompt
         self.conversation.append_user(prompt)
+        self.steering.deliver(self.conversation, emit)  # what an earlier run left goes with the prompt
         return await self._stoppable(self._run_loops(emit, operation, progress), emit, operation, progress)
 
     async def compact(self, emit: EventSink, instructions: str = "", operation: Operation | None = None) -> RunResult:

@@ -10,7 +10,7 @@ its own. The loop takes everything waiting at its next step, without stopping:
 
 Each text delivered is told as a `SteeringDelivered` event. Nothing is dropped: what a Stop (or
 a run that ended before its next step) leaves undelivered stays here, for the surface to show
-(`pending`) or take back (`take_all`); left here, it goes with the next run's first step.
+(`pending`) or take back (`take_all`); left here, it goes with the next run's prompt, after it.
 """
 
 from __future__ import annotations
