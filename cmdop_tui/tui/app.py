@@ -30,7 +30,7 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.heap import settle_heap
 from cmdop_tui.tui.approvals import Questions, ask_approval
-from cmdop_tui.tui.clipboard import copy_masked
+from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry, parse_slash
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
@@ -40,7 +40,7 @@ from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import build_registry
 from cmdop_tui.tui.themes import apply_theme
-from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested, ToolOutputRequested
+from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
@@ -63,7 +63,7 @@ WELCOME = (
 )
 
 
-class CmdopApp(MirroredApp):
+class CmdopApp(ClipboardActions, MirroredApp):
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
@@ -103,7 +103,7 @@ class CmdopApp(MirroredApp):
         self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
         self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
         self.commands.palette_action("Copy the last reply", "F4", self.action_copy_reply)
-        self.commands.palette_action("Copy the selected tool output", "c in the tool panel", self._copy_tool_output)
+        self.commands.palette_action("Copy the selected tool output", "c in the tool panel", self.copy_tool_output)
         self._machine = machine
         self.ui_cancel = UICancel()
         opening = Opening(self.ui_cancel, client, retry, facts, offer_local_model)
@@ -286,14 +286,3 @@ class CmdopApp(MirroredApp):
                 self.exit()
 
         self.push_screen(ConfirmScreen("A turn is running. Stop it and quit?", yes="Quit", no="Stay"), answered)
-
-    # --- the clipboard ---------------------------------------------------------------------------
-
-    def action_copy_reply(self) -> None:
-        copy_masked(self, self.chat.last_reply, "the last reply")
-
-    def _copy_tool_output(self) -> None:
-        self.query_one(ToolPanel).action_copy_output()
-
-    def on_tool_output_copy_requested(self, message: ToolOutputCopyRequested) -> None:
-        copy_masked(self, message.record.shown_output, f"the output of {message.record.name}")
