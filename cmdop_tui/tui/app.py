@@ -40,11 +40,13 @@ from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import build_registry
 from cmdop_tui.tui.themes import apply_theme
+from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
+from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.side_column import SideColumn
 from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
@@ -63,7 +65,7 @@ WELCOME = (
 )
 
 
-class CmdopApp(ClipboardActions, MirroredApp):
+class CmdopApp(TypeAheadKeys, ClipboardActions, MirroredApp):
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
@@ -115,6 +117,7 @@ class CmdopApp(ClipboardActions, MirroredApp):
             yield ChatLog(id="chat")
             yield SideColumn(id="side", machine=self._machine, narrow_below=NARROW_WIDTH)
         yield StatusLine(id="status")
+        yield QueuedMessages(id="queued")
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
             yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
@@ -183,6 +186,7 @@ class CmdopApp(ClipboardActions, MirroredApp):
         self.query_one("#stop", Button).disabled = not running
         self.query_one(PromptInput).turn_running = running  # Esc Esc opens /rewind only between turns
         self.status.update_facts(running=running)
+        TypeAhead(self).running_changed(running)
 
     def refresh_status(self) -> None:
         """The status line after the session changed: its model, budget, machine, loop mode."""
@@ -211,8 +215,8 @@ class CmdopApp(ClipboardActions, MirroredApp):
             await self.send(message.text)
 
     async def send(self, text: str) -> None:
-        if self.running:
-            await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
+        if self.running:  # queued: sent when the turn ends
+            TypeAhead(self).hold(text)
             return
         await self.chat.add_user_message(text)
         if self.session_ready.is_set() and await self.ready_session() is None:
@@ -276,7 +280,7 @@ class CmdopApp(ClipboardActions, MirroredApp):
             self.action_help_quit()
 
     async def action_request_quit(self) -> None:
-        if not self.running:
+        if (question := TypeAhead(self).quit_question()) is None:
             self.exit()
             return
 
@@ -285,4 +289,4 @@ class CmdopApp(ClipboardActions, MirroredApp):
                 self.ui_cancel.fire()
                 self.exit()
 
-        self.push_screen(ConfirmScreen("A turn is running. Stop it and quit?", yes="Quit", no="Stay"), answered)
+        self.push_screen(ConfirmScreen(question, yes="Quit", no="Stay"), answered)
