@@ -26,7 +26,7 @@ from cmdop_tui.tui.commands import parse_slash
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
-from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
+from cmdop_tui.tui.widgets.queued_messages import QueuedMessages, shown
 
 if TYPE_CHECKING:
     from cmdop_tui.agent.cancel import UICancel
@@ -87,12 +87,14 @@ class TypeAhead:
     def running_changed(self, running: bool) -> None:
         """A turn ended: steering no step took becomes queued; unless a Stop ended the turn, the
         next queued message goes."""
+        stopped = not running and self.host.ui_cancel.fired
+        self.queue.set_paused(stopped)
         if running:
             return
         session = self.host.session
         self.queue.steering_returned(session.runner.steering.take_all() if session else ())
         self._synced()
-        if self.queue.queued and not self.host.ui_cancel.fired:
+        if self.queue.queued and not stopped:
             self.app.call_later(self.send_next)
 
     async def send_next(self) -> None:
@@ -110,7 +112,7 @@ class TypeAhead:
         if text is not None and message.action == "edit":
             message.prompt_input.put_back(text)
         elif text is not None:
-            self.app.notify(f"Dropped the queued message: {text[:60]}", timeout=3)
+            self.app.notify(f"Dropped the queued message: {shown(text)}", timeout=3, markup=False)
 
     def quit_question(self) -> str | None:
         """What to ask before quitting (a turn running, messages queued); None: quit at once."""

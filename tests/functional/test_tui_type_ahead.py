@@ -46,7 +46,7 @@ async def test_enter_while_a_turn_streams_queues_and_the_queue_goes_when_it_ends
         await submit(pilot, "two")
         await submit(pilot, "three")
         assert queue(app).queued == ["two", "three"] and queue(app).display
-        assert "⧗ queued: two" in str(queue(app).render())
+        assert "⧗ queued: two" in str(queue(app).render()) and "sent when the turn ends" in str(queue(app).render())
         assert user_messages(app) == ["one"] and not notices(app, "warning")
         assert app.query_one("#prompt").text == ""
         gate.set()
@@ -89,14 +89,14 @@ async def test_up_takes_the_newest_queued_message_back_and_ctrl_d_drops_one(fake
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "first")
         await wait_until(pilot, lambda: any(replies(app)), what="streamed text")
-        await submit(pilot, "alpha")
+        await submit(pilot, "[alpha]")  # shown and dropped as text, never as markup
         await submit(pilot, "beta")
         prompt = app.query_one("#prompt")
         await pilot.press("up")
-        assert prompt.text == "beta" and queue(app).queued == ["alpha"]
+        assert prompt.text == "beta" and queue(app).queued == ["[alpha]"]
         prompt.load_text("beta, edited")
         await pilot.press("up")  # a prompt with text: Up is history, not the queue
-        assert queue(app).queued == ["alpha"]
+        assert queue(app).queued == ["[alpha]"]
         prompt.load_text("")
         await pilot.press("ctrl+d")
         assert queue(app).queued == []
@@ -124,6 +124,7 @@ async def test_a_stop_keeps_the_queue_and_the_steering_no_step_took(fake_api):
         await wait_until(pilot, lambda: notices(app, "stopped") and not app.running, what="the stop")
         await pilot.pause()
         assert queue(app).queued == ["later", "sooner"] and queue(app).steering == []
+        assert "stopped: Enter sends the next" in str(queue(app).render())
         assert len(fake_api.requests) == 1  # a Stop sends nothing by itself
         assert app.session.runner.steering.pending() == []  # taken back into the queue, not sent twice
 

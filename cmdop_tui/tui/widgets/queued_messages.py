@@ -18,7 +18,9 @@ from textual.widgets import Static
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import strip_terminal_sequences
 
-HINT = "↑ edit the newest · ctrl+d drop it · Enter at an empty prompt sends the next"
+HINT = "↑ edit · ctrl+d drop (the newest, at an empty prompt) · {when}"
+SENT_WHEN = "sent when the turn ends"
+SENT_WHEN_STOPPED = "stopped: Enter sends the next"
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class QueuedMessages(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id)
         self.held: list[HeldMessage] = []
+        self.paused = False  # a Stop ended the turn: the queue waits for Enter
 
     @property
     def queued(self) -> list[str]:
@@ -57,6 +60,11 @@ class QueuedMessages(Static):
     def steering(self) -> list[str]:
         """The steering that waits for the running turn's next step, oldest first."""
         return [m.text for m in self.held if m.steering]
+
+    def set_paused(self, paused: bool) -> None:
+        if paused != self.paused:
+            self.paused = paused
+            self._changed()
 
     def add(self, text: str, *, steering: bool = False) -> None:
         self.held.append(HeldMessage(text, steering))
@@ -99,11 +107,17 @@ class QueuedMessages(Static):
     def _content(self) -> Content:
         lines = [_line(m) for m in self.held]
         if self.queued:
-            lines.append(Content.styled(HINT, "dim italic"))
+            hint = HINT.format(when=SENT_WHEN_STOPPED if self.paused else SENT_WHEN)
+            lines.append(Content.styled(hint, "dim italic"))
         return Content("\n").join(lines)
 
 
+def shown(text: str) -> str:
+    """A held message as one line on screen: inert, secrets masked, its first line only."""
+    first, _, rest = mask(strip_terminal_sequences(text)).strip().partition("\n")
+    return first + (" …" if rest else "")
+
+
 def _line(message: HeldMessage) -> Content:
-    first, _, rest = mask(strip_terminal_sequences(message.text)).strip().partition("\n")
     label = "↪ steering, at the next step: " if message.steering else "⧗ queued: "
-    return Content.assemble((label, "bold"), first + (" …" if rest else ""))
+    return Content.assemble((label, "bold"), shown(message.text))
