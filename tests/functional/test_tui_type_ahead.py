@@ -142,3 +142,14 @@ async def test_a_stop_keeps_the_queue_and_the_steering_no_step_took(fake_api):
         assert last_user_blocks(fake_api, 1) == [("text", "go"), ("text", "later")]  # "go" was stopped unanswered
         assert last_user_blocks(fake_api, 2) == [("text", "sooner")]
         assert user_messages(app) == ["go", "later", "sooner"] and queue(app).held == []
+
+
+async def test_help_lists_the_queue_and_steering_keys(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "/help")
+        await wait_until(pilot, lambda: any("ctrl+s" in n for n in notices(app)), what="the help")
+        help_text = next(n for n in notices(app) if "ctrl+s" in n)
+        assert "steer: send to the running turn, at its next step" in help_text
+        assert "while a turn runs: queue, sent when it ends" in help_text
+        assert "Up / ctrl+d" in help_text
