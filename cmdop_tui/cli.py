@@ -78,12 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(str(exc))
     if args.prompt is None:
         return run_tui(settings)
+    if args.prompt == "-" and args.input_format == "stream-json":
+        return fail("--input-format stream-json reads standard input: give the prompt with -p TEXT", EXIT_USAGE)
     prompt = _stdin_prompt() if args.prompt == "-" else args.prompt
     if prompt is None:
         return fail("-p - reads the prompt from standard input, which is closed or unreadable", EXIT_USAGE)
     if not prompt.strip():
         return fail("the prompt is empty", EXIT_USAGE)
-    return run_headless_cli(settings, prompt, args.output_format)
+    return run_headless_cli(settings, prompt, args.output_format, args.input_format)
 
 
 def _stdin_prompt() -> str | None:
@@ -189,7 +191,7 @@ def mcp_trust() -> int:
     return 0
 
 
-def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int:
+def run_headless_cli(settings: Settings, prompt: str, output_format: str, input_format: str = "text") -> int:
     from cmdop_tui.headless import HeadlessOptions, OutputError, run_headless
     from cmdop_tui.machines.spec import MachineError
     from cmdop_tui.permissions import PermissionsError
@@ -197,7 +199,7 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str) -> int
     from cmdop_tui.session.local_model import LocalModelError
     from cmdop_tui.transcripts import SessionError
 
-    options = HeadlessOptions(prompt=prompt, output_format=output_format)  # type: ignore[arg-type]
+    options = HeadlessOptions(prompt=prompt, output_format=output_format, input_format=input_format)  # type: ignore[arg-type]
     try:
         code = asyncio.run(run_headless(settings, options))
     except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError, SettingsError) as exc:

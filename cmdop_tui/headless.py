@@ -6,6 +6,14 @@ Output formats:
   the remote end of ask_machine speaks);
 * `json` — one JSON object with the outcome at the end.
 
+Input formats: `text` (the default: standard input is not read, except for the terminal's
+approval questions) and `stream-json`: each line on standard input while the prompt runs is a
+user message in Claude Code's shape (`{"type": "user", "message": {"role": "user", "content":
+"..."}}`, content a string or text blocks), which steers the run (`Session.steer`: the model gets
+it at the next step, after the current tool results). A line that is not one is said on stderr
+and skipped; steering the run ended before taking is said on stderr; no question is asked on the
+terminal then (standard input carries the messages).
+
 Exit 0 on a final answer; otherwise non-zero with a one-line reason on stderr. SIGINT and SIGTERM
 fire the UI cancel signal, so a stop is as clean as the TUI's Stop button.
 
@@ -21,6 +29,8 @@ import asyncio
 import json
 import signal
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Literal, TextIO
 
@@ -34,6 +44,7 @@ from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import approval_question
 
 OutputFormat = Literal["text", "stream-json", "json"]
+InputFormat = Literal["text", "stream-json"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -45,6 +56,7 @@ SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 class HeadlessOptions:
     prompt: str
     output_format: OutputFormat = "text"
+    input_format: InputFormat = "text"
 
 
 class JsonLinesSink:
@@ -145,7 +157,7 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         raise OutputError("cannot write the answer to standard output: it is closed")
     if settings.run.local:
         sys.stderr.write("cmdop-tui: starting the local model…\n")
-    ask = TerminalQuestions() if _terminal_can_ask() else None
+    ask = TerminalQuestions() if _terminal_can_ask() and options.input_format == "text" else None
     async with Session(settings, platform="headless", ask=ask) as session:
         for note in session.notes:
             sys.stderr.write(f"cmdop-tui: {note}\n")
@@ -189,12 +201,52 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
                 f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"
             )
 
+    if options.input_format == "stream-json":
+        read_steering(sys.stdin, session.steer)
     try:
         result = await session.run(options.prompt, sink)
     finally:
         for signum in SIGNAL_EXIT:
             loop.remove_signal_handler(signum)
+    for text in session.runner.steering.take_all():
+        _say(f"the run ended before it took this steering: {text}")
     return result, received[0] if received else None
+
+
+def read_steering(stream: TextIO | None, steer: Callable[[str], bool]) -> None:
+    """Read `stream` line by line in a thread of its own (a blocking read must not hold the
+    loop, nor the exit: the thread is a daemon), steering the run with each user message."""
+
+    def read() -> None:
+        try:
+            for number, line in enumerate(stream or (), 1):
+                text = steering_text(line) if line.strip() else ""
+                if text is None:
+                    _say(f"standard input line {number} is not a user message in stream-json; skipped")
+                elif text.strip():
+                    steer(text)
+        except (OSError, ValueError, UnicodeDecodeError) as exc:  # closed, not text
+            _say(f"standard input can no longer be read: {exc}")
+
+    threading.Thread(target=read, name="steering-input", daemon=True).start()
+
+
+def steering_text(line: str) -> str | None:
+    """The text of one stream-json input line (`{"type": "user", "message": {"role": "user",
+    "content": str | [text blocks]}}`); None when the line is not such a message."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    message = data.get("message") if isinstance(data, dict) and data.get("type") == "user" else None
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content):
+        return "\n".join(str(b.get("text", "")) for b in content)
+    return None
 
 
 def _said(event: Waiting | Retrying) -> str:

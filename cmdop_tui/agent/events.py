@@ -214,6 +214,15 @@ class LoopContinued(Event):
 
 
 @dataclass(frozen=True)
+class SteeringDelivered(Event):
+    """Text the user sent while the run went on (steering) went to the model with this step:
+    after the step's tool results, or as the next message after a final reply."""
+
+    kind: ClassVar[str] = "steering"
+    text: str
+
+
+@dataclass(frozen=True)
 class Final(Event):
     """The run ended with a final answer."""
 
@@ -252,6 +261,7 @@ __all__ = [
     "Final",
     "LoopContinued",
     "Retrying",
+    "SteeringDelivered",
     "Thinking",
     "Token",
     "ToolEnd",

@@ -6,8 +6,8 @@
         request  = build_request(model, system reminders, messages, tools)
         reply    = call_model(request)                 # streamed, retried
         history += reply
-        if reply has no tool calls: return final answer
-        history += execute(tool calls)                 # concurrently when enabled
+        if reply has no tool calls: return final answer  # unless steering waits: it goes in, on
+        history += execute(tool calls) + steering      # concurrently when enabled; steering.py
 
 Loop mode wraps this: a final answer without a breaker phrase re-prompts with the loop message.
 Both cancel channels are checked at every boundary; the UI channel also interrupts whatever is in
@@ -15,7 +15,8 @@ flight. Whatever happens, the history stays valid for the next request.
 
 The rooms it calls: the context meter builds and sizes each request and compacts when due
 (context_meter.py), the tool executor runs the calls (executor.py), the ledger keeps the cost and
-the budget (ledger.py). The configuration has one writer (LoopConfig): `Runner.reconfigure`.
+the budget (ledger.py), the steering inbox holds what the user sent meanwhile (steering.py, any
+thread). The configuration has one writer (LoopConfig): `Runner.reconfigure`.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from cmdop_tui.agent.compaction import NothingToCompact
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.context_meter import ContextMeter, describe_failure
 from cmdop_tui.agent.context_usage import ContextUsage
-from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued, TurnStarted, Usage
+from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued, TurnStarted
 from cmdop_tui.agent.executor import OutputArchive, ToolExecutor
 from cmdop_tui.agent.history import Conversation
 from cmdop_tui.agent.ledger import Ledger
@@ -42,6 +43,7 @@ from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_nex
 from cmdop_tui.agent.messages import ApiRequest, message_text
 from cmdop_tui.agent.outcome import UNFINISHED_ANSWERS, Progress, RunResult, Status
 from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, parse_route, resolve_tools
+from cmdop_tui.agent.steering import SteeringInbox
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool
 from cmdop_tui.tools.placement import Placement, place
@@ -90,6 +92,7 @@ class Runner:
         self.ledger = Ledger(self._config)
         self.meter = ContextMeter(self, self._config, self.ledger)
         self.executor = ToolExecutor(self)
+        self.steering = SteeringInbox()  # `steer(text)` from any thread; delivered at the next step
 
     @property
     def config(self) -> AgentConfig:
@@ -115,6 +118,7 @@ class Runner:
         progress = Progress()
         self.meter.prompt = prompt
         self.conversation.append_user(prompt)
+        self.steering.deliver(self.conversation, emit)  # what an earlier run left goes with the prompt
         return await self._stoppable(self._run_loops(emit, operation, progress), emit, operation, progress)
 
     async def compact(self, emit: EventSink, instructions: str = "", operation: Operation | None = None) -> RunResult:
@@ -218,16 +222,17 @@ class Runner:
                 code, message = describe_failure(exc)
                 return progress.result("error", code=code, message=message)
             progress.usage.add(reply.usage)
-            self._account(reply.usage, emit)
+            self.ledger.account(reply.usage, emit)
+            self.meter.measured(reply.usage)
             self.meter.adopt_server_compaction(reply, emit)
             reply.content = self.conversation.adopt_ids(reply.content)  # ids the API takes back
             self.conversation.append_assistant(reply.content)
             if reply.stop_reason == "pause_turn":  # the API paused a long turn: sent back, it goes on
                 continue
-            if not reply.tool_calls:
+            # A final reply ends the run, unless the user steered meanwhile: then it goes on.
+            if not reply.tool_calls and not self.steering.deliver(self.conversation, emit):
                 return self._answer(reply, progress)
-            repeated = await self._execute(reply, tools, emit, guard, operation)
-            if repeated:
+            if reply.tool_calls and (repeated := await self._execute(reply, tools, emit, guard, operation)):
                 message = f"stopped: the same tool call ({repeated}) came {self.config.repeat_limit} times in a row"
                 return progress.result("repeated_tool_call", message=message)
         message = f"stopped after {self.config.max_turns} turns without a final answer (the turn limit)"
@@ -249,9 +254,7 @@ class Runner:
         )
 
     def _check_boundary(self, operation: Operation) -> None:
-        if self.ui_cancel.fired:
-            raise _Stop("ui")
-        reason = operation.stop_reason()
+        reason = "ui" if self.ui_cancel.fired else operation.stop_reason()
         if reason is not None:
             raise _Stop(reason)
 
@@ -308,10 +311,6 @@ class Runner:
             max_loops=loop.max_loops if loop.enabled else 0,
         )
 
-    def _account(self, usage: Usage, emit: EventSink) -> None:
-        self.ledger.account(usage, emit)
-        self.meter.measured(usage)
-
     # --- tool execution ----------------------------------------------------------------------
 
     async def _execute(
@@ -322,6 +321,7 @@ class Runner:
         allowed = {t.name: t for t in tools}
         repeated = await self.executor.execute(reply, allowed, emit, guard, operation, self._check_boundary)
         self.conversation.close_open_tool_calls(self.executor.finished)
+        self.steering.deliver(self.conversation, emit)  # after the results, in their message
         return repeated
 
     def placement(self, call: ToolCall) -> Placement:

@@ -23,6 +23,11 @@ COMMANDS = """commands:
   cmdop-tui config path | edit | keys          the settings file
   cmdop-tui serve                              the app in a browser"""
 
+INPUT_FORMAT_HELP = (
+    "headless input: with stream-json, each line on stdin while the prompt runs is a user message "
+    '({"type": "user", "message": {"role": "user", "content": ...}}) that steers it'
+)
+
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="cmdop-tui", description=DESCRIPTION, epilog=COMMANDS, formatter_class=RAW)
@@ -34,6 +39,7 @@ def parser() -> argparse.ArgumentParser:
         default="text",
         help="headless output: the final text, one JSON event per line, or one JSON summary",
     )
+    p.add_argument("--input-format", choices=["text", "stream-json"], default="text", help=INPUT_FORMAT_HELP)
     p.add_argument("--agent", metavar="NAME", help="agent profile: default, autonomous, or one of yours")
     p.add_argument("--model", help="model id or alias (@fast, @balanced, @smart)")
     p.add_argument("--max-budget-usd", type=_positive_float, metavar="USD", help="stop before the session costs more")

@@ -10,7 +10,9 @@ Its loop settings read like Open Interpreter's, and it runs the same loop as the
     answer = operator.chat("create a folder, write a script that lists the files, run it, tell me the output")
 
 `chat(prompt)` blocks and returns the final answer; `async for event in operator.run(prompt)`
-yields the events `--output-format stream-json` prints, as dicts. The conversation carries over
+yields the events `--output-format stream-json` prints, as dicts. `steer(text)` sends more to the
+running prompt without stopping it (from another thread while `chat` blocks, or from async code
+while `run` yields); the model gets it at the run's next step. The conversation carries over
 from one prompt to the next (`messages`; `reset()` starts afresh). `turns()` lists the prompts
 with what each changed on each machine; `rewind(turn)` goes back to before one: the files (the
 present kept first) and the conversation. Settings come from the user's
@@ -32,6 +34,7 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import Event
 from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import RunResult
+from cmdop_tui.agent.steering import SteeringInbox
 from cmdop_tui.config.settings import Settings, load_settings
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.mcp.asks import ElicitationRequest, Elicited, Elicitor
@@ -135,6 +138,7 @@ class Operator:
         self._session: Session | None = None
         self._event_loop: asyncio.Runner | None = None
         self._running: asyncio.Task[RunResult] | None = None
+        self._steering = SteeringInbox()  # the session's, from when it opens: steer() works before
 
     # --- the two ways to run a prompt ---------------------------------------------------------
 
@@ -193,6 +197,30 @@ class Operator:
         if result.status != "final":
             raise OperatorError(result)
         return result.text
+
+    # --- steering -------------------------------------------------------------------------------
+
+    def steer(self, text: str) -> bool:
+        """Send `text` to the running prompt without stopping it. The model gets it at the run's
+        next step: after the current tool calls' results (in the same message), or, when its reply
+        was final, as the next message, and the run goes on. Each delivery is an event
+        (`{"type": "steering", "text": ...}`). False when `text` is blank.
+
+        Safe from any thread, and it never blocks: call it from another thread while `chat()`
+        runs, or from async code (another task, or the loop body) while `run()` yields. Text no
+        step took (the run was stopped, or had ended) waits in `pending_steering` and goes with
+        the next prompt, after it; `take_steering()` takes it back instead.
+        """
+        return self._steering.steer(text)
+
+    @property
+    def pending_steering(self) -> list[str]:
+        """Steering not delivered yet, oldest first."""
+        return self._steering.pending()
+
+    def take_steering(self) -> list[str]:
+        """Take back the steering not delivered yet (oldest first): it will not be sent."""
+        return self._steering.take_all()
 
     # --- the conversation ---------------------------------------------------------------------
 
@@ -275,6 +303,7 @@ class Operator:
                 self._settings_to_open(), platform="headless", ask=ask, cwd=self.cwd, record=self.record, elicit=elicit
             )
             await session.__aenter__()
+            session.runner.steering = self._steering
             self._session = session
         else:
             # On top of the open session's settings, which a local model has made its own.

@@ -380,6 +380,13 @@ class Session:
         """The UI's cancel: the running turn ends at once, and the conversation stays valid."""
         self.ui_cancel.fire()
 
+    def steer(self, text: str) -> bool:
+        """Send `text` to the running turn without stopping it: the model gets it at the turn's
+        next step (after the current tool results, or instead of ending after a final reply).
+        Safe from any thread. What no step took (a Stop, no turn running) goes with the next
+        prompt; `runner.steering` shows it and gives it back. False when `text` is blank."""
+        return self.runner.steering.steer(text)
+
     def use_agent(self, name: str) -> AgentConfig:
         """Switch to another agent profile from the next prompt; the session's budget stays.
 

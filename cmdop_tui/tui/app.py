@@ -30,7 +30,7 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.heap import settle_heap
 from cmdop_tui.tui.approvals import Questions, ask_approval
-from cmdop_tui.tui.clipboard import copy_masked
+from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
@@ -41,11 +41,13 @@ from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, Sess
 from cmdop_tui.tui.slash_commands import build_registry
 from cmdop_tui.tui.submission import submit
 from cmdop_tui.tui.themes import apply_theme
-from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested, ToolOutputRequested
+from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
+from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
+from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.side_column import SideColumn
 from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
@@ -64,7 +66,7 @@ WELCOME = (
 )
 
 
-class CmdopApp(MirroredApp):
+class CmdopApp(TypeAheadKeys, ClipboardActions, MirroredApp):
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
@@ -104,7 +106,7 @@ class CmdopApp(MirroredApp):
         self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
         self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
         self.commands.palette_action("Copy the last reply", "F4", self.action_copy_reply)
-        self.commands.palette_action("Copy the selected tool output", "c in the tool panel", self._copy_tool_output)
+        self.commands.palette_action("Copy the selected tool output", "c in the tool panel", self.copy_tool_output)
         self._machine = machine
         self.ui_cancel = UICancel()
         opening = Opening(self.ui_cancel, client, retry, facts, offer_local_model)
@@ -116,6 +118,7 @@ class CmdopApp(MirroredApp):
             yield ChatLog(id="chat")
             yield SideColumn(id="side", machine=self._machine, narrow_below=NARROW_WIDTH)
         yield StatusLine(id="status")
+        yield QueuedMessages(id="queued")
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
             yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
@@ -184,6 +187,7 @@ class CmdopApp(MirroredApp):
         self.query_one("#stop", Button).disabled = not running
         self.query_one(PromptInput).turn_running = running  # Esc Esc opens /rewind only between turns
         self.status.update_facts(running=running)
+        TypeAhead(self).running_changed(running)
 
     def refresh_status(self) -> None:
         """The status line after the session changed: its model, budget, machine, loop mode."""
@@ -209,8 +213,8 @@ class CmdopApp(MirroredApp):
         await submit(self, message.text)  # `!command`, `/command`, or a prompt for the model
 
     async def send(self, text: str) -> None:
-        if self.running:
-            await self.chat.add_notice("A turn is running: wait for it, or press Esc to stop it.", "warning")
+        if self.running:  # queued: sent when the turn ends
+            TypeAhead(self).hold(text)
             return
         await self.chat.add_user_message(text)
         if self.session_ready.is_set() and await self.ready_session() is None:
@@ -274,7 +278,7 @@ class CmdopApp(MirroredApp):
             self.action_help_quit()
 
     async def action_request_quit(self) -> None:
-        if not self.running:
+        if (question := TypeAhead(self).quit_question()) is None:
             self.exit()
             return
 
@@ -283,15 +287,4 @@ class CmdopApp(MirroredApp):
                 self.ui_cancel.fire()
                 self.exit()
 
-        self.push_screen(ConfirmScreen("A turn is running. Stop it and quit?", yes="Quit", no="Stay"), answered)
-
-    # --- the clipboard ---------------------------------------------------------------------------
-
-    def action_copy_reply(self) -> None:
-        copy_masked(self, self.chat.last_reply, "the last reply")
-
-    def _copy_tool_output(self) -> None:
-        self.query_one(ToolPanel).action_copy_output()
-
-    def on_tool_output_copy_requested(self, message: ToolOutputCopyRequested) -> None:
-        copy_masked(self, message.record.shown_output, f"the output of {message.record.name}")
+        self.push_screen(ConfirmScreen(question, yes="Quit", no="Stay"), answered)

@@ -20,6 +20,7 @@ from cmdop_tui.tui.vocabulary.messages import (
     BATCHED_MESSAGE_FOR_EVENT,
     MESSAGE_FOR_EVENT,
     TOOL_MESSAGE_FOR_EVENT,
+    Agent,
     BatchedMessage,
     TextBatch,
 )
@@ -71,6 +72,9 @@ class EventRouter:
         self._batch = None
         if isinstance(event, ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested):
             self._deliver_tool_event(event)
+            return
+        if isinstance(event, ev.SteeringDelivered):  # to the app: the chat shows it, the queue lets it go
+            self.app.post_message(Agent.Steered(event))
             return
         message_type = MESSAGE_FOR_EVENT[type(event)]
         for target in (self.chat, self.status):

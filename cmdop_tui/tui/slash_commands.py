@@ -44,7 +44,9 @@ if TYPE_CHECKING:
 
 async def slash_help(app: CommandHost, argument: str) -> None:
     keys = [
-        ("Enter", "send"),
+        ("Enter", "send (while a turn runs: queue, sent when it ends)"),
+        ("ctrl+s", "steer: send to the running turn, at its next step"),
+        ("Up / ctrl+d", "take back / drop the newest queued message (at an empty prompt)"),
         ("ctrl+j", "new line"),
         ("Up/Down", "earlier prompts"),
         ("ctrl+p", "command palette"),

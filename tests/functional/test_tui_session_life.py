@@ -12,6 +12,7 @@ from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.session_life import NO_KEY_HELP
+from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.status_line import StatusLine
 
 SIZE = (100, 30)
@@ -57,9 +58,9 @@ async def test_a_base_url_that_is_not_http_is_said_at_once(monkeypatch):
         assert error in notices(app, "error") and "\n" not in error
 
 
-async def test_running_drives_stop_and_a_second_enter_is_refused(fake_api):
+async def test_running_drives_stop_and_a_second_enter_is_queued(fake_api):
     gate = threading.Event()
-    fake_api.enqueue(text_reply("slow " * 20, stall_after=4, gate=gate, gate_release_continues=True))
+    fake_api.enqueue(text_reply("slow " * 20, stall_after=4, gate=gate, gate_release_continues=True), text_reply("2"))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: app.session is not None, what="the session")
@@ -68,13 +69,15 @@ async def test_running_drives_stop_and_a_second_enter_is_refused(fake_api):
         await app.send("first")
         await app.send("second")  # in the same write: the first turn has not even started
         assert app.running
-        assert any("A turn is running" in n for n in notices(app, "warning"))
+        assert app.query_one(QueuedMessages).queued == ["second"]  # not a second turn at once
         await wait_until(pilot, lambda: not stop.disabled and "working" in status_text(app), what="Stop enabled")
         gate.set()
+        await wait_until(pilot, lambda: len(fake_api.requests) == 2, what="the queued message sent")
         await finish_turn(pilot)
         await wait_until(pilot, lambda: stop.disabled and not app.running, what="Stop disabled again")
         assert "working" not in status_text(app)
-        assert len(fake_api.requests) == 1  # one turn: the second Enter never became one
+        assert len(fake_api.requests) == 2  # one turn after the other
+        assert fake_api.requests[1].body["messages"][-1]["content"][-1]["text"] == "second"
 
 
 async def test_the_status_line_follows_what_the_session_changes(fake_api):

@@ -111,6 +111,8 @@ class Agent:
 
     class Cancelled(AgentMessage[ev.Cancelled]): ...
 
+    class Steered(AgentMessage[ev.SteeringDelivered]): ...
+
 
 MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage[Any]]] = {
     ev.TurnStarted: Agent.TurnStarted,

@@ -110,9 +110,9 @@ class ChatLog(VerticalScroll, can_focus=True):
             await self.mount(self._earlier, before=0)
         self._earlier.set_counts(self._pruned + self._shown_from, RESUME_PAGE)
 
-    async def add_user_message(self, text: str) -> None:
+    async def add_user_message(self, text: str, *, steering: bool = False) -> None:
         await self._end_reply()
-        await self.add(UserMessage(text))
+        await self.add(UserMessage(text, steering=steering))
         self.anchor()  # sending a prompt brings the view back to the newest text
 
     async def add_notice(self, text: str, kind: NoticeKind = "info") -> None:

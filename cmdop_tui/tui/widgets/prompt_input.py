@@ -3,9 +3,15 @@ A paste is text: inserted inert (support/paste.py), never sent without Enter.
 
 Esc twice at an empty prompt between turns sends /rewind, as if typed. Esc itself goes on to
 the app (where it stops a running turn): an Esc while a turn runs starts no pair.
+
+While a turn runs, Enter queues the text (the app decides) and ctrl+s sends it as steering
+(`Steered`). With messages queued (`held_messages`), Up, ctrl+d and Enter at an empty prompt edit,
+drop and send them (`QueueEdit`; widgets/queued_messages.py shows them).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from textual import events
 from textual.message import Message
@@ -16,6 +22,9 @@ from cmdop_tui.support.paste import inert_paste
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 DOUBLE_ESCAPE_S = 0.8  # the second Esc of a pair comes within this
 DOUBLE_ESCAPE_COMMAND = "/rewind"
+STEER_KEY = "ctrl+s"
+QueueAction = Literal["edit", "drop", "send"]
+QUEUE_KEYS: dict[str, QueueAction] = {"up": "edit", "ctrl+d": "drop"}  # at an empty prompt
 
 
 class PromptInput(TextArea):
@@ -31,7 +40,9 @@ class PromptInput(TextArea):
     }
     """
 
-    class Submitted(Message):
+    class Sent(Message):
+        """Text the user sent from the prompt."""
+
         def __init__(self, prompt_input: PromptInput, text: str) -> None:
             super().__init__()
             self.prompt_input = prompt_input
@@ -40,6 +51,20 @@ class PromptInput(TextArea):
         @property
         def control(self) -> PromptInput:
             return self.prompt_input
+
+    class Submitted(Sent):
+        """Enter: the text, to send (queued while a turn runs)."""
+
+    class Steered(Sent):
+        """ctrl+s: the text, for the running turn's next step."""
+
+    class QueueEdit(Message):
+        """A key for the queued messages: take the newest back, drop it, or send the next."""
+
+        def __init__(self, prompt_input: PromptInput, action: QueueAction) -> None:
+            super().__init__()
+            self.prompt_input = prompt_input
+            self.action = action
 
     def __init__(self, *, id: str | None = None, placeholder: str = "") -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True)
@@ -50,6 +75,7 @@ class PromptInput(TextArea):
         self._draft = ""
         self.turn_running = False  # set by the app: an Esc then stops the turn
         self._escaped_at: float | None = None  # the first Esc of a pair, at an empty prompt
+        self.held_messages = 0  # queued messages above the prompt (set by the app)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # ctrl+c copies a selection; with none it goes on to the app, where it stops a turn.
@@ -60,9 +86,12 @@ class PromptInput(TextArea):
     async def _on_key(self, event: events.Key) -> None:
         if event.key == "escape":
             self._count_escape(event.time)  # and on to the app: not stopped here
-        if event.key == "enter":
+        if event.key in ("enter", STEER_KEY):
             self._stop(event)
-            self.submit()
+            self.submit(steer=event.key == STEER_KEY)
+        elif event.key in QUEUE_KEYS and self.held_messages and not self.text:
+            self._stop(event)
+            self.post_message(self.QueueEdit(self, QUEUE_KEYS[event.key]))
         elif event.key in NEWLINE_KEYS:
             self._stop(event)
             self.insert("\n")
@@ -100,15 +129,17 @@ class PromptInput(TextArea):
         else:
             self._escaped_at = now
 
-    def submit(self) -> None:
+    def submit(self, *, steer: bool = False) -> None:
         text = self.text.strip()
         if not text:
+            if self.held_messages and not self.turn_running:
+                self.post_message(self.QueueEdit(self, "send"))
             return
         if not self.sent or self.sent[-1] != text:
             self.sent.append(text)
         self._recall_index = None
         self.clear()
-        self.post_message(self.Submitted(self, text))
+        self.post_message((self.Steered if steer else self.Submitted)(self, text))
 
     def recall(self, step: int) -> None:
         """Step through earlier prompts; stepping past the newest restores the draft."""

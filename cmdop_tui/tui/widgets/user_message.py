@@ -1,4 +1,4 @@
-"""A prompt the user sent, shown in the chat."""
+"""A prompt the user sent, shown in the chat (steering marked as such: it went to a running turn)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,16 @@ class UserMessage(Static):
         padding: 0 1;
         border-left: thick $primary;
         background: $primary 10%;
+
+        &.-steering {
+            border-left: thick $accent;
+            background: $accent 10%;
+        }
     }
     """
 
-    def __init__(self, text: str) -> None:
-        super().__init__(Content(mask(strip_terminal_sequences(text))), classes="user-message")
+    def __init__(self, text: str, *, steering: bool = False) -> None:
+        content = Content(mask(strip_terminal_sequences(text)))
+        if steering:
+            content = Content.assemble(("↪ steering  ", "bold"), content)
+        super().__init__(content, classes="user-message -steering" if steering else "user-message")
