@@ -18,6 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Static
+from tui_helpers import wait_until
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, ToolStart
@@ -220,7 +221,7 @@ async def test_the_dialog_shows_the_diff_inert_scrollable_and_fits_80x24() -> No
         assert diff.region.height >= 6 and diff.max_scroll_y > 0
         diff.focus()
         await pilot.press("end")
-        assert diff.scroll_y == diff.max_scroll_y
+        await wait_until(pilot, lambda: diff.scroll_y == diff.max_scroll_y, what="the end of the diff")
         await pilot.press("y")
         await pilot.pause()
         assert app.choices == [ApprovalChoice.ONCE]

@@ -181,9 +181,9 @@ async def test_a_resumed_compacted_conversation_starts_with_the_folded_summary(f
     again = make_app(fake_api, settings=Settings(run=RunOptions(continue_latest=True)))
     async with again.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: any("resumed session" in n for n in notices(again)), what="the resume")
+        await wait_until(pilot, lambda: replies(again) == ["Second answer."], what="the resumed chat drawn")
         (item,) = items(again)
         assert item.state == "done" and not item.expanded
-        assert replies(again) == ["Second answer."]
         assert not any("conversation-summary" in text for text in user_messages(again))
         chat = list(again.query_one("#chat").children)
         assert chat.index(item) < chat.index(again.query_one(AssistantReply))

@@ -30,6 +30,7 @@ def run_suite(floor: str) -> list[dict]:
 
 @pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
 @pytest.mark.parametrize("floor", ["on", "off"])
+@pytest.mark.timeout(300)  # the suite of attacks runs in one child, as long as its own limit
 def test_no_attack_escapes(floor):
     results = run_suite(floor)
     assert [r["case"] for r in results] == ALL_CASES  # every case was tried
