@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Callable, Sequence
+from os.path import expanduser
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from cmdop_tui.agent.approval import Approver, ToolCall
 from cmdop_tui.agent.budget import CHARS_PER_TOKEN, estimate_cost, format_usd
 from cmdop_tui.agent.events import Event, Usage
 from cmdop_tui.agent.runner import Runner
+from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.mcp.asks import (
     ClientAnswers,
     ElicitationRequest,
@@ -71,6 +73,19 @@ def workspace_roots(cwd: Path, writable: Sequence[Path] = ()) -> list[Root]:
         if path.exists() and root.uri not in {r.uri for r in roots}:
             roots.append(root)
     return roots
+
+
+def session_roots(cwd: Path, sandbox: Sandbox | None) -> list[Root]:
+    """The roots MCP servers are told: where the session's commands write (the working
+    directory, or the scratch workspace when it holds the home), and the folders the user
+    made writable to the sandbox. A working directory the sandbox would not make writable
+    whole is never told, sandbox or not: a server may take the roots as all it may read."""
+    if sandbox is None:
+        return workspace_roots(cwd)
+    if sandbox.confines:
+        writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable]
+        return workspace_roots(sandbox.workspace_for(cwd), writable)
+    return [] if sandbox.unsafe_workspace(cwd) else workspace_roots(cwd)
 
 
 class ServerAsks:

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
-from os.path import expanduser
 from pathlib import Path
 from types import TracebackType
 
@@ -43,6 +42,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.modes import CYCLE, next_mode
 from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.rewind import (
     RewindError,
@@ -55,7 +55,7 @@ from cmdop_tui.session.rewind import (
     summaries,
 )
 from cmdop_tui.session.sandbox_hold import hold_the_sandbox
-from cmdop_tui.session.server_asks import ServerAsks, workspace_roots
+from cmdop_tui.session.server_asks import ServerAsks, session_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
 from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
@@ -122,8 +122,9 @@ class Session:
         self.checkpoints: Checkpoints | None = None  # what /rewind goes back to
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
-        # told whenever what `status()` says may have changed (model, budget, loop, target)
+        # told whenever what `status()` says may have changed (model, budget, loop, target, mode)
         self.status_listeners: list[Callable[[], None]] = []
+        self._beyond_cycle: str | None = None  # auto or strict, once the session was in it
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -185,6 +186,8 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
+        self.permissions.working_tree = str(self._runner.cwd)  # where accept_edits lets edits through
+        self.set_mode(self.permissions.mode)
         if not self.offline:
             asks = ServerAsks(self._runner, self.client, gate, self._mcp_roots, self.elicit, self._emit)
             self._start_mcp(self._runner, mcp, asks.answers())
@@ -228,18 +231,8 @@ class Session:
         self.mcp.start()
 
     def _mcp_roots(self) -> list[Root]:
-        """The roots MCP servers are told: where the session's commands write (the working
-        directory, or the scratch workspace when it holds the home), and the folders the user
-        made writable to the sandbox. A working directory the sandbox would not make writable
-        whole is never told, sandbox or not: a server may take the roots as all it may read."""
-        cwd = self.runner.cwd
-        sandbox = self.fleet.sandbox if self.fleet is not None else None
-        if sandbox is None:
-            return workspace_roots(cwd)
-        if sandbox.confines:
-            writable = [Path(expanduser(raw)) for raw in sandbox.policy.writable]
-            return workspace_roots(sandbox.workspace_for(cwd), writable)
-        return [] if sandbox.unsafe_workspace(cwd) else workspace_roots(cwd)
+        """The roots MCP servers are told (see :func:`session_roots`)."""
+        return session_roots(self.runner.cwd, self.fleet.sandbox if self.fleet is not None else None)
 
     def _emit(self, event: Event) -> None:
         """To the running turn's sink (what a server's sampling cost); between turns, nowhere."""
@@ -445,6 +438,22 @@ class Session:
         self._status_changed()
         return target
 
+    def set_mode(self, name: str) -> str:
+        """How freely the model may act, from its next tool call: one of PERMISSION_MODES
+        (ValueError for another name); plan mode is told to the model in each request."""
+        if self.permissions is None:
+            raise RuntimeError("the session is not open")
+        self.permissions.mode = name
+        if name not in CYCLE:
+            self._beyond_cycle = name
+        self.runner.facts = replace(self.runner.facts, plan_mode=self.permissions.mode == "plan")
+        self._status_changed()
+        return self.permissions.mode
+
+    def next_mode(self) -> str:
+        """The mode one key press moves to (see session/modes.py); not set until `set_mode`."""
+        return next_mode(self.permissions.mode if self.permissions else "default", self._beyond_cycle)
+
     # --- what a surface shows -----------------------------------------------------------------
 
     def _status_changed(self) -> None:
@@ -479,6 +488,7 @@ class Session:
             budget_usd=config.max_budget_usd,
             machine=(self.fleet.target_name if self.fleet else None) or "local",
             sandbox=self.fleet.sandbox.label if self.fleet else "",
+            mode=self.permissions.mode if self.permissions else "default",
             loop_enabled=config.loop.enabled,
             max_loops=config.loop.max_loops,
         )
