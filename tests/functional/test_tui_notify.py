@@ -82,3 +82,31 @@ async def test_notifications_off_send_nothing(fake_api):
         await away(app, pilot)
         await finish_turn(pilot)
         assert written == []
+
+
+def test_the_terminal_gets_the_notification_after_its_focus_report(fake_api, anthropic_env, tmp_path):
+    """The real app in a pty: the terminal reports losing focus (`ESC [ O`) in the same read
+    as the Enter that starts the turn; when the turn ends, OSC 9 and the bell reach it."""
+    import os
+
+    from pty_app import PtyApp
+
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
+    for name in ("TMUX", "VTE_VERSION", "TERM_PROGRAM"):
+        env.pop(name, None)
+    (tmp_path / "c.toml").write_text('[notify]\nmethod = "osc9"\n')
+    fake_api.enqueue(text_reply("All done."), text_reply("Here again."))
+    app = PtyApp(env, size=(100, 30))
+    try:
+        app.wait_for(b"Ask the operator", timeout=20)
+        start = app.mark()
+        app.write(b"hello\r\x1b[O")
+        app.wait_for(b"\x1b]9;cmdop-tui: The turn is over: the operator waits for you.\x07\x07", start, timeout=20)
+        app.write(b"\x1b[I")  # back: the next turn's end is seen, not told
+        start = app.mark()
+        app.write(b"again\r")
+        app.wait_for_text("Here again.", timeout=20)
+        app.wait_quiet(0.3)
+        assert b"\x1b]9;" not in app.output[start:]
+    finally:
+        app.close()
