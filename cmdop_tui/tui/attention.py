@@ -17,6 +17,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.config.model import NotifySettings
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.frames import MirroredApp
@@ -42,6 +43,8 @@ class AttentiveApp(MirroredApp):
         Binding("shift+tab", "cycle_mode", "Mode", priority=True, show=False),
     ]
 
+    settings: Settings  # the app's, set in its own __init__ (after this one's)
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.notifier = Notifier(NotifySettings(enabled=False), self._write_raw, lambda: self.app_focus)
@@ -50,10 +53,7 @@ class AttentiveApp(MirroredApp):
     @on(events.Mount)
     def _attend(self) -> None:
         """The notifier of the app's settings; the dialogs watched as they open."""
-        settings = getattr(self, "settings", None)  # the app's (set after this base's __init__)
-        notify = getattr(settings, "notify", None)
-        if isinstance(notify, NotifySettings):
-            self.notifier = Notifier(notify, self._write_raw, lambda: self.app_focus)
+        self.notifier = Notifier(self.settings.notify, self._write_raw, lambda: self.app_focus)
         self.screen_change_signal.subscribe(self, self._screen_changed)
 
     def _write_raw(self, sequence: str) -> None:

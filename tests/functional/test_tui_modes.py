@@ -99,6 +99,9 @@ async def test_accept_edits_runs_an_edit_in_the_tree_and_still_asks_for_a_comman
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the command's approval")
         assert app.screen.tool == "execute_command"
         assert notes.read_text() == "status: final\n"  # the edit ran before, unasked
+        before = app.screen.focused
+        await pilot.press("shift+tab")  # in a dialog it moves focus back, as it always did
+        assert app.session.status().mode == "accept_edits" and app.screen.focused is not before
         await pilot.press("y")
         await finish_turn(pilot)
     first_result = fake_api.requests[1].body["messages"][-1]["content"][0]
