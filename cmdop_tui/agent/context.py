@@ -46,6 +46,13 @@ conversation. Never invent command output, file contents or machine state; if th
 them, say what you would run and ask the user to enable tools.
 </system-reminder>"""
 
+PLAN_MODE = (
+    "Plan mode is on: nothing may be changed now, and every call that could change something is "
+    "refused. Find out what you need with the read-only tools, then present a short plan (the "
+    "steps, the commands, the files) and ask the user whether to go on. When the user switches "
+    "mode, this note is gone and you may carry the plan out."
+)
+
 PLATFORM_HINTS: dict[Platform, str] = {
     "tui": "The user reads your replies in a terminal UI, often 80 columns wide, often over SSH. "
     "Keep replies short; use Markdown lists and code blocks, no wide tables.",
@@ -68,6 +75,7 @@ class SessionFacts:
     target_machine: str | None = None
     machines: tuple[str, ...] = ()  # other machines the session can reach
     sandbox: str = ""  # what holds commands here, in a sentence for the model
+    plan_mode: bool = False  # the permission mode is `plan`: the model proposes, nothing changes
 
     @classmethod
     def gather(
@@ -128,6 +136,8 @@ def session_reminders(facts: SessionFacts, *, tools_available: bool) -> str:
             "run_on_machines runs one command on many at once (names, `tag:T`, group names)."
         )
     lines.append(PLATFORM_HINTS[facts.platform])
+    if facts.plan_mode:
+        lines.append(PLAN_MODE)
     text = "<system-reminder>\n" + "\n".join(lines) + "\n</system-reminder>"
     if not tools_available:
         text += "\n\n" + NO_TOOLS_HONESTY

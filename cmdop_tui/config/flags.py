@@ -10,6 +10,7 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
+from cmdop_tui.config.model import PERMISSION_MODES
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.version import VERSION
 
@@ -62,8 +63,9 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--permission-mode",
-        choices=["default", "strict", "auto"],
-        help="default asks before changes; strict refuses them",
+        choices=PERMISSION_MODES,
+        help="default asks before changes; accept_edits lets file edits in the working directory through; "
+        "plan changes nothing (the model proposes a plan); auto is --yes; strict refuses changes",
     )
     p.add_argument(
         "--sandbox",

@@ -15,7 +15,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmdop_tui.config.defaults import DEFAULT_ALIASES
-from cmdop_tui.config.model import AgentProfile, CheckpointSettings, ContextSettings, Settings, SettingsError
+from cmdop_tui.config.model import (
+    NOTIFY_METHODS,
+    PERMISSION_MODES,
+    AgentProfile,
+    CheckpointSettings,
+    ContextSettings,
+    NotifySettings,
+    Settings,
+    SettingsError,
+)
 from cmdop_tui.machines.sandbox import MODES, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
@@ -105,6 +114,7 @@ _TABLES = (
     "context",
     "sandbox",
     "checkpoints",
+    "notify",
     "groups",
     "inventory",
 )
@@ -139,7 +149,13 @@ TOP_LEVEL = TableKeys(
             example=False,
         ),
         Key("theme", help="also cmdop-light, cmdop-high-contrast, cmdop-amber"),
-        Key("permission_mode", help="default: changes ask; strict: changes refused; auto: like --yes"),
+        Key(
+            "permission_mode",
+            what=f"one of {', '.join(PERMISSION_MODES)}",
+            choices=PERMISSION_MODES,
+            help="default: changes ask; accept_edits: file edits here do not; plan: nothing changes; "
+            "auto: like --yes; strict: changes refused",
+        ),
         Key("router_model", help="picks the tools a first turn is offered"),
         Key("stream", help="stream the model's replies as they are written"),
         Key(
@@ -246,6 +262,26 @@ CHECKPOINTS = TableKeys(
     wrong="{place} {key} must be {what}",
 )
 
+NOTIFY = TableKeys(
+    (
+        Key(
+            "enabled",
+            (bool,),
+            _TRUE_OR_FALSE,
+            help="tell the desktop when the app waits and its terminal is not focused",
+        ),
+        Key(
+            "method",
+            what=f"one of {', '.join(NOTIFY_METHODS)}",
+            choices=NOTIFY_METHODS,
+            help="osc9 | osc777 (desktop notifications) | bell | auto (the one the terminal reads, and the bell)",
+        ),
+        Key("min_seconds", (int, float), _POSITIVE, positive=True, help="a command that ran this long is told of"),
+    ),
+    unknown=_SECTION_UNKNOWN,
+    wrong="{place} {key} must be {what}",
+)
+
 INVENTORY = TableKeys(
     (
         Key(
@@ -336,6 +372,9 @@ SECTIONS = (
     Section("sandbox", "what commands may touch (Linux, bubblewrap)", SANDBOX, SandboxPolicy()),
     Section("context", "when the conversation is compacted (summarised)", CONTEXT, ContextSettings()),
     Section("checkpoints", "what /rewind can go back to", CHECKPOINTS, CheckpointSettings()),
+    Section(
+        "notify", "desktop notifications (needs focus reporting: tmux set -g focus-events on)", NOTIFY, NotifySettings()
+    ),
     Section("models", "a model's context window", MODEL, each='"my-local-model"'),
     Section("prices", "a model's price, for the cost estimate and budgets", PRICE, each='"claude-sonnet-5-5"'),
     Section(

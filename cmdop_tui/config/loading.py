@@ -24,6 +24,7 @@ from cmdop_tui.config.keys import (
     MACHINE,
     MCP_TABLES,
     MODEL,
+    NOTIFY,
     PROFILE,
     SANDBOX,
     TOP_LEVEL,
@@ -33,6 +34,7 @@ from cmdop_tui.config.model import (
     AgentProfile,
     CheckpointSettings,
     ContextSettings,
+    NotifySettings,
     Settings,
     SettingsError,
     builtin_agents,
@@ -96,6 +98,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         context=_context(data, where),
         sandbox=_sandbox(data, where),
         checkpoints=_checkpoints(data, where),
+        notify=_notify(data, where),
     )
     settings = settings.with_agent(str(selected))
     overrides: dict[str, Any] = {key: str(data[key]) for key in ("router_model", "base_url", "theme") if key in data}
@@ -148,6 +151,18 @@ def _checkpoints(data: Mapping[str, Any], where: str) -> CheckpointSettings:
         max_file_mb=float(table.get("max_file_mb", default.max_file_mb)),
         keep_days=table.get("keep_days", default.keep_days),
         skip=tuple(table.get("skip", default.skip)),
+    )
+
+
+def _notify(data: Mapping[str, Any], where: str) -> NotifySettings:
+    """`[notify]`: enabled, method (auto, osc9, osc777, bell), min_seconds."""
+    table = _table(data, "notify", where)
+    NOTIFY.check(table, f"{where}: [notify]")
+    default = NotifySettings()
+    return NotifySettings(
+        enabled=table.get("enabled", default.enabled),
+        method=table.get("method", default.method),
+        min_seconds=float(table.get("min_seconds", default.min_seconds)),
     )
 
 

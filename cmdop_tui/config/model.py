@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from cmdop_tui.config.defaults import (
     AUTONOMOUS_BREAKERS,
@@ -24,6 +24,11 @@ from cmdop_tui.config.defaults import (
 )
 from cmdop_tui.machines.sandbox import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
+
+# How freely the model may act (cmdop_tui/permissions/decisions.py decides by it). The names are
+# stable: surfaces and the settings file say them. `auto` is what --yes sets.
+PermissionMode = Literal["default", "accept_edits", "plan", "auto", "strict"]
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 
 
 class SettingsError(Exception):
@@ -85,6 +90,20 @@ class CheckpointSettings:
     skip: tuple[str, ...] = ()  # machines (names) where no checkpoint is taken
 
 
+NotifyMethod = Literal["auto", "osc9", "osc777", "bell"]
+NOTIFY_METHODS: tuple[NotifyMethod, ...] = get_args(NotifyMethod)
+
+
+@dataclass(frozen=True)
+class NotifySettings:
+    """`[notify]`: a desktop notification when the app waits for the user and its terminal is
+    not focused (a turn ended, an approval or a question waits, a long command finished)."""
+
+    enabled: bool = True
+    method: NotifyMethod = "auto"  # auto: the OSC the terminal reads (tui/notify.py), and the bell
+    min_seconds: float = 30.0  # a command that ran this long is worth a notification
+
+
 @dataclass(frozen=True)
 class RunOptions:
     """What one run was asked on the command line (or by a surface) and no file may say."""
@@ -113,7 +132,8 @@ class Settings:
     router_model: str = "@fast"
     stream: bool = True
     base_url: str | None = None
-    permission_mode: str = "default"  # default | strict | auto (see cmdop_tui/permissions/); --yes is auto
+    permission_mode: str = "default"  # one of PERMISSION_MODES (see cmdop_tui/permissions/); --yes is auto
+    notify: NotifySettings = field(default_factory=lambda: NotifySettings())  # [notify]
     approval_timeout_s: float = 60.0  # no answer in the approval modal this long means deny
     theme: str = "cmdop-dark"
     low_bandwidth: bool | None = None  # fewer frames, no animations; None: on over SSH (SSH_CONNECTION)

@@ -7,7 +7,7 @@ Run as a program in front of a command; it limits itself to writing under the gi
 
 It imports nothing of this project, so it starts in a few milliseconds. Reads stay open:
 Landlock grants access to trees and cannot carve a secret out of one, so where only Landlock is
-available the status line says so ("sandbox: landlock (writes only)").
+available the status line says so ("sandbox workspace (landlock, writes only)").
 """
 
 from __future__ import annotations

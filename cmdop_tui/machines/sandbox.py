@@ -18,7 +18,7 @@ A working directory that is the home, `/` or an ancestor of the home (or inside 
 is never made writable whole: the session works in a scratch workspace instead, and says so.
 
 `strict` also turns the network off; `off` runs commands bare. Where bubblewrap cannot run,
-Landlock holds the writes ("sandbox: workspace (landlock, writes only)"); where neither can, the
+Landlock holds the writes ("sandbox workspace (landlock, writes only)"); where neither can, the
 status line says "no sandbox". Keeping every process of a tool call from outliving the app is
 the supervisor's work (support/containment.py), sandbox or not.
 """
@@ -154,7 +154,7 @@ class Sandbox:
             return "no sandbox"
         if self.policy.mode == "off":
             return "sandbox off"
-        return f"sandbox: {self.policy.mode}" + (" (landlock, writes only)" if self.program is None else "")
+        return f"sandbox {self.policy.mode}" + (" (landlock, writes only)" if self.program is None else "")
 
     def unconfined(self) -> Sandbox:
         """No sandbox (a command the user let out); the supervisor still contains it."""

@@ -9,7 +9,9 @@ before it runs. The decision is made in three layers, first match wins:
    of a person (``Decision.person_only``): no rule, mode or approve-all function answers it.
 2. **Rules**: ``[machine:]tool(argument glob)`` with a verdict ``allow``, ``ask`` or ``deny``
    (see :class:`Rule`); session rules first, then the global rules file.
-3. **The mode** decides what no rule matched: ``default``, ``strict`` or ``auto`` (``--yes``).
+3. **The mode** decides what no rule matched: ``default``, ``accept_edits`` (file edits in the
+   working tree go without asking), ``strict`` or ``auto`` (``--yes``); ``plan`` refuses every
+   call that changes something, before the rules (:mod:`.modes`).
 
 What a tool call acts on, and whether it changes things, comes from the tool's own declaration
 (``Tool.subject``, ``Tool.mutating``): pass it as ``spec``, or the built-in tool of that name is
@@ -35,7 +37,8 @@ The map, from the bottom up:
   tree), :mod:`.tool_strings` (every string of an MCP tool's arguments) and :mod:`.floor` (its
   entry points);
 * the rules: :mod:`.arguments` (what rules judge), :mod:`.rules` (Rule and its globs),
-  :mod:`.allow_always` (derive_rule), :mod:`.decisions` (floor, rules, mode);
+  :mod:`.allow_always` (derive_rule), :mod:`.modes` (what accept_edits and plan let through),
+  :mod:`.decisions` (floor, rules, mode);
 * the files and the object: :mod:`.store` (the TOML file, the audit log), :mod:`.rulebook`
   (Permissions), :mod:`.listing` (``cmdop-tui permissions list``).
 

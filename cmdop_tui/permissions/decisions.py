@@ -10,26 +10,31 @@
    enough.
 3. **The mode** decides what no rule matched: ``default`` allows read-only tools and asks for
    mutating ones (``Tool.mutating``: execute_command, write_file, ask_machine, ask_machines;
-   a tool nobody declared counts as mutating); ``strict`` denies mutating tools; ``auto``
-   (``--yes``) allows everything, and turns ``ask`` rules into ``allow`` (there is no one to
-   ask); ``deny`` rules and the floor still apply.
+   a tool nobody declared counts as mutating); ``accept_edits`` also allows a file edit on
+   this machine inside the working tree (:mod:`.modes`); ``strict`` denies mutating tools;
+   ``auto`` (``--yes``) allows everything, and turns ``ask`` rules into ``allow`` (there is no
+   one to ask); ``deny`` rules and the floor still apply. ``plan`` is the one mode that comes
+   before the rules: it refuses every mutating call, whatever allows it (the model is told to
+   present a plan instead).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, TypeGuard
+from typing import Any, TypeGuard
 
+from cmdop_tui.config.model import PERMISSION_MODES, PermissionMode
 from cmdop_tui.tools.base import Tool
 
 from .arguments import Part, call_parts, main_argument, subject_kind
 from .floor import judge_call
+from .modes import edit_in_tree, plan_refusal
 from .rules import Rule, Verdict
 from .verdicts import FloorVerdict
 
-Mode = Literal["default", "strict", "auto"]
-MODES: tuple[str, ...] = ("default", "strict", "auto")
+Mode = PermissionMode
+MODES: tuple[str, ...] = PERMISSION_MODES
 _SEVERITY = {"allow": 0, "ask": 1, "deny": 2}
 
 
@@ -85,15 +90,19 @@ def decide(
     global_: Sequence[Rule],
     floor: bool = True,
     selectors: Sequence[str] = (),
+    working_tree: str | None = None,
 ) -> Decision:
     """The decision for one call, given the rules and the mode (see the module doc); without
     the floor when `floor` is False (already judged). `selectors`: how the call named the
-    machine (`tag:db`, a group), whose rules apply to it as well as its own."""
+    machine (`tag:db`, a group), whose rules apply to it as well as its own. `working_tree`:
+    the session's directory, where accept_edits mode lets file edits through."""
     judged = judge_call(tool, args, spec=spec) if floor else None
     if judged is not None and judged.verdict == "deny":
         return Decision("deny", judged.reason, None, True)
     if mutating is None:
         mutating = spec.mutating if spec is not None else True
+    if mode == "plan" and mutating:
+        return Decision("deny", plan_refusal(tool))
     names = [machine, *(s for s in selectors if s != machine)]
     known_as = [tool, *(sorted(spec.aliases) if spec is not None else ())]  # an MCP tool's full name too
     session = [r for r in session if any(r.applies_to(t, name) for t in known_as for name in names)]
@@ -103,6 +112,8 @@ def decide(
         return _for_a_person(judged, verdict, rule, mode)
     if rule is not None:
         return _by_rule(verdict, rule, mode)
+    if mode == "accept_edits" and edit_in_tree(args, spec=spec, machine=machine, working_tree=working_tree):
+        return Decision("allow", f"accept_edits mode: {tool} inside the working tree")
     return _by_mode(tool, mutating, mode)
 
 
@@ -171,7 +182,7 @@ def _by_mode(tool: str, mutating: bool, mode: Mode) -> Decision:
             f"strict mode: {tool} changes things and no rule allows this call; "
             f"a user can add an allow rule (cmdop-tui permissions)",
         )
-    return Decision("ask", f"{tool} changes things; approval needed in default mode")
+    return Decision("ask", f"{tool} changes things; approval needed in {mode} mode")
 
 
 def _describe(rule: Rule) -> str:

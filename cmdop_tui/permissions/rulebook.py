@@ -30,7 +30,8 @@ class Permissions:
 
     ``Permissions.load()`` reads the global rules file; session rules live in memory only.
     Attributes: ``mode`` (settable), ``rules`` (global), ``session_rules``, ``path``,
-    ``audit_path``, ``last_audit_error``.
+    ``audit_path``, ``last_audit_error``, ``working_tree`` (the session's directory, where
+    accept_edits mode lets file edits through; None: nowhere).
     """
 
     def __init__(
@@ -51,6 +52,7 @@ class Permissions:
         self._file_mode: str | None = None
         self._lock = threading.RLock()
         self.last_audit_error: OSError | None = None
+        self.working_tree: str | None = None
 
     # --- loading and saving --------------------------------------------------------------------
 
@@ -230,6 +232,7 @@ class Permissions:
                 cwd=cwd,
                 spec=declaration(tool, spec),
                 mode=self._mode,
+                working_tree=self.working_tree,
                 session=session,
                 global_=global_,
             )

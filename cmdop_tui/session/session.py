@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 
@@ -42,19 +41,11 @@ from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.session.client import make_client
 from cmdop_tui.session.custom_commands import only_tools
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
+from cmdop_tui.session.going_back import GoingBack
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
+from cmdop_tui.session.modes import CYCLE, next_mode
 from cmdop_tui.session.recorder import SessionRecorder
-from cmdop_tui.session.rewind import (
-    RewindError,
-    RewindPlan,
-    Rewound,
-    TurnSummary,
-    conversation_back,
-    plan,
-    restore_files,
-    summaries,
-)
 from cmdop_tui.session.sandbox_hold import hold_the_sandbox
 from cmdop_tui.session.server_asks import ServerAsks, session_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
@@ -63,7 +54,7 @@ from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
 
 
-class Session:
+class Session(GoingBack):
     """Everything one conversation needs, built once; an async context manager.
 
     `ask` is how this surface asks the user to approve a tool call (None: nobody can, so such
@@ -125,8 +116,9 @@ class Session:
         self._context_at: int | None = None  # the message a `!command`'s output opened, for the next prompt
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
-        # told whenever what `status()` says may have changed (model, budget, loop, target)
+        # told whenever what `status()` says may have changed (model, budget, loop, target, mode)
         self.status_listeners: list[Callable[[], None]] = []
+        self._beyond_cycle: str | None = None  # auto or strict, once the session was in it
 
     # --- opening and closing ------------------------------------------------------------------
 
@@ -188,9 +180,12 @@ class Session:
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
+        self.permissions.working_tree = str(self._runner.cwd)  # where accept_edits lets edits through
+        self.set_mode(self.permissions.mode)
         if not self.offline:
-            roots = partial(session_roots, self._runner, fleet.sandbox)
-            asks = ServerAsks(self._runner, self.client, gate, roots, self.elicit, self._emit)
+            runner = self._runner  # the roots as the sandbox is when a server asks
+            roots = lambda: session_roots(runner, fleet.sandbox)  # noqa: E731
+            asks = ServerAsks(runner, self.client, gate, roots, self.elicit, self._emit)
             self._start_mcp(self._runner, mcp, asks.answers())
         self._recorder = SessionRecorder(self._runner)
         self._cleanup.callback(self._recorder.close)
@@ -294,47 +289,6 @@ class Session:
         outcome = await run_user_command(place, command, emit)
         self._context_at = outcome.opened if outcome.opened is not None else self._context_at
         return outcome
-
-    # --- going back -----------------------------------------------------------------------------
-
-    async def turns(self) -> list[TurnSummary]:
-        """The session's turns, each with what it changed on each machine (for /rewind)."""
-        checkpoints = self._checkpoints()
-        checkpoints.follow_session()
-        return await summaries(checkpoints)
-
-    async def rewind_plan(self, turn: int) -> RewindPlan:
-        """What rewinding the files to the start of `turn` would write. Raises RewindError."""
-        checkpoints = self._checkpoints()
-        checkpoints.follow_session()
-        return await plan(checkpoints, turn)
-
-    def conversation_plan(self, turn: int) -> RewindPlan:
-        """A plan that takes the conversation alone back to before `turn`: it reads no machine
-        (for a rewind with files=False). Raises RewindError."""
-        checkpoints = self._checkpoints()
-        checkpoints.follow_session()
-        record = next((t for t in checkpoints.log.turns() if t.turn == turn), None)
-        if record is None:
-            raise RewindError(f"no turn {turn} in this session")
-        return RewindPlan(record, (), (), ())
-
-    async def rewind(
-        self, rewind: RewindPlan, *, files: bool = True, conversation: bool = True, force: bool = False
-    ) -> Rewound:
-        """Go back to the plan's turn: the files (the present kept first), the conversation, or
-        both. Raises RewindConflict for files changed since unless `force`."""
-        restored = None
-        if files:
-            messages = len(self.runner.conversation.messages)
-            restored = await restore_files(self._checkpoints(), rewind, messages=messages, force=force)
-        kept = conversation_back(self.runner.conversation, rewind.turn) if conversation else None
-        return Rewound(rewind.turn.prompt, restored, conversation and kept is None, kept)
-
-    def _checkpoints(self) -> Checkpoints:
-        if self.checkpoints is None:
-            raise RewindError("the session is not open")
-        return self.checkpoints
 
     async def _wait_for_mcp(self) -> bool:
         """Wait for MCP servers still connecting, so that their tools are there from the first
@@ -453,6 +407,22 @@ class Session:
         self._status_changed()
         return target
 
+    def set_mode(self, name: str) -> str:
+        """How freely the model may act, from its next tool call: one of PERMISSION_MODES
+        (ValueError for another name); plan mode is told to the model in each request."""
+        if self.permissions is None:
+            raise RuntimeError("the session is not open")
+        self.permissions.mode = name
+        if name not in CYCLE:
+            self._beyond_cycle = name
+        self.runner.facts = replace(self.runner.facts, plan_mode=self.permissions.mode == "plan")
+        self._status_changed()
+        return self.permissions.mode
+
+    def next_mode(self) -> str:
+        """The mode one key press moves to (see session/modes.py); not set until `set_mode`."""
+        return next_mode(self.permissions.mode if self.permissions else "default", self._beyond_cycle)
+
     # --- what a surface shows -----------------------------------------------------------------
 
     def _status_changed(self) -> None:
@@ -487,6 +457,7 @@ class Session:
             budget_usd=config.max_budget_usd,
             machine=(self.fleet.target_name if self.fleet else None) or "local",
             sandbox=self.fleet.sandbox.label if self.fleet else "",
+            mode=self.permissions.mode if self.permissions else "default",
             loop_enabled=config.loop.enabled,
             max_loops=config.loop.max_loops,
         )

@@ -13,12 +13,14 @@ from cmdop_tui.agent.context_usage import ContextUsage
 
 @dataclass(frozen=True)
 class SessionStatus:
-    """The facts of the status line: the model, the budget, where commands run, the sandbox."""
+    """The facts of the status line: the model, the budget, where commands run, the sandbox,
+    the permission mode."""
 
     model: str
     budget_usd: float | None
     machine: str  # the machine a turn works on ("local": this one)
     sandbox: str  # the sandbox in force, for people ("" without a fleet)
+    mode: str  # the permission mode: how freely the model may act (PERMISSION_MODES)
     loop_enabled: bool
     max_loops: int
 

@@ -30,11 +30,11 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.heap import settle_heap
 from cmdop_tui.tui.approvals import Questions, ask_approval
+from cmdop_tui.tui.attention import AttentiveApp
 from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
-from cmdop_tui.tui.frames import MirroredApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
@@ -66,7 +66,7 @@ WELCOME = (
 )
 
 
-class CmdopApp(TypeAheadKeys, ClipboardActions, MirroredApp):
+class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}

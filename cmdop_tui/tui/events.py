@@ -107,6 +107,7 @@ class EventRouter:
             return
         if isinstance(event, ev.ToolEnd):
             record.finish(event.output, event.is_error, event.duration_s)
+            self.app.post_message(Agent.ToolEnded(event, record))  # a long one is told (tui/attention.py)
         self._post_tool_message(event, record)
 
     def _post_tool_message(self, event: ev.Event, record: ToolRecord) -> None:

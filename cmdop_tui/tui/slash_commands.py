@@ -34,6 +34,7 @@ from cmdop_tui.tui.commands import (
     model_alias_entries,
 )
 from cmdop_tui.tui.custom_slash import add_custom_commands
+from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
@@ -336,6 +337,7 @@ def build_registry() -> CommandRegistry:
         "MCP servers and their state; trust this project's .mcp.json",
         palette=(PaletteEntry("MCP servers"),),
     )(slash_mcp)
+    registry.slash("/mode [NAME]", MODE_HELP, palette=MODE_PALETTE)(slash_mode)
     registry.slash("/budget [USD|off]", "the session's spending limit")(slash_budget)
     registry.slash("/agent NAME", "switch agent profile", palette=agent_profile_entries)(slash_agent)
     registry.slash(

@@ -58,6 +58,6 @@ async def test_the_status_line_says_when_there_is_no_sandbox():
         status.update_facts(model="m", sandbox="no sandbox")
         await pilot.pause()
         assert "no sandbox" in str(status.render())
-        status.update_facts(sandbox="sandbox: workspace")  # the default goes without saying
+        status.update_facts(sandbox="sandbox workspace")  # the default is said too, beside the mode
         await pilot.pause()
-        assert "sandbox" not in str(status.render())
+        assert "default · sandbox workspace" in str(status.render())

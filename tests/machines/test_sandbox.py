@@ -121,7 +121,7 @@ def test_no_writable_root_lies_in_a_protected_folder(tmp_path):
 def test_the_label_says_honestly_what_holds_the_commands():
     assert Sandbox(SandboxPolicy(), None).label == "no sandbox"
     assert Sandbox(SandboxPolicy(mode="off"), "/usr/bin/bwrap").label == "sandbox off"
-    assert Sandbox(SandboxPolicy(mode="strict"), "/usr/bin/bwrap").label == "sandbox: strict"
+    assert Sandbox(SandboxPolicy(mode="strict"), "/usr/bin/bwrap").label == "sandbox strict"
 
 
 def test_settings_profiles_and_the_flag_choose_the_sandbox(tmp_path):
@@ -331,7 +331,7 @@ async def _until(condition, timeout: float = 15.0) -> None:
 async def test_where_bubblewrap_cannot_run_landlock_holds_the_writes(place, tmp_path):
     _, work = place
     target = LocalMachine(work, sandbox=Sandbox(SandboxPolicy(), None, landlock=True))
-    assert target.sandbox.label == "sandbox: workspace (landlock, writes only)"
+    assert target.sandbox.label == "sandbox workspace (landlock, writes only)"
     assert (await run(target, "touch here && echo ok")).text.endswith("ok") and (work / "here").exists()
     outside = Path(tempfile.mkdtemp(dir="/var/tmp")) / "made"
     try:

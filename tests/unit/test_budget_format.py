@@ -54,10 +54,10 @@ def test_a_positive_amount_is_never_zero_and_keeps_two_significant_digits(amount
 def test_the_status_line_shows_cost_and_budget_with_their_digits() -> None:
     line = StatusLine()
     line.facts = StatusFacts(model="m", cost_usd=0.000012, budget_usd=0.0001)
-    text = "".join(part if isinstance(part, str) else part[0] for part in line._parts(with_cache=False))
+    text = "".join(text for _, text, _ in line._parts())
     assert text.endswith(" · $0.000012/0.0001")
     line.facts = StatusFacts(model="m", cost_usd=None, budget_usd=5)
-    assert "".join(p if isinstance(p, str) else p[0] for p in line._parts(with_cache=False)).endswith(" · $0.00/5.00")
+    assert "".join(text for _, text, _ in line._parts()).endswith(" · $0.00/5.00")
 
 
 async def test_a_stop_in_the_same_request_comes_without_a_warning_before_it(fake_api) -> None:

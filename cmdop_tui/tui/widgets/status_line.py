@@ -1,4 +1,9 @@
-"""One line of facts: model, target machine, turn, loop, tokens, cache share, estimated cost."""
+"""One line of facts: model, target machine, the permission mode and the sandbox, turn, loop,
+tokens, cache share, estimated cost.
+
+The mode and the sandbox are always shown (how freely the model acts, and what holds its
+commands); when the line does not fit, the other facts go, the least needed first.
+"""
 
 from __future__ import annotations
 
@@ -34,10 +39,13 @@ class StatusFacts:
     budget_usd: float | None = None
     context_window: int | None = None
     context_tokens: int = 0  # the last request's context and its reply: where the next one starts
-    sandbox: str = ""  # what holds commands, when it is not the default workspace sandbox
+    sandbox: str = ""  # what holds commands ("sandbox workspace", "no sandbox")
+    mode: str = "default"  # the permission mode (config/model.py PERMISSION_MODES)
 
 
 CONTEXT_WARN_AT = 0.75  # the context's share shown as a warning from here on
+MODE_LABELS = {"accept_edits": "accept edits"}  # a mode as people read it (else its name)
+MODE_STYLES = {"accept_edits": "$accent", "plan": "$accent", "auto": "$warning", "strict": "$success"}
 
 
 def compact_count(tokens: int) -> str:
@@ -61,32 +69,38 @@ class StatusLine(Widget):
     facts: reactive[StatusFacts] = reactive(StatusFacts, always_update=True)
 
     def render(self) -> Content:
-        parts = self._parts(with_cache=True)
-        if sum(len(part if isinstance(part, str) else part[0]) for part in parts) > self.content_size.width:
-            parts = self._parts(with_cache=False)  # on a narrow terminal the cache share goes first
-        return Content.assemble(*parts)
+        parts = self._parts()
+        width = self.content_size.width
+        while sum(len(text) for _, text, _ in parts) > width and any(rank for rank, _, _ in parts):
+            drop = max(rank for rank, _, _ in parts)  # the least needed fact goes first
+            parts = [part for part in parts if part[0] != drop]
+        return Content.assemble(*((text, style) for _, text, style in parts))
 
-    def _parts(self, *, with_cache: bool) -> list[tuple[str, str] | str]:
+    def _parts(self) -> list[tuple[int, str, str]]:
+        """(rank, text, style) of each fact, in the line's order; the highest rank goes first
+        when the line is too narrow, rank 0 never (what runs, the mode and the sandbox)."""
         facts = self.facts
         usage = facts.usage
         total_in = usage.total_input_tokens
-        parts: list[tuple[str, str] | str] = [("● working ", "$warning")] if facts.running else []
-        parts += [(facts.model, "bold"), f" · {facts.machine}"]
-        if facts.sandbox and facts.sandbox != "sandbox: workspace":
-            parts.append((f" · {facts.sandbox}", "$warning" if facts.sandbox != "sandbox: strict" else ""))
+        parts = [(0, "● working · ", "$warning")] if facts.running else []
+        parts += [(3, f"{facts.model} · ", "bold"), (4, f"{facts.machine} · ", "")]
+        parts.append((0, MODE_LABELS.get(facts.mode, facts.mode), MODE_STYLES.get(facts.mode, "")))
+        if facts.sandbox:
+            calm = facts.sandbox.startswith(("sandbox workspace", "sandbox strict"))
+            parts.append((0, f" · {facts.sandbox}", "" if calm else "$warning"))
         if facts.turn:
-            parts.append(f" · turn {facts.turn}/{facts.max_turns}")
+            parts.append((6, f" · turn {facts.turn}/{facts.max_turns}", ""))
         if facts.loop_enabled:
-            parts.append((f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
+            parts.append((2, f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
         if facts.context_window and facts.context_tokens:
             share = facts.context_tokens / facts.context_window
-            parts.append((f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
-        parts.append(f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}")
-        if total_in and with_cache:
-            parts.append(f" · cache {cache_read_share(usage):.0%}")
+            parts.append((1, f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
+        parts.append((7, f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}", ""))
+        if total_in:
+            parts.append((8, f" · cache {cache_read_share(usage):.0%}", ""))
         if facts.cost_usd is not None or facts.budget_usd is not None:
             budget = "/" + format_usd(facts.budget_usd).lstrip("$") if facts.budget_usd is not None else ""
-            parts.append(f" · {format_usd(facts.cost_usd or 0)}{budget}")
+            parts.append((5, f" · {format_usd(facts.cost_usd or 0)}{budget}", ""))
         return parts
 
     def update_facts(self, **changes: object) -> None:
