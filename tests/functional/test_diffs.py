@@ -238,6 +238,7 @@ async def test_a_preview_that_is_a_note_keeps_the_arguments() -> None:
 def test_the_dialog_with_a_diff_at_80x24(snap_compare) -> None:
     async def run_before(pilot) -> None:
         screen = pilot.app.dialog
+        screen.countdown.pause()
         screen.remaining = 60  # pinned: the countdown
         screen._tick()
         await pilot.pause()

@@ -60,6 +60,7 @@ def test_approval_modal(snap_compare, fake_api, size):
     async def run_before(pilot):
         await submit(pilot, "restart nginx")
         await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        app.screen.countdown.pause()  # the picture at 60 s, however long taking it lasts
         app.screen.remaining = 60
         app.screen._tick()
         await pilot.pause()

@@ -175,7 +175,7 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
         return "\n".join(lines)
 
     def on_mount(self) -> None:
-        self.set_interval(self.timeout_s / self.remaining, self._tick)  # one tick a second shown
+        self.countdown = self.set_interval(self.timeout_s / self.remaining, self._tick)  # one tick a second shown
         self._tick()
         self.query_one("#once", Button).focus()
 
