@@ -187,17 +187,20 @@ class Session(GoingBack):
             roots = lambda: session_roots(runner, fleet.sandbox)  # noqa: E731
             asks = ServerAsks(runner, self.client, gate, roots, self.elicit, self._emit)
             self._start_mcp(self._runner, mcp, asks.answers())
-        self._recorder = SessionRecorder(self._runner)
-        self._cleanup.callback(self._recorder.close)
-        recorder = self._recorder
+        await self._record_and_keep(self._runner, fleet)
+
+    async def _record_and_keep(self, runner: Runner, fleet: Fleet) -> None:
+        """The transcript's recorder, and the checkpoints of what turns change (/rewind)."""
+        self._recorder = recorder = SessionRecorder(runner)
+        self._cleanup.callback(recorder.close)
         self.checkpoints = Checkpoints(
-            self.fleet,
+            fleet,
             self.cwd or Path.cwd(),
             self.settings.checkpoints,
             say=recorder.say,
             session=lambda: recorder.session_id,
         )
-        self._runner.changes = self.checkpoints
+        runner.changes = self.checkpoints
         await asyncio.to_thread(prune_checkpoints, self.settings.checkpoints.keep_days)
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
