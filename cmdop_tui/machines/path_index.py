@@ -1,0 +1,180 @@
+"""The files of a working tree, listed for `@` completion in the prompt: what git would show.
+
+In a git repository the list is git's own: `git ls-files -co --exclude-standard` (tracked files
+and untracked ones that no `.gitignore`, `.git/info/exclude` or global exclude hides), which reads
+the index and is fast on 100,000 files. Elsewhere a walk lists the tree, skipping the usual heavy
+folders (`SKIPPED`) and honouring each folder's `.gitignore` as git reads one for the common
+cases: names and globs (`*.log`), `dir/` for folders only, a leading or inner `/` anchoring the
+pattern to that folder, `**`, and `!` to take a pattern back. Not covered there: a negation
+reviving a file inside an ignored folder (git cannot either), global excludes, and escapes.
+
+Files whose name makes them a secret (`.env`, SSH keys: support/secret_kinds.py) are left out:
+nothing would attach them. At most `MAX_FILES` are listed.
+
+`PathIndex` builds the list once, in a worker thread, the first time it is asked; `refresh()`
+lists again in the background (the old list answers meanwhile).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from cmdop_tui.support.fuzzy import FuzzyPaths
+from cmdop_tui.support.secret_kinds import secret_name
+
+__all__ = ["MAX_FILES", "SKIPPED", "PathIndex", "list_tree"]
+
+MAX_FILES = 200_000
+GIT_TIMEOUT_S = 10.0
+REFRESH_AFTER_S = 5.0  # a refresh asked sooner than this after the last listing is skipped
+SKIPPED = frozenset(
+    {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox", ".nox", ".mypy_cache",
+     ".pytest_cache", ".ruff_cache", ".cache", ".gradle", ".idea", "target"}
+)  # fmt: skip
+
+
+def list_tree(root: Path) -> list[str]:
+    """The files under `root`, relative to it, as git would list them (see the module's doc)."""
+    listed = _git_files(root)
+    files = listed if listed is not None else _walk(root)
+    return [path for path in files[:MAX_FILES] if not secret_name(path.rpartition("/")[2])]
+
+
+def _git_files(root: Path) -> list[str] | None:
+    """git's list, or None when `root` is not in a work tree (or git is missing or fails)."""
+    try:
+        done = subprocess.run(
+            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+            cwd=root,
+            capture_output=True,
+            timeout=GIT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return [name for name in done.stdout.decode("utf-8", "replace").split("\0") if name]
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """One line of a `.gitignore`, as a regular expression over paths relative to its folder."""
+
+    pattern: re.Pattern[str]
+    negated: bool
+    folders_only: bool
+
+    @classmethod
+    def parse(cls, line: str) -> _Rule | None:
+        line = line.rstrip("\n").rstrip()
+        if not line or line.startswith("#"):
+            return None
+        negated = line.startswith("!")
+        line = line.removeprefix("!")
+        folders_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        line = line.lstrip("/")
+        if not line:
+            return None
+        body = _glob_regex(line)
+        return cls(re.compile(body if anchored else f"(?:.*/)?{body}"), negated, folders_only)
+
+    def matches(self, relative: str, is_folder: bool) -> bool:
+        return (is_folder or not self.folders_only) and self.pattern.fullmatch(relative) is not None
+
+
+def _glob_regex(glob: str) -> str:
+    """A gitignore glob as a regular expression: `*` and `?` stay within a folder, `**` spans them."""
+    parts = []
+    for piece in re.split(r"(\*\*/?)", glob):
+        if piece.startswith("**"):
+            parts.append("(?:.*/)?" if piece.endswith("/") else ".*")
+        elif piece:
+            parts.append(fnmatch.translate(piece).removeprefix("(?s:").removesuffix(")\\Z").replace(".*", "[^/]*"))
+    return "".join(parts)
+
+
+def _ignored(rules: list[tuple[str, _Rule]], relative: str, is_folder: bool) -> bool:
+    """The last rule that matches decides (each rule relative to the folder of its file)."""
+    verdict = False
+    for base, rule in rules:
+        if base and not relative.startswith(base):
+            continue
+        if rule.matches(relative[len(base) :], is_folder):
+            verdict = not rule.negated
+    return verdict
+
+
+def _read_rules(folder: Path, base: str) -> list[tuple[str, _Rule]]:
+    try:
+        text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    return [(base, rule) for rule in map(_Rule.parse, text.splitlines()) if rule is not None]
+
+
+def _walk(root: Path) -> list[str]:
+    """The files under `root`, skipping heavy folders and what `.gitignore` files ignore."""
+    found: list[str] = []
+    pending: list[tuple[Path, str, list[tuple[str, _Rule]]]] = [(root, "", [])]
+    while pending and len(found) < MAX_FILES:
+        folder, base, inherited = pending.pop()
+        rules = inherited + _read_rules(folder, base)
+        try:
+            entries = sorted(os.scandir(folder), key=lambda entry: entry.name)
+        except OSError:
+            continue
+        for entry in entries:
+            relative = base + entry.name
+            is_folder = entry.is_dir(follow_symlinks=False)
+            if (is_folder and entry.name in SKIPPED) or _ignored(rules, relative, is_folder):
+                continue
+            if is_folder:
+                pending.append((Path(entry.path), relative + "/", rules))
+            else:
+                found.append(relative)
+    return found
+
+
+class PathIndex:
+    """The files of the tree at `root`, listed in the background, searched per keystroke."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ready = threading.Event()  # set once the first listing is searchable
+        self._paths = FuzzyPaths(())
+        self._listing: threading.Thread | None = None
+        self._listed_at = 0.0
+
+    def start(self) -> None:
+        """List the tree in a worker thread, unless that is under way or was just done."""
+        if self._listing is not None and self._listing.is_alive():
+            return
+        if self.ready.is_set() and time.monotonic() - self._listed_at < REFRESH_AFTER_S:
+            return
+        self._listing = threading.Thread(target=self._list, name="path-index", daemon=True)
+        self._listing.start()
+
+    refresh = start
+
+    def _list(self) -> None:
+        paths = FuzzyPaths(list_tree(self.root))
+        paths.warm()
+        self._paths, self._listed_at = paths, time.monotonic()
+        self.ready.set()
+
+    def search(self, query: str, *, limit: int = 50) -> list[str]:
+        """The best paths for `query` (empty until the first listing is done)."""
+        return self._paths.search(query, limit=limit)
+
+    def __len__(self) -> int:
+        return len(self._paths)
