@@ -44,6 +44,7 @@ from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.references import attach_files
 from cmdop_tui.session.rewind import (
     RewindError,
     RewindPlan,
@@ -286,8 +287,10 @@ class Session:
         checkpoints = self.checkpoints
         if checkpoints is not None:
             checkpoints.begin_turn(prompt, len(self.runner.conversation.messages))
-        try:
-            return await self.runner.run(prompt, emit)
+        try:  # the files its @references name go with it (session/references.py)
+            return await self.runner.run(
+                await attach_files(prompt, self.fleet, self.permissions, self.runner.cwd), emit
+            )
         finally:
             self._sink = None
             self._learn_window()
