@@ -11,8 +11,9 @@ reviving a file inside an ignored folder (git cannot either), global excludes, a
 Files whose name makes them a secret (`.env`, SSH keys: support/secret_kinds.py) are left out:
 nothing would attach them. At most `MAX_FILES` are listed.
 
-`PathIndex` builds the list once, in a worker thread, the first time it is asked; `refresh()`
-lists again in the background (the old list answers meanwhile).
+`PathIndex` builds the list in a worker thread the first time it is asked (git's tracked files
+first, shown at once; then its untracked ones, which take a walk of the tree); `refresh()` lists
+again in the background (the old list answers meanwhile).
 """
 
 from __future__ import annotations
@@ -23,15 +24,18 @@ import re
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmdop_tui.support.fuzzy import FuzzyPaths
+from cmdop_tui.support.fuzzy import FuzzyPaths, shallowest
 from cmdop_tui.support.secret_kinds import secret_name
 
 __all__ = ["MAX_FILES", "SKIPPED", "PathIndex", "list_tree"]
 
 MAX_FILES = 200_000
+SECRET_STARTS = (".env", "id_")  # every name `secret_name` holds a secret starts so
+FIRST_SHOWN = 50  # the list of an empty query, shown before the index is made
 GIT_TIMEOUT_S = 10.0
 REFRESH_AFTER_S = 5.0  # a refresh asked sooner than this after the last listing is skipped
 SKIPPED = frozenset(
@@ -42,26 +46,54 @@ SKIPPED = frozenset(
 
 def list_tree(root: Path) -> list[str]:
     """The files under `root`, relative to it, as git would list them (see the module's doc)."""
-    listed = _git_files(root)
-    files = listed if listed is not None else _walk(root)
-    return [path for path in files[:MAX_FILES] if not secret_name(path.rpartition("/")[2])]
+    return [path for part in _listings(root) for path in part][:MAX_FILES]
 
 
-def _git_files(root: Path) -> list[str] | None:
+def _listings(root: Path) -> Iterator[list[str]]:
+    """The tree's files in parts, the quick first: git's tracked files, then its untracked ones
+    (which take a walk of the tree); or the whole walk where there is no git."""
+    tracked = _git_files(root, "--cached")
+    if tracked is None:
+        yield _kept(_walk(root))
+        return
+    yield _kept(tracked)
+    yield _kept(_git_files(root, "--others", "--exclude-standard") or [])
+
+
+def _kept(paths: list[str]) -> list[str]:
+    """Without secrets by name, nor a name with a newline (a path is a line to the matcher).
+    Found by searching all the paths as one string: a call per path costs 100,000 calls."""
+    joined = "\0".join(paths)
+    dropped = set(_secret_paths(joined))
+    if "\n" in joined:
+        dropped.update(path for path in paths if "\n" in path)
+    return [path for path in paths if path not in dropped] if dropped else paths
+
+
+def _secret_paths(joined: str) -> Iterator[str]:
+    """The paths in `joined` (separated by NULs) whose file name is a secret (support/secret_kinds.py)."""
+    for needle in SECRET_STARTS:
+        at = joined.find(needle)
+        while at >= 0:
+            start, end = joined.rfind("\0", 0, at) + 1, joined.find("\0", at)
+            end = len(joined) if end < 0 else end
+            path = joined[start:end]
+            if secret_name(path.rpartition("/")[2]):
+                yield path
+            at = joined.find(needle, end)
+
+
+def _git_files(root: Path, *which: str) -> list[str] | None:
     """git's list, or None when `root` is not in a work tree (or git is missing or fails)."""
     try:
         done = subprocess.run(
-            ["git", "ls-files", "-co", "--exclude-standard", "-z"],
-            cwd=root,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
+            ["git", "ls-files", "-z", *which], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:
         return None
-    return [name for name in done.stdout.decode("utf-8", "replace").split("\0") if name]
+    return done.stdout.decode("utf-8", "replace").rstrip("\0").split("\0") if done.stdout else []
 
 
 @dataclass(frozen=True)
@@ -146,11 +178,17 @@ def _walk(root: Path) -> list[str]:
 
 
 class PathIndex:
-    """The files of the tree at `root`, listed in the background, searched per keystroke."""
+    """The files of the tree at `root`, listed in the background, searched per keystroke.
+
+    The first part listed (git's tracked files) answers an empty query at once (`listed`) and
+    any query once indexed (`ready`); the rest (untracked files) joins when it is listed.
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self.ready = threading.Event()  # set once the first listing is searchable
+        self.listed = threading.Event()  # set once an empty query has its answer
+        self.ready = threading.Event()  # set once any query has
+        self._first: list[str] = []
         self._paths = FuzzyPaths(())
         self._listing: threading.Thread | None = None
         self._listed_at = 0.0
@@ -167,13 +205,27 @@ class PathIndex:
     refresh = start
 
     def _list(self) -> None:
-        paths = FuzzyPaths(list_tree(self.root))
-        paths.warm()
-        self._paths, self._listed_at = paths, time.monotonic()
-        self.ready.set()
+        found: list[str] = []
+        for part in _listings(self.root):
+            if not part and found:
+                continue
+            found = (found + part)[:MAX_FILES]
+            if not self.listed.is_set():
+                self._first = shallowest(found, FIRST_SHOWN)
+                self.listed.set()
+            self._paths = FuzzyPaths(found)
+            self.ready.set()
+        self._paths.warm()
+        self._listed_at = time.monotonic()
+
+    def answers(self, query: str) -> bool:
+        """Whether `query` has its answer yet (an empty one comes first)."""
+        return self.ready.is_set() or (not query and self.listed.is_set())
 
     def search(self, query: str, *, limit: int = 50) -> list[str]:
-        """The best paths for `query` (empty until the first listing is done)."""
+        """The best paths for `query` (none before the first listing is done)."""
+        if not self.ready.is_set():
+            return self._first[:limit] if not query else []
         return self._paths.search(query, limit=limit)
 
     def __len__(self) -> int:

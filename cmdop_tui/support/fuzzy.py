@@ -17,17 +17,20 @@ they were all found and few.
 
 from __future__ import annotations
 
+import heapq
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from operator import contains
+from itertools import accumulate, chain, repeat
+from operator import add, contains, methodcaller
 
-__all__ = ["FuzzyPaths", "score"]
+__all__ = ["FuzzyPaths", "score", "shallowest"]
 
+DEPTH = methodcaller("count", "/")
 WARM_CHARS = "abcdefghijklmnopqrstuvwxyz._-/0123456789"
 POOL = 300  # candidates scored per query
+SPREAD_IN_NAME_MAX = 2_000  # paths searched with every tier at most
 NARROW_MAX = 8_000  # paths holding every character of a query: searched whole when at most this many
 
 
@@ -40,12 +43,15 @@ class _Haystack:
     starts: tuple[int, ...]  # where each path starts in `text`
 
     @classmethod
-    def of(cls, shown: Sequence[str], matched: Sequence[str]) -> _Haystack:
-        starts, position = [], 0
-        for path in matched:
-            starts.append(position)
-            position += len(path) + 1
-        return cls(shown, "\n".join(matched), tuple(starts))
+    def of(cls, shown: Sequence[str], matched: Sequence[str], joined: str | None = None) -> _Haystack:
+        """`joined`: `matched` joined by newlines, when the caller has it already."""
+        ends = accumulate(map(len, matched))  # C loops: this runs over every path at each listing
+        starts = tuple(map(add, chain((0,), ends), range(len(matched))))[: len(matched)]
+        return cls(shown, "\n".join(matched) if joined is None else joined, starts)
+
+    def subset(self, lines: Sequence[int]) -> _Haystack:
+        """The haystack of these paths alone (indexes into this one)."""
+        return _Haystack.of([self.paths[i] for i in lines], [self.line(i) for i in lines])
 
     def line(self, index: int) -> str:
         end = self.starts[index + 1] - 1 if index + 1 < len(self.starts) else len(self.text)
@@ -86,6 +92,11 @@ def _tiers(query: str) -> list[re.Pattern[str]]:
     ]
 
 
+def shallowest(paths: Sequence[str], limit: int) -> list[str]:
+    """The `limit` least deep of `paths` (in their order among equals): the list of an empty query."""
+    return heapq.nsmallest(limit, paths, key=DEPTH)
+
+
 def score(path: str, query: str) -> float:
     """How well `query` (already case-folded as the path is) fits `path`: higher is better."""
     name_at = path.rfind("/") + 1
@@ -120,9 +131,9 @@ def _spread_score(path: str, query: str, name_at: int) -> float:
 class _Side:
     """The paths as one case mode matches them, with which paths hold each character (lazily)."""
 
-    def __init__(self, shown: tuple[str, ...], matched: list[str]) -> None:
+    def __init__(self, shown: tuple[str, ...], matched: list[str], joined: str | None = None) -> None:
         self.matched = matched
-        self.haystack = _Haystack.of(shown, matched)
+        self.haystack = _Haystack.of(shown, matched, joined)
         self._holders: dict[str, int] = {}  # a character -> byte i is 1 when path i holds it
         self._last: tuple[int, _Haystack] | None = None  # typing on seldom changes the mask
 
@@ -158,10 +169,18 @@ class FuzzyPaths:
     """A set of paths to complete from, searched per keystroke."""
 
     def __init__(self, paths: Sequence[str]) -> None:
-        ordered = tuple(sorted(paths, key=lambda path: (path.count("/"), len(path), path)))
-        self.paths = ordered
-        self._exact = _Side(ordered, list(ordered))
-        self._folded = _Side(ordered, [path.lower() for path in ordered])
+        """`paths`: no newline in any (one path a line is how they are searched)."""
+        self.paths = tuple(sorted(paths, key=DEPTH))  # shallow first (a stable sort: git's order kept)
+        folded = "\n".join(self.paths).lower()
+        self._folded = _Side(self.paths, folded.split("\n") if self.paths else [], folded)
+        self._exact_side: _Side | None = None  # made at the first query with a capital letter
+        self._previous: tuple[str, bool, _Haystack] | None = None  # a query, its case, all it matched
+
+    @property
+    def _exact(self) -> _Side:
+        if self._exact_side is None:
+            self._exact_side = _Side(self.paths, list(self.paths))
+        return self._exact_side
 
     def __len__(self) -> int:
         return len(self.paths)
@@ -169,24 +188,39 @@ class FuzzyPaths:
     def warm(self) -> None:
         """Do now what the first keys would (slow: in a worker thread, once)."""
         self._folded.warm(WARM_CHARS)
+        self._exact.warm("")
 
     def search(self, query: str, *, limit: int = 50) -> list[str]:
         """The best `limit` paths for `query`, best first; the shallowest paths for an empty one."""
         if not query:
             return list(self.paths[:limit])
-        side = self._folded if query == query.lower() else self._exact
-        holders = side.holding(query)
-        tiers = _tiers(query)
-        if holders.bit_count() <= NARROW_MAX:
-            haystack = side.narrowed(holders)  # few: every tier over those alone, whole
-        else:
-            haystack = side.haystack  # many: each tier soon finds enough; spread-in-name is slow here
-            tiers = [tiers[0], tiers[1], tiers[3]]
+        fold = query == query.lower()
+        haystack, tiers = self._where(query, fold)
         seen: set[int] = set()
         pool: list[int] = []
         for pattern in tiers:
             pool += haystack.lines(pattern, seen, POOL - len(pool))
             if len(pool) >= POOL:
                 break
+        # Under POOL after every tier: all that match are in `seen`, and the next key's are among them.
+        self._previous = (query, fold, haystack.subset(sorted(seen))) if len(pool) < POOL else None
         ranked = sorted(pool, key=lambda line: -score(haystack.line(line), query))
         return [haystack.paths[line] for line in ranked[:limit]]
+
+    def _where(self, query: str, fold: bool) -> tuple[_Haystack, list[re.Pattern[str]]]:
+        """What to search and with which tiers: the previous query's matches when this one
+        extends it and they were all found; else the paths holding every character of it when
+        they are few; else all the paths. Spread-in-name is the slow tier: only over a few paths."""
+        tiers = _tiers(query)
+        if self._previous is not None:
+            previous, previous_fold, haystack = self._previous
+            if previous_fold == fold and query.startswith(previous):
+                return haystack, tiers
+        side = self._folded if fold else self._exact
+        holders = side.holding(query)
+        count = holders.bit_count()
+        if count <= SPREAD_IN_NAME_MAX:
+            return side.narrowed(holders), tiers
+        if count <= NARROW_MAX:
+            return side.narrowed(holders), [tiers[0], tiers[1], tiers[3]]
+        return side.haystack, [tiers[0], tiers[1], tiers[3]]

@@ -8,12 +8,17 @@ from fake_anthropic import text_reply
 from tui_helpers import finish_turn, make_app, notices, wait_until
 
 from cmdop_tui.tui.widgets.completion_menu import CompletionMenu
+from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
 SIZE = (80, 24)
 
 
+def menu_of(app) -> CompletionMenu:
+    return app.query_one(PromptInput).completion.menu  # mounted at its first list
+
+
 def labels(app) -> list[str]:
-    return [choice.label for choice in app.query_one(CompletionMenu).choices]
+    return [choice.label for choice in menu_of(app).choices]
 
 
 def make_repo(root) -> None:
@@ -27,10 +32,12 @@ def make_repo(root) -> None:
 async def test_slash_lists_the_commands_and_filters_as_you_type(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        menu = app.query_one(CompletionMenu)
+        menu = menu_of(app)
         await pilot.press("/")
         await wait_until(pilot, lambda: menu.is_open, what="the command list")
         assert "/help" in labels(app) and len(labels(app)) == len(app.commands.usages())
+        bar = app.query_one(PromptInput).parent
+        assert menu.region.bottom <= bar.region.y and menu.region.height >= 3  # over the chat, above the prompt
         assert menu.choices[labels(app).index("/help")].note  # each with its one-line help
         await pilot.press("h", "e")
         await wait_until(pilot, lambda: labels(app) == ["/help"], what="the list filtered to /help")
@@ -42,7 +49,7 @@ async def test_slash_lists_the_commands_and_filters_as_you_type(fake_api):
 async def test_esc_closes_the_list_and_keeps_the_text(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        menu = app.query_one(CompletionMenu)
+        menu = menu_of(app)
         await pilot.press("/", "m")
         await wait_until(pilot, lambda: menu.is_open, what="the command list")
         await pilot.press("down", "escape")
@@ -55,7 +62,7 @@ async def test_at_lists_the_tree_and_accepting_attaches_the_file(fake_api, tmp_p
     fake_api.enqueue(text_reply("It prints."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
-        menu = app.query_one(CompletionMenu)
+        menu = menu_of(app)
         prompt = app.query_one("#prompt")
         await pilot.press("w", "h", "a", "t", "space", "@")
         await wait_until(pilot, lambda: menu.is_open, what="the file list")

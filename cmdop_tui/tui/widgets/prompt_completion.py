@@ -133,7 +133,7 @@ class PromptCompletion:
 
     def _list_paths(self, query: str) -> None:
         index = self._index()
-        if index.ready.is_set():
+        if index.answers(query):
             self._stop_waiting()
             self._show([Choice(path, insert=_reference(path)) for path in index.search(query, limit=LIMIT)])
             return
@@ -143,7 +143,7 @@ class PromptCompletion:
 
     def _recheck(self) -> None:
         """While the files are listed: once they are, list them for the word typed by now."""
-        if self._index().ready.is_set():
+        if self._word is None or self._index().answers(self._word.query):
             self._stop_waiting()
             self._word = None
             self.update()
@@ -165,6 +165,8 @@ class PromptCompletion:
         return index
 
     def _show(self, choices: list[Choice], *, waiting: str = "") -> None:
+        if not self.menu.is_mounted:  # at the first list, not before: nothing added to start-up
+            self.prompt.screen.mount(self.menu)
         bar = self.prompt.parent  # the list floats above the prompt's bar
         self.menu.show(choices, waiting=waiting, above=bar if isinstance(bar, Widget) else self.prompt)
 

@@ -57,9 +57,6 @@ class PromptInput(TextArea):
         self._escaped_at: float | None = None  # the first Esc of a pair, at an empty prompt
         self.completion = PromptCompletion(self, CompletionMenu())
 
-    def on_mount(self) -> None:
-        self.screen.mount(self.completion.menu)  # floats over the chat, above the prompt bar
-
     def on_text_area_changed(self) -> None:
         self.completion.update()
 
