@@ -18,6 +18,7 @@ again in the background (the old list answers meanwhile).
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import os
 import re
@@ -28,10 +29,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from cmdop_tui.machines.machine import MachineResult
+from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.support.fuzzy import FuzzyPaths, shallowest
 from cmdop_tui.support.secret_kinds import secret_name
 
-__all__ = ["MAX_FILES", "SKIPPED", "PathIndex", "list_tree"]
+__all__ = ["MAX_FILES", "SKIPPED", "PathIndex", "RemoteIndex", "list_tree"]
 
 MAX_FILES = 200_000
 SECRET_STARTS = (".env", "id_")  # every name `secret_name` holds a secret starts so
@@ -230,3 +233,30 @@ class PathIndex:
 
     def __len__(self) -> int:
         return len(self._paths)
+
+
+class RemoteIndex:
+    """A remote machine's workspace files, as `@NAME:` completes them: listed once (a session
+    keeps one per machine) over the machine's connection, in the sandbox there
+    (`RemoteMachine.workspace_files`); `error` says why there is no list."""
+
+    def __init__(self, machine: RemoteMachine) -> None:
+        self.machine = machine
+        self.ready = threading.Event()
+        self.error: str | None = None
+        self._paths = FuzzyPaths(())
+
+    async def fetch(self) -> None:
+        """List the files there (the caller runs it as a task it can cancel)."""
+        found = await self.machine.workspace_files(MAX_FILES)
+        if isinstance(found, MachineResult):
+            self.error = found.text
+        else:
+            self._paths = await asyncio.to_thread(FuzzyPaths, _kept(found))
+        self.ready.set()
+
+    def answers(self, query: str) -> bool:
+        return self.ready.is_set()
+
+    def search(self, query: str, *, limit: int = 50) -> list[str]:
+        return self._paths.search(query, limit=limit)

@@ -24,7 +24,8 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import TextArea
 
-from cmdop_tui.machines.path_index import PathIndex
+from cmdop_tui.machines.path_index import PathIndex, RemoteIndex
+from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.tui.widgets.completion_menu import Choice, CompletionMenu
 
 if TYPE_CHECKING:
@@ -51,6 +52,23 @@ class SessionView(Protocol):
     def working_dir(self) -> Path: ...
 
     fleet: Fleet | None
+
+
+class Completer(Protocol):
+    """A list of paths to complete from: the working tree's, a machine's."""
+
+    def answers(self, query: str) -> bool: ...
+    def search(self, query: str, *, limit: int = 50) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class _Source:
+    """Where a word's paths come from: the list, the query in it, the machine, or why none."""
+
+    index: Completer
+    query: str
+    machine: str | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +100,7 @@ class PromptCompletion:
         self.prompt = prompt
         self.menu = menu
         self._indexes: dict[Path, PathIndex] = {}
+        self._remotes: dict[tuple[int, str], RemoteIndex] = {}  # (the session's fleet, a machine)
         self._word: Word | None = None
         self._waiting: Timer | None = None
 
@@ -131,19 +150,23 @@ class PromptCompletion:
                 choices.append(Choice(usage, help, insert=name + (" " if arguments else ""), runs=not arguments))
         return choices
 
-    def _list_paths(self, query: str) -> None:
-        index = self._index()
-        if index.answers(query):
+    def _list_paths(self, typed: str) -> None:
+        source = self._source(typed)
+        if source.error is not None or source.index.answers(source.query):
             self._stop_waiting()
-            self._show([Choice(path, insert=_reference(path)) for path in index.search(query, limit=LIMIT)])
+            found = source.index.search(source.query, limit=LIMIT) if source.error is None else []
+            self._show(
+                [Choice(path, insert=_reference(path, source.machine)) for path in found], waiting=source.error or ""
+            )
             return
-        self._show([], waiting=LISTING)
+        self._show([], waiting=LISTING if source.machine is None else f"listing files on {source.machine}…")
         if self._waiting is None:
             self._waiting = self.prompt.set_interval(WAIT_POLL_S, self._recheck)
 
     def _recheck(self) -> None:
         """While the files are listed: once they are, list them for the word typed by now."""
-        if self._word is None or self._index().answers(self._word.query):
+        source = self._source(self._word.query) if self._word is not None else None
+        if source is None or source.error is not None or source.index.answers(source.query):
             self._stop_waiting()
             self._word = None
             self.update()
@@ -153,7 +176,18 @@ class PromptCompletion:
             self._waiting.stop()
             self._waiting = None
 
-    def _index(self) -> PathIndex:
+    def _source(self, typed: str) -> _Source:
+        """Where `typed` (what follows `@`) is completed from: `NAME:` a machine's files, when
+        NAME is one of the session's other machines; else the working tree's."""
+        name, colon, rest = typed.partition(":")
+        remote = self._remote(name) if colon else None
+        if isinstance(remote, str):
+            return _Source(self._local(), rest, name, error=remote)
+        if remote is not None:
+            return _Source(remote, rest, name, error=remote.error)
+        return _Source(self._local(), typed)
+
+    def _local(self) -> PathIndex:
         """The index of where the session works (this process's directory before it opens)."""
         session: SessionView | None = getattr(self.prompt.app, "session", None)
         root = session.working_dir if session is not None else Path.cwd()
@@ -163,6 +197,25 @@ class PromptCompletion:
         if self._word is not None and (self._word.query == "" or not index.ready.is_set()):
             index.start()  # a new `@`: list (again, unless just done) in the background
         return index
+
+    def _remote(self, name: str) -> RemoteIndex | str | None:
+        """The files of the session's machine `name` (listed once a session), why they cannot
+        be, or None when `name` is no other machine of the session."""
+        session: SessionView | None = getattr(self.prompt.app, "session", None)
+        fleet = session.fleet if session is not None else None
+        if fleet is None or name == LOCAL or name not in fleet.inventory.names():
+            return None
+        key = (id(fleet), name)
+        if key not in self._remotes:
+            try:
+                machine = fleet.remote(name)
+            except MachineError as exc:
+                return str(exc)  # not kept: it may be reachable at the next `@`
+            if machine is None:
+                return None
+            self._remotes[key] = RemoteIndex(machine)
+            self.prompt.run_worker(self._remotes[key].fetch(), group="completion", exit_on_error=False)
+        return self._remotes[key]
 
     def _show(self, choices: list[Choice], *, waiting: str = "") -> None:
         if not self.menu.is_mounted:  # at the first list, not before: nothing added to start-up
