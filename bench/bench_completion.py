@@ -77,8 +77,7 @@ def first_list_ms(root: Path) -> tuple[float, float, int]:
     assert shown, "no files listed"
     index.ready.wait()
     indexed = (time.perf_counter() - started) * 1000
-    assert index._listing is not None
-    index._listing.join()  # the untracked files too, and the warm-up: the next run starts quiet
+    index.wait()  # the untracked files too, and the warm-up: the next run starts quiet
     return first, indexed, len(index)
 
 
@@ -87,8 +86,7 @@ def per_key_ms(root: Path) -> list[float]:
     for query in QUERIES:
         index = PathIndex(root)  # a fresh `@`: nothing learnt from the query before
         index.start()
-        assert index._listing is not None
-        index._listing.join()  # typed once listed: the figure is the keys', not the listing's
+        index.wait()  # typed once listed: the figure is the keys', not the listing's
         for end in range(1, len(query) + 1):
             started = time.perf_counter()
             index.search(query[:end])

@@ -187,11 +187,13 @@ class PathIndex:
     any query once indexed (`ready`); the rest (untracked files) joins when it is listed.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, refresh_after_s: float = REFRESH_AFTER_S) -> None:
         self.root = root
+        self.refresh_after_s = refresh_after_s
         self.listed = threading.Event()  # set once an empty query has its answer
         self.ready = threading.Event()  # set once any query has
         self._first: list[str] = []
+        self._found: list[str] = []  # what the last listing found, whole
         self._paths = FuzzyPaths(())
         self._listing: threading.Thread | None = None
         self._listed_at = 0.0
@@ -200,7 +202,7 @@ class PathIndex:
         """List the tree in a worker thread, unless that is under way or was just done."""
         if self._listing is not None and self._listing.is_alive():
             return
-        if self.ready.is_set() and time.monotonic() - self._listed_at < REFRESH_AFTER_S:
+        if self.ready.is_set() and time.monotonic() - self._listed_at < self.refresh_after_s:
             return
         self._listing = threading.Thread(target=self._list, name="path-index", daemon=True)
         self._listing.start()
@@ -208,18 +210,27 @@ class PathIndex:
     refresh = start
 
     def _list(self) -> None:
+        first_time = not self.ready.is_set()
         found: list[str] = []
         for part in _listings(self.root):
-            if not part and found:
-                continue
             found = (found + part)[:MAX_FILES]
             if not self.listed.is_set():
                 self._first = shallowest(found, FIRST_SHOWN)
                 self.listed.set()
+            if first_time and part:  # the first listing answers part by part; a refresh, once whole
+                self._paths = FuzzyPaths(found)
+                self.ready.set()
+        if not first_time and found != self._found:  # the same files: the index is kept
             self._paths = FuzzyPaths(found)
-            self.ready.set()
+        self.ready.set()
+        self._found = found
         self._paths.warm()
         self._listed_at = time.monotonic()
+
+    def wait(self) -> None:
+        """Until the listing under way, if any, has ended (its untracked files and warm-up too)."""
+        if self._listing is not None:
+            self._listing.join()
 
     def answers(self, query: str) -> bool:
         """Whether `query` has its answer yet (an empty one comes first)."""

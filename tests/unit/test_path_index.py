@@ -94,3 +94,16 @@ def test_many_paths_stay_exact_when_narrowed():
     assert paths.search("ndlfl") == ["special/needle_file.txt"]
     assert paths.search("module19999")[0] == "pkg19999/module19999.py"
     assert len(paths.search("py", limit=50)) == 50
+
+
+def test_a_refresh_sees_a_new_file(tmp_path):
+    make_tree(tmp_path)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    index = PathIndex(tmp_path, refresh_after_s=0.0)
+    index.start()
+    index.wait()
+    assert index.search("fresh") == []
+    (tmp_path / "src" / "fresh_module.py").write_text("")
+    index.refresh()
+    index.wait()
+    assert index.search("fresh") == ["src/fresh_module.py"]
