@@ -29,7 +29,7 @@ __all__ = ["FuzzyPaths", "score", "shallowest"]
 
 DEPTH = methodcaller("count", "/")
 WARM_CHARS = "abcdefghijklmnopqrstuvwxyz._-/0123456789"
-POOL = 300  # candidates scored per query
+POOL = 150  # candidates scored per query
 SPREAD_IN_NAME_MAX = 2_000  # paths searched with every tier at most
 NARROW_MAX = 8_000  # paths holding every character of a query: searched whole when at most this many
 

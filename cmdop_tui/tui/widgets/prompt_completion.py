@@ -9,9 +9,9 @@ prompt is sent (session/references.py).
 
 The commands come from the app's command registry, the one `/help` lists (`commands.usages()`).
 The files come from a `PathIndex` of the session's working directory (machines/path_index.py),
-listed in a worker thread on the first `@` and again at each later first `@`; `@NAME:` where
-NAME is a machine of the session lists that machine's workspace (machines/remote_paths.py),
-once per session.
+listed in a worker thread on the first `@` and again at each later first `@` (kept when
+nothing changed); `@NAME:` where NAME is another machine of the session lists that machine's
+workspace (`RemoteIndex`, in the same module), once per session, in a worker.
 """
 
 from __future__ import annotations
@@ -107,7 +107,10 @@ class PromptCompletion:
     # --- what the prompt tells it ---------------------------------------------------------------
 
     def handles(self, key: str) -> bool:
-        """Whether `key` is the list's (it is open and the key moves in it or accepts)."""
+        """Whether `key` is the list's: it is open and the key moves in it or accepts; Esc
+        closes it even while it only says that files are being listed."""
+        if key == "escape":
+            return bool(self.menu.display)
         return self.menu.is_open and key in MENU_KEYS
 
     def press(self, key: str) -> None:
