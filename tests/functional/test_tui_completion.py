@@ -76,3 +76,16 @@ async def test_at_lists_the_tree_and_accepting_attaches_the_file(fake_api, tmp_p
         await finish_turn(pilot)
         sent = fake_api.requests[0].body["messages"][0]["content"][0]["text"]
         assert sent.startswith("what @src/app.py does") and "print('the app')" in sent
+
+
+async def test_esc_stops_a_turn_when_no_list_was_ever_shown(fake_api):
+    fake_api.enqueue(text_reply("x" * 4000, chunk_size=1, delay_s=0.01))
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        prompt = app.query_one(PromptInput)
+        prompt.load_text("go")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.running, what="the turn")
+        assert not prompt.completion.handles("escape")  # the list was never mounted: Esc is the app's
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: not app.running, what="the turn stopped")

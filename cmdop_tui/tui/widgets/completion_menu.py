@@ -48,12 +48,13 @@ class CompletionMenu(Widget):
         self.highlighted = 0
         self.waiting = ""  # said instead of choices while there are none yet ("listing files…")
         self._top = 0  # the first row shown
+        self.showing = False  # what `display` would say, were it not True before the CSS applies
 
     def show(self, choices: list[Choice], *, waiting: str = "", above: Widget | None = None) -> None:
         """List `choices` (highlighting the first), floating just above `above`."""
         self.choices, self.waiting, self.highlighted, self._top = tuple(choices), waiting, 0, 0
-        self.display = bool(choices or waiting)
-        if above is not None and self.display:
+        self.display = self.showing = bool(choices or waiting)
+        if above is not None and self.showing:
             rows = min(ROWS, max(1, len(self.choices))) + 2  # and the border
             self.absolute_offset = Offset(above.region.x, max(0, above.region.y - rows))
             self.styles.width = above.region.width
@@ -61,11 +62,12 @@ class CompletionMenu(Widget):
 
     def hide(self) -> None:
         self.choices, self.waiting = (), ""
-        self.display = False
+        self.display = self.showing = False
 
     @property
     def is_open(self) -> bool:
-        return self.display and bool(self.choices)
+        """Showing choices (not only a word that they are coming)."""
+        return self.showing and bool(self.choices)
 
     @property
     def current(self) -> Choice | None:

@@ -110,7 +110,7 @@ class PromptCompletion:
         """Whether `key` is the list's: it is open and the key moves in it or accepts; Esc
         closes it even while it only says that files are being listed."""
         if key == "escape":
-            return bool(self.menu.display)
+            return self.menu.showing
         return self.menu.is_open and key in MENU_KEYS
 
     def press(self, key: str) -> None:
