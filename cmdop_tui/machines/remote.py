@@ -38,6 +38,7 @@ from cmdop_tui.machines.remote_scripts import (
     NO_SUCH_FILE,
     READ_SCRIPT,
     REFUSED,
+    WORKSPACE_FILES_SCRIPT,
     WRITE_SCRIPT,
 )
 from cmdop_tui.machines.spec import MachineError, MachineSpec
@@ -270,6 +271,18 @@ class RemoteMachine:
     async def glob(self, pattern: str, *, cwd: str) -> MachineResult:
         script = GLOB_SCRIPT.format(cwd=_path(cwd), pattern=_q(pattern), limit=GLOB_MAX_RESULTS)
         return _or_no_matches(await self._script(script, reads=cwd))
+
+    async def workspace_files(self, limit: int) -> list[str] | MachineResult:
+        """The files of the workspace there, relative to it, as `@NAME:` completes them: git's
+        list where it is a git tree, else `find` without the heavy folders; at most `limit`.
+        Inside the sandbox; an error result when it cannot run. Names only: nothing is read."""
+        ran = await self._run(WORKSPACE_FILES_SCRIPT.format(limit=int(limit)), ".", True)
+        if isinstance(ran, MachineResult):
+            return ran
+        if ran[1].status != 0:
+            return _as_result(self.name, ran[1])
+        names = ran[1].stdout.decode("utf-8", "replace").split("\0")
+        return [name.removeprefix("./") for name in names if name and name != "."]
 
     async def _write(self, path: str, script: str, data: bytes, sandboxed: bool) -> MachineResult:
         """A write or an edit there; one the sandbox refuses (by its rules: before it runs for

@@ -135,3 +135,13 @@ for match in $pattern; do
   printf '%s\n' "$match"
 done | head -n {limit}
 """
+
+
+# The workspace's files for `@NAME:` completion: git's list (tracked and untracked, ignored left
+# out) where the workspace is a git tree, else `find` pruning the usual heavy folders; NUL-separated.
+WORKSPACE_FILES_SCRIPT = r"""
+{{ git ls-files -z --cached --others --exclude-standard 2>/dev/null ||
+  find . -mindepth 1 \( -name .git -o -name node_modules -o -name __pycache__ -o -name .venv \
+    -o -name .cache -o -name .tox \) -prune -o -type f -print0 2>/dev/null; }} | head -z -n {limit}
+exit 0
+"""

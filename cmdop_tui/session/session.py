@@ -46,6 +46,7 @@ from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.modes import CYCLE, next_mode
 from cmdop_tui.session.recorder import SessionRecorder
+from cmdop_tui.session.references import attach_files
 from cmdop_tui.session.sandbox_hold import hold_the_sandbox
 from cmdop_tui.session.server_asks import ServerAsks, session_roots
 from cmdop_tui.session.status import ContextReport, SessionStatus
@@ -275,9 +276,10 @@ class Session(GoingBack):
         checkpoints, opened, self._context_at = self.checkpoints, self._context_at, None
         if checkpoints is not None:
             checkpoints.begin_turn(prompt, prompt_start(self.runner.conversation, opened))
-        try:
+        try:  # the files its @references name go with it (session/references.py)
             with only_tools(self.runner, tools):
-                return await self.runner.run(prompt, emit)
+                attached = await attach_files(prompt, self.fleet, self.permissions, self.runner.cwd)
+                return await self.runner.run(attached, emit)
         finally:
             self._sink = None
             self._learn_window()

@@ -145,6 +145,10 @@ class CommandRegistry:
         """Add a palette entry of its own (not a slash command) that calls `handler`."""
         self._palette_actions.append(PaletteAction(title, hint, handler))
 
+    def usages(self) -> list[tuple[str, str]]:
+        """Each slash command's usage and one-line help, in order (what completion lists)."""
+        return [(command.usage, command.help) for command in self._slash_commands.values()]
+
     def find(self, name: str) -> SlashCommand | None:
         return self._slash_commands.get(name)
 

@@ -50,6 +50,7 @@ async def slash_help(app: CommandHost, argument: str) -> None:
         ("Up / ctrl+d", "take back / drop the newest queued message (at an empty prompt)"),
         ("ctrl+j", "new line"),
         ("Up/Down", "earlier prompts"),
+        ("/ or @", "complete a command or a file (Tab or Enter takes it, Esc closes)"),
         ("ctrl+p", "command palette"),
         ("Esc Esc", "rewind (at an empty prompt, between turns)"),
     ]

@@ -1,5 +1,6 @@
 """The multi-line prompt: Enter sends, shift+enter / ctrl+j insert a newline, up/down recall.
-A paste is text: inserted inert (support/paste.py), never sent without Enter.
+A paste is text: inserted inert (support/paste.py), never sent without Enter. `/` and `@` open a
+completion list (widgets/prompt_completion.py), which takes Up/Down/Tab/Enter/Esc while open.
 
 Esc twice at an empty prompt between turns sends /rewind, as if typed. Esc itself goes on to
 the app (where it stops a running turn): an Esc while a turn runs starts no pair.
@@ -18,6 +19,8 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from cmdop_tui.support.paste import inert_paste
+from cmdop_tui.tui.widgets.completion_menu import CompletionMenu
+from cmdop_tui.tui.widgets.prompt_completion import PromptCompletion
 
 NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 DOUBLE_ESCAPE_S = 0.8  # the second Esc of a pair comes within this
@@ -76,6 +79,13 @@ class PromptInput(TextArea):
         self.turn_running = False  # set by the app: an Esc then stops the turn
         self._escaped_at: float | None = None  # the first Esc of a pair, at an empty prompt
         self.held_messages = 0  # queued messages above the prompt (set by the app)
+        self.completion = PromptCompletion(self, CompletionMenu())
+
+    def on_text_area_changed(self) -> None:
+        self.completion.update()
+
+    def on_text_area_selection_changed(self) -> None:
+        self.completion.update()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # ctrl+c copies a selection; with none it goes on to the app, where it stops a turn.
@@ -84,6 +94,10 @@ class PromptInput(TextArea):
         return super().check_action(action, parameters)
 
     async def _on_key(self, event: events.Key) -> None:
+        if self.completion.handles(event.key):
+            self._stop(event)
+            self.completion.press(event.key)
+            return
         if event.key == "escape":
             self._count_escape(event.time)  # and on to the app: not stopped here
         if event.key in ("enter", STEER_KEY):
