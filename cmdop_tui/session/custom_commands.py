@@ -33,12 +33,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from cmdop_tui.agent.runner import Runner
 from cmdop_tui.config.settings import config_path
 from cmdop_tui.session.skills import split_front_matter
 from cmdop_tui.support.text import inert_line
+
+if TYPE_CHECKING:  # the runner brings the model SDK: the TUI reads these before it loads
+    from cmdop_tui.agent.runner import Runner
 
 PROJECT_DIR = Path(".cmdop") / "commands"
 MAX_FILE_BYTES = 100_000  # a larger file is skipped

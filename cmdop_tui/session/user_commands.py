@@ -22,13 +22,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cmdop_tui.agent.approval import ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import Cancelled, ToolEnd, ToolProgress, ToolStart
 from cmdop_tui.agent.history import Conversation
-from cmdop_tui.agent.llm import EventSink
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import MachineResult, OutputStream
 from cmdop_tui.machines.spec import MachineError
@@ -37,6 +36,9 @@ from cmdop_tui.tools.base import ToolResult
 from cmdop_tui.tools.placement import place
 from cmdop_tui.tools.registry import mask_credentials
 from cmdop_tui.tools.shell import DEFAULT_OUTPUT_LIMIT, MAX_TIMEOUT_MS
+
+if TYPE_CHECKING:  # the model client's module brings its SDK: the TUI imports this before it loads
+    from cmdop_tui.agent.llm import EventSink
 
 USER_COMMAND = "!"  # the name its tool card shows: `! ls`
 PREFIX = "!"
