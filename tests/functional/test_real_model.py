@@ -26,16 +26,17 @@ def local_model():
 
 
 def run_headless(local_model, tmp_path, *extra):
-    # A small model may ramble; a short budget keeps the test quick whatever it says.
+    # A small model may ramble; a budget well past a short answer keeps the test quick whatever it
+    # says (an answer cut at the limit is an error, as it should be: 48 tokens cut it now and then).
     config = tmp_path / "config.toml"
-    config.write_text("[agent]\nmax_tokens = 48\n")
+    config.write_text("[agent]\nmax_tokens = 256\n")
     env = {
         **os.environ,
         "ANTHROPIC_API_KEY": "local-no-key-needed",
         "ANTHROPIC_BASE_URL": local_model.url,
         "CMDOP_TUI_CONFIG": str(config),
     }
-    command = [sys.executable, "-m", "cmdop_tui", "-p", "Say hello in one short sentence.", *extra]
+    command = [sys.executable, "-m", "cmdop_tui", "-p", "Reply with the one word: hello.", *extra]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -61,7 +62,7 @@ def test_non_streaming_answer_from_a_real_model(local_model, tmp_path):
 
 def test_local_flag_starts_and_stops_the_model_itself(tmp_path):
     config = tmp_path / "config.toml"
-    config.write_text("[agent]\nmax_tokens = 32\n")
+    config.write_text("[agent]\nmax_tokens = 256\n")  # past a short answer: a cut is an error
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANTHROPIC_")}
     env["CMDOP_TUI_CONFIG"] = str(config)
     command = [
@@ -70,7 +71,7 @@ def test_local_flag_starts_and_stops_the_model_itself(tmp_path):
         "cmdop_tui",
         "--local",
         "-p",
-        "Say hi.",
+        "Reply with the one word: hi.",
         "--output-format",
         "json",
         "--max-turns",
@@ -98,7 +99,7 @@ async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
     from cmdop_tui.config.settings import Settings
     from cmdop_tui.tui.screens.confirm import ConfirmScreen
 
-    settings = replace(Settings(), agent=replace(Settings().agent, max_tokens=32))
+    settings = replace(Settings(), agent=replace(Settings().agent, max_tokens=256))
     before = set(local_servers())
     app = make_app(settings=settings, offer_local=True)
     async with app.run_test(size=(100, 30)) as pilot:
