@@ -276,3 +276,22 @@ async def test_a_stop_during_a_checkpoint_stops_at_once_and_leaves_git_usable(
         assert (await session.run("again", Recorder())).text == "done"
         turns = await session.turns()
         assert [len(t.machines) for t in turns] == [1, 1] and all(not m.note for t in turns for m in t.machines)
+
+
+async def test_nothing_a_command_plants_in_the_tree_runs_when_it_is_checkpointed(fake_api, anthropic_env, tmp_path):
+    # The checkpoint's git runs outside the sandbox, on a tree the model wrote: a filter, an
+    # fsmonitor or a hook planted there (in the tree or a nested repository) must never run.
+    tree, marker = project(tmp_path), tmp_path / "ran"
+    plant = (
+        f"printf '* filter=evil diff=evil\\n' > .gitattributes && mkdir -p sub && git -C sub init -q && "
+        f"git -C sub config core.fsmonitor 'touch {marker}' && git -C sub config filter.evil.clean 'touch {marker}' && "
+        f"printf '[filter \"evil\"]\\n\\tclean = touch {marker}\\n[core]\\n\\tfsmonitor = touch {marker}\\n' > gitconfig && "
+        f"mkdir -p .git/hooks && printf '#!/bin/sh\\ntouch {marker}\\n' > .git/hooks/pre-commit && echo x > new.txt"
+    )
+    fake_api.enqueue(tool_reply("execute_command", {"command": plant}), text_reply("planted"))
+    policy = settings().with_run(sandbox_mode="off")  # the worst case: the command wrote everything it wanted
+    async with Session(policy, platform="headless", cwd=tree, record=False) as session:
+        await session.run("plant", Recorder())
+        assert (tree / "sub" / ".git").is_dir() and (tree / "new.txt").exists()  # all planted
+        await session.rewind(await session.rewind_plan(1))
+    assert not marker.exists() and not (tree / "new.txt").exists()
