@@ -64,6 +64,8 @@ def _keys(section: Section) -> Iterator[Key]:
 
 
 def _header(section: Section) -> str:
+    if section.array:
+        return f"[[{section.table}.{section.each}]]"
     return f"[{section.table}.{section.each}]" if section.each else f"[{section.table}]"
 
 
