@@ -22,8 +22,6 @@ from fake_anthropic import text_reply, tool_reply
 from cmdop_tui.agent.events import HookRan, ToolEnd
 from cmdop_tui.config.loading import settings_from
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.hooks.trust import trust
-from cmdop_tui.session.hook_setup import trust_store
 from cmdop_tui.session.session import Session
 
 PYTHON = sys.executable
@@ -258,7 +256,10 @@ async def test_a_projects_hooks_run_only_once_trusted_as_they_are(fake_api, anth
 
     notes = await session_notes()
     assert not marker.exists() and any("hooks.json" in note and "trust" in note for note in notes)
-    trust(trust_store(), tmp_path)
+    trusted = subprocess.run(
+        [PYTHON, "-m", "cmdop_tui", "hooks", "trust"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert trusted.returncode == 0 and "hooks for PreToolUse" in trusted.stdout, trusted.stderr
     await session_notes()
     assert marker.exists()  # Bash matched execute_command
     marker.unlink()
@@ -287,3 +288,80 @@ def test_headless_prints_a_hook_event_per_run(fake_api, anthropic_env, tmp_path)
     ends = [line for line in lines if line["type"] == "tool_end"]
     assert ends and not ends[0]["is_error"]
     assert ToolEnd.kind == "tool_end"
+
+
+async def test_the_tools_panel_shows_a_row_per_hook_run(fake_api, tmp_path):
+    from tui_helpers import finish_turn, make_app, submit, wait_until
+
+    block = hook_script(tmp_path, "block", "sys.stderr.write('not here')\nsys.exit(2)\n")
+    fake_api.enqueue(tool_reply("execute_command", {"command": "touch made"}), text_reply("blocked"))
+    app = make_app(fake_api, settings=hooked(pre_tool_use(block)))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await submit(pilot, "make it")
+        await finish_turn(pilot)
+        table = app.query_one("#tool-table")
+        await wait_until(pilot, lambda: table.row_count == 2, what="a hook row and the call's row")
+        hook_row = [str(cell) for cell in table.get_row_at(0)]
+        assert hook_row[1] == "hook PreToolUse" and "blocked: not here" in hook_row[4] and block in hook_row[4]
+        assert str(table.get_row_at(1)[1]) == "execute_command"
+    assert not (tmp_path / "made").exists()
+
+
+def test_the_library_runs_hooks_as_the_session_does_and_audits_each_run(fake_api, anthropic_env, tmp_path, monkeypatch):
+    from cmdop_tui import Operator
+    from cmdop_tui.permissions.store import audit_path
+
+    seen = tmp_path / "seen.json"
+    start = hook_script(tmp_path, "start", "print('the deploy window is closed')\n")
+    deny = hook_script(
+        tmp_path,
+        "deny",
+        f"open({str(seen)!r}, 'w').write(json.dumps(event))\n"
+        "print(json.dumps({'hookSpecificOutput': {'permissionDecision': 'deny', 'permissionDecisionReason': 'closed'}}))\n",
+    )
+    config = tmp_path / "config.toml"
+    config.write_text(f"[[hooks.SessionStart]]\ncommand = {json.dumps(start)}\n" + pre_tool_use(deny))
+    monkeypatch.setenv("CMDOP_TUI_CONFIG", str(config))
+    fake_api.enqueue(tool_reply("execute_command", {"command": "touch made"}), text_reply("it is closed"))
+    with Operator(cwd=tmp_path, approval="auto") as operator:
+        assert operator.chat("deploy") == "it is closed"
+    assert "the deploy window is closed" in str(fake_api.requests[0].body["messages"][0]["content"])
+    assert "closed" in last_result(fake_api)["content"] and not (tmp_path / "made").exists()
+    event = json.loads(seen.read_text())
+    assert event["session_id"] and Path(event["transcript_path"]).exists()
+    audited = [json.loads(line) for line in audit_path().read_text().splitlines()]
+    hooks = [line for line in audited if "hook" in line]
+    assert [(h["hook"], h["decision"]) for h in hooks] == [("SessionStart", "ok"), ("PreToolUse", "blocked")]
+    assert hooks[1]["command"] == deny and hooks[1]["tool"] == "execute_command" and hooks[1]["reason"] == "closed"
+
+
+async def test_pre_compact_and_notification_hooks_hear_of_their_moments(fake_api, anthropic_env, tmp_path):
+    from cmdop_tui.agent.approval import Approval, ToolCall
+
+    compacting = tmp_path / "compacting.json"
+    notified = tmp_path / "notified"
+    os.mkfifo(notified)
+    before = hook_script(tmp_path, "compact", f"open({str(compacting)!r}, 'w').write(json.dumps(event))\n")
+    notify = hook_script(tmp_path, "notify", f"open({str(notified)!r}, 'w').write(event['message'])\n")
+    toml = f"[[hooks.PreCompact]]\ncommand = {json.dumps(before)}\n[[hooks.Notification]]\ncommand = {json.dumps(notify)}\n"
+    told: list[str] = []
+
+    async def ask(call: ToolCall) -> Approval:
+        told.append(await asyncio.to_thread(notified.read_text))  # the hook ran before the person answers
+        return Approval(False, "not now", by_person=True)
+
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "touch made"}),
+        text_reply("not allowed"),
+        text_reply("a summary of it all"),
+    )
+    async with Session(hooked(toml, auto=False), platform="headless", ask=ask, cwd=tmp_path, record=False) as session:
+        assert (await session.run("make it", Recorder())).status == "final"
+        await session.compact(Recorder(), "keep the names")
+    assert told == ["cmdop-tui needs your permission to use execute_command on local"]
+    event = json.loads(compacting.read_text())
+    assert (event["hook_event_name"], event["trigger"], event["custom_instructions"]) == (
+        "PreCompact",
+        "manual",
+        "keep the names",
+    )
