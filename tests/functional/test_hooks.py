@@ -365,3 +365,20 @@ async def test_pre_compact_and_notification_hooks_hear_of_their_moments(fake_api
         "manual",
         "keep the names",
     )
+
+
+def test_headless_says_a_failed_hook_on_stderr_and_goes_on(fake_api, anthropic_env, tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text(pre_tool_use("exit 7"))
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo ran"}), text_reply("done"))
+    run = subprocess.run(
+        [PYTHON, "-m", "cmdop_tui", "-p", "go", "--yes"],
+        cwd=tmp_path,
+        env={**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(config)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "done"
+    assert "cmdop-tui: PreToolUse hook `exit 7` exited with 7" in run.stderr
+    assert "ran" in last_result(fake_api)["content"]
