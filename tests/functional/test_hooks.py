@@ -382,3 +382,45 @@ def test_headless_says_a_failed_hook_on_stderr_and_goes_on(fake_api, anthropic_e
     assert run.returncode == 0 and run.stdout.strip() == "done"
     assert "cmdop-tui: PreToolUse hook `exit 7` exited with 7" in run.stderr
     assert "ran" in last_result(fake_api)["content"]
+
+
+async def test_a_hooks_ask_reaches_a_person_and_its_allow_spares_the_question_where_no_rule_asks(
+    fake_api, anthropic_env, tmp_path
+):
+    from cmdop_tui.agent.approval import Approval, ToolCall
+
+    word = hook_script(
+        tmp_path,
+        "word",
+        "answer = 'ask' if 'ask' in event['tool_input']['command'] else 'allow'\n"
+        "print(json.dumps({'hookSpecificOutput': {'permissionDecision': answer, 'permissionDecisionReason': 'check'}}))\n",
+    )
+    asked: list[str] = []
+
+    async def person(call: ToolCall) -> Approval:
+        asked.append(call.input["command"])
+        return Approval(False, "the person said no", by_person=True)
+
+    async def run(command: str, auto: bool) -> None:
+        fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("done"))
+        settings = hooked(pre_tool_use(word), auto=auto)
+        async with Session(settings, platform="headless", ask=person, cwd=tmp_path, record=False) as session:
+            await session.run("go", Recorder())
+
+    await run("touch allowed", auto=False)  # changes ask by default; the hook's allow spares it
+    assert (tmp_path / "allowed").exists() and asked == []
+    await run("touch ask-me", auto=True)  # auto mode allows it; the hook's ask asks a person
+    assert asked == ["touch ask-me"] and not (tmp_path / "ask-me").exists()
+    assert "the person said no" in last_result(fake_api)["content"]
+
+
+async def test_a_hook_runs_outside_the_sandbox(fake_api, anthropic_env, tmp_path, isolated_home):
+    outside = isolated_home / "written-by-the-hook"
+    mark = hook_script(tmp_path, "mark", f"open({str(outside)!r}, 'w').write('hook')\n")
+    fake_api.enqueue(tool_reply("execute_command", {"command": f"echo command > {outside}"}), text_reply("done"))
+    async with Session(hooked(pre_tool_use(mark)), platform="headless", cwd=tmp_path, record=False) as session:
+        if not session.fleet.sandbox.confines:
+            pytest.skip("no sandbox here to be outside of")
+        await session.run("go", Recorder())
+    assert outside.read_text() == "hook"  # the command, in the sandbox, could not write there
+    assert last_result(fake_api)["is_error"]

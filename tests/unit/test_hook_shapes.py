@@ -164,3 +164,13 @@ def test_a_hooks_environment_holds_no_credential_under_any_name(tmp_path: Path):
     environ = {"ANTHROPIC_API_KEY": "sk-secret", "ANTHROPIC_AUTH_TOKEN": "tok", "MY_COPY": "sk-secret", "PATH": "/bin"}
     env = hook_environment(tmp_path, environ)
     assert env == {"PATH": "/bin", "CMDOP_PROJECT_DIR": str(tmp_path), "CLAUDE_PROJECT_DIR": str(tmp_path)}
+
+
+def test_the_settings_file_refuses_a_hook_it_cannot_read_in_one_line():
+    from cmdop_tui.config.loading import settings_from
+    from cmdop_tui.config.model import SettingsError
+
+    with pytest.raises(SettingsError, match=r"^settings: \[\[hooks.PreToolUse\]\]: unknown key 'colour'"):
+        settings_from({"hooks": {"PreToolUse": [{"command": "x", "colour": 1}]}})
+    loaded = settings_from({"hooks": {"Stop": [{"command": "~/bin/done"}]}})
+    assert loaded.hooks.for_event("Stop")[0].hooks[0].command == "~/bin/done"
