@@ -56,6 +56,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return config_command(argv[1:])
     if argv[:1] == ["mcp"]:
         return mcp_command(argv[1:])
+    if argv[:1] == ["hooks"]:
+        return hooks_command(argv[1:])
     if argv[:1] == ["machines"]:
         from cmdop_tui.machines_cli import machines_main
 
@@ -188,6 +190,29 @@ def mcp_trust() -> int:
     except OSError as exc:
         return fail(f"cannot record the trust: {exc}")
     print(inert_line(f"trusted {Path.cwd() / PROJECT_FILE}: " + ", ".join(spec.name for spec in servers)))
+    return 0
+
+
+def hooks_command(argv: list[str]) -> int:
+    """`cmdop-tui hooks trust`: let ./.cmdop/hooks.json's hooks run, as it and the project
+    scripts it names are now (a change asks again)."""
+    if argv != ["trust"]:
+        return fail("usage: cmdop-tui hooks trust", EXIT_USAGE)
+    from pathlib import Path
+
+    from cmdop_tui.hooks import PROJECT_FILE, HookShapeError
+    from cmdop_tui.hooks.shape import from_json
+    from cmdop_tui.hooks.trust import trust
+    from cmdop_tui.session.hook_setup import trust_store
+    from cmdop_tui.support.text import inert_line
+
+    try:
+        table = from_json((Path.cwd() / PROJECT_FILE).read_text(encoding="utf-8"), PROJECT_FILE)
+        path = trust(trust_store(), Path.cwd())
+    except (OSError, UnicodeDecodeError, HookShapeError) as exc:
+        return fail(f"cannot trust {PROJECT_FILE}: {exc}")
+    events = ", ".join(event for event, groups in table.groups.items() if groups)
+    print(inert_line(f"trusted {path}: hooks for {events or 'no event'}"))
     return 0
 
 

@@ -36,10 +36,11 @@ from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.events import BudgetWarning, Compacted, Event, Retrying, Waiting
+from cmdop_tui.agent.events import BudgetWarning, Compacted, Event, HookRan, Retrying, Waiting
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
+from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import approval_question
 
@@ -196,6 +197,8 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
             sys.stderr.write(f"cmdop-tui: budget: {spent} of {budget} spent\n")
         elif isinstance(event, Waiting | Retrying) and printer is None:  # stream-json has them on stdout
             sys.stderr.write(f"cmdop-tui: {_said(event)}\n")
+        elif isinstance(event, HookRan) and "failed" in event.decision:  # said whatever the format
+            _say(mask(f"{event.event} {event.reason}"))
         elif isinstance(event, Compacted):
             sys.stderr.write(
                 f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool
@@ -28,6 +28,10 @@ class ToolCall:
     # Why only a person may decide this call (the floor could not tell what it does, and it could
     # reach a protected place); set by the gate before it asks. None: rules and modes may answer.
     person_only: str | None = None
+    # What a PreToolUse hook said of it (agent/hook_points.py): "allow" spares asking a person
+    # when no rule asks (the floor and the rules still decide), "ask" asks one whatever the rules.
+    hook_word: Literal["allow", "ask"] | None = None
+    hook_reason: str = ""
 
     @property
     def machine(self) -> str:

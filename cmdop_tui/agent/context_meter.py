@@ -18,6 +18,7 @@ from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.context_usage import ContextUsage, estimate_tokens, measure
 from cmdop_tui.agent.events import Compacted, CompactionFailed, Usage
 from cmdop_tui.agent.history import Conversation, sanitize, summary_block, summary_of
+from cmdop_tui.agent.hook_points import before_compaction
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
 from cmdop_tui.agent.llm_errors import (
@@ -32,6 +33,7 @@ from cmdop_tui.agent.reduction import OutputReducer
 from cmdop_tui.agent.reminders import with_reminders
 from cmdop_tui.agent.request import RequestOptions, build_request
 from cmdop_tui.agent.routing import resolve_tools
+from cmdop_tui.hooks import Hooks
 from cmdop_tui.tools.base import Tool
 from cmdop_tui.tools.registry import ToolRegistry
 
@@ -59,6 +61,7 @@ class MeterHost(Protocol):
     tools: ToolRegistry
     facts: SessionFacts
     conversation: Conversation
+    hooks: Hooks | None
 
 
 class ContextMeter:
@@ -245,6 +248,7 @@ class ContextMeter:
     ) -> Compacted:
         """Summarise the head of the conversation (one model call); the history changes only
         when the summary has come (a cancel or a failure leaves it as it was)."""
+        await before_compaction(self.host.hooks, trigger, instructions)
         compactor = Compactor(self.host.model, self.config.compaction, account=self._ledger.account_summary)
         event = await compactor.compact(
             self.conversation,

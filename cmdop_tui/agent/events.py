@@ -250,8 +250,24 @@ class Cancelled(Event):
     message: str = "stopped"
 
 
+@dataclass(frozen=True)
+class HookRan(Event):
+    """A hook ran (cmdop_tui/hooks/): for which event and call, what it said, how long it took."""
+
+    kind: ClassVar[str] = "hook"
+    event: str  # the hook event: PreToolUse, Stop...
+    command: str
+    decision: str  # ok, allowed, ask, blocked, changed input, failed, failed, blocked
+    reason: str = ""
+    duration_s: float = 0.0
+    call_id: str | None = None
+    tool: str | None = None
+    machine: str | None = None
+
+
 __all__ = [
     "BudgetWarning",
+    "HookRan",
     "Cancelled",
     "Compacted",
     "CompactionFailed",

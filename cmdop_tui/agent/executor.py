@@ -20,10 +20,12 @@ from cmdop_tui.agent.approval import Approval, Approver, ChangeHook, HostRules, 
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation
+from cmdop_tui.agent.hook_points import after_tool, before_tool
 from cmdop_tui.agent.llm import EventSink, ModelReply
 from cmdop_tui.agent.loop_mode import RepeatGuard
 from cmdop_tui.agent.messages import ToolResultBlock, blocks_of, image_block, result_for, tool_result_block
 from cmdop_tui.agent.reduction import result_text
+from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
@@ -55,6 +57,7 @@ class ToolHost(Protocol):
     conversation: Conversation
     archive: OutputArchive | None
     changes: ChangeHook | None
+    hooks: Hooks | None
 
     def placement(self, call: ToolCall) -> Placement: ...
 
@@ -117,6 +120,8 @@ class ToolExecutor:
         return None
 
     async def _execute_one(self, call: ToolCall, emit: EventSink, operation: Operation) -> None:
+        # The PreToolUse hooks first: the card shows the call as it runs (a hook may change it)
+        call, blocked = await before_tool(self.host.hooks, call, self.host.placement)
         if call.tool is not None:  # what a write or an edit would change, for the question and the card
             preview_context = ToolContext(call_id=call.id, cwd=self.host.cwd, machines=self.host.machines)
             call = replace(call, preview=await preview_tool(call.tool, call.input, preview_context))
@@ -124,13 +129,13 @@ class ToolExecutor:
         started = time.monotonic()
         result = ToolResult.error(CANCELLED_RESULT)
         try:
-            refusal = await self._refusal(call)
+            refusal = blocked or await self._refusal(call)
             if refusal is not None:
                 result = refusal
             else:
                 await self._before_change(call)
                 started = time.monotonic()  # the duration is the tool's, not the approval wait
-                result = await self._run(call, emit)
+                result = await after_tool(self.host.hooks, call, await self._run(call, emit))
         finally:  # a cancelled tool still ends, so no display shows it running forever
             result = self._stopped.pop(call.id, result).bounded()  # the card says what the model gets
             self._record(call, result)

@@ -22,7 +22,7 @@ thread). The configuration has one writer (LoopConfig): `Runner.reconfigure`.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,16 @@ from cmdop_tui.agent.context_usage import ContextUsage
 from cmdop_tui.agent.events import Cancelled, Error, Event, Final, LoopContinued, TurnStarted
 from cmdop_tui.agent.executor import OutputArchive, ToolExecutor
 from cmdop_tui.agent.history import Conversation
+from cmdop_tui.agent.hook_points import before_stop
+from cmdop_tui.agent.intent import route_prompt
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
 from cmdop_tui.agent.llm_errors import describe_error
 from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_next_loop
-from cmdop_tui.agent.messages import ApiRequest, message_text
 from cmdop_tui.agent.outcome import UNFINISHED_ANSWERS, Progress, RunResult, Status
-from cmdop_tui.agent.routing import INTENT_SYSTEM_PROMPT, Route, parse_route, resolve_tools
+from cmdop_tui.agent.routing import resolve_tools
 from cmdop_tui.agent.steering import SteeringInbox
+from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool
 from cmdop_tui.tools.placement import Placement, place
@@ -89,6 +91,7 @@ class Runner:
         self.event_listeners: list[EventSink] = []  # see every event of every run (transcripts)
         self.archive: OutputArchive | None = None  # whole outputs beyond the history (the transcript)
         self.changes: ChangeHook | None = None  # told before a call changes a machine (checkpoints)
+        self.hooks: Hooks | None = None  # the user's programs at the loop's points (agent/hook_points.py)
         self.ledger = Ledger(self._config)
         self.meter = ContextMeter(self, self._config, self.ledger)
         self.executor = ToolExecutor(self)
@@ -190,8 +193,13 @@ class Runner:
     async def _run_loops(self, emit: EventSink, operation: Operation, progress: Progress) -> RunResult:
         loop = self.config.loop
         guard = RepeatGuard(self.config.repeat_limit)
+        stop_rounds = 0  # how many times in a row a Stop hook made the run go on
         while True:
             result = await self._run_turns(emit, operation, progress, guard)
+            if result.status == "final" and (more := await before_stop(self.hooks, stop_rounds)) is not None:
+                stop_rounds += 1
+                self.conversation.append_user(more)  # the hook's reason is the next message
+                continue
             if result.status != "final" or not loop.enabled or contains_breaker(result.text, loop.breakers):
                 return self._finish(result, emit)
             if progress.loops >= loop.max_loops:
@@ -204,7 +212,8 @@ class Runner:
     async def _run_turns(
         self, emit: EventSink, operation: Operation, progress: Progress, guard: RepeatGuard
     ) -> RunResult:
-        route = await self._route(operation) if progress.turns == 0 else "agent"
+        first = progress.turns == 0
+        route = await route_prompt(self.model, self.config, self.conversation, operation) if first else "agent"
         for turn in range(1, self.config.max_turns + 1):
             self._check_boundary(operation)
             progress.turns += 1
@@ -257,23 +266,6 @@ class Runner:
         reason = "ui" if self.ui_cancel.fired else operation.stop_reason()
         if reason is not None:
             raise _Stop(reason)
-
-    async def _route(self, operation: Operation) -> Route:
-        """The intent router: one cheap classifier call. Any failure routes to AGENT."""
-        if not self.config.intent_router:
-            return "agent"
-        last: Mapping[str, object] = self.conversation.messages[-1] if self.conversation.messages else {}
-        request: ApiRequest = {
-            "model": self.config.router_model or self.config.model,
-            "max_tokens": 8,
-            "system": INTENT_SYSTEM_PROMPT,
-            "messages": [{"role": "user", "content": message_text(last) or "(empty)"}],
-            "extra_body": {"temperature": 0.0},
-        }
-        try:
-            return parse_route(await self.model.classify(request, operation))
-        except Exception:
-            return "agent"
 
     def context_usage(self) -> ContextUsage:
         """What the next request would hold, by part (estimated: see agent/context_usage.py)."""

@@ -20,6 +20,7 @@ COMMANDS = """commands:
   cmdop-tui rewind [--session ID] [--turn N]   a session's turns; go back to before one
   cmdop-tui machines list | install NAME...    the machines of the settings
   cmdop-tui mcp list | trust                   MCP servers and their tools
+  cmdop-tui hooks trust                        let ./.cmdop/hooks.json's hooks run
   cmdop-tui permissions list                   the permission rules
   cmdop-tui config path | edit | keys          the settings file
   cmdop-tui serve                              the app in a browser"""

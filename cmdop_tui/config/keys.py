@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cmdop_tui.config.defaults import DEFAULT_ALIASES
+from cmdop_tui.config.key_types import Key as Key
+from cmdop_tui.config.key_types import TableKeys as TableKeys
+from cmdop_tui.config.key_types import typed
 from cmdop_tui.config.model import (
     NOTIFY_METHODS,
     PERMISSION_MODES,
@@ -23,80 +26,12 @@ from cmdop_tui.config.model import (
     ContextSettings,
     NotifySettings,
     Settings,
-    SettingsError,
 )
 from cmdop_tui.machines.sandbox import MODES, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
 MCP_TABLES = ("mcp", "mcp_servers", "mcpServers")  # [mcp.NAME]; the other spellings other tools use
 MCP_CONNECT_TIMEOUT_S = 30.0  # an MCP server's `timeout`: connecting and listing its tools
-
-
-@dataclass(frozen=True)
-class Key:
-    """One key: the TOML types it takes (none: any value, read as text or checked by its table's
-    own reader), bounds for numbers, choices for text, the type of a list's items; its help,
-    and an example shown instead of the default (when the default is none or says little)."""
-
-    name: str
-    types: tuple[type, ...] = ()
-    what: str = ""  # a good value, as the error message says it
-    low: float | None = None  # inclusive
-    high: float | None = None  # inclusive
-    positive: bool = False
-    choices: tuple[str, ...] = ()
-    items: type | None = None
-    help: str = ""
-    example: Any = None
-
-    def accepts(self, value: Any) -> bool:
-        if self.choices:
-            return isinstance(value, str) and value in self.choices
-        if not self.types:
-            return True
-        if isinstance(value, bool) and bool not in self.types:
-            return False  # TOML's true is no number
-        if not isinstance(value, self.types):
-            return False
-        if self.items is not None and not (
-            isinstance(value, list) and all(isinstance(item, self.items) for item in value)
-        ):
-            return False
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return (
-                (self.low is None or value >= self.low)
-                and (self.high is None or value <= self.high)
-                and (not self.positive or value > 0)
-            )
-        return True
-
-
-def typed(name: str, kind: type, help: str = "", example: Any = None) -> Key:
-    """A key that takes one type, named in messages as Python names it ('int', 'str', 'list')."""
-    return Key(name, (kind,), kind.__name__, help=help, example=example)
-
-
-@dataclass(frozen=True)
-class TableKeys:
-    """The keys one table takes, and how its messages read (`place` names the file and table)."""
-
-    keys: tuple[Key, ...]
-    unknown: str  # with {place}, {key} and {known}
-    wrong: str  # with {place}, {key} and {what}
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(key.name for key in self.keys)
-
-    def check(self, table: Mapping[str, Any], place: str, known: str | None = None) -> None:
-        """Refuse an unknown key first, then the first value its declaration does not accept."""
-        for name in table:
-            if name not in self.names:
-                listed = known if known is not None else ", ".join(self.names)
-                raise SettingsError(self.unknown.format(place=place, key=name, known=listed))
-        for key in self.keys:
-            if key.name in table and not key.accepts(table[key.name]):
-                raise SettingsError(self.wrong.format(place=place, key=key.name, what=key.what))
 
 
 _POSITIVE = "a positive number"
@@ -117,6 +52,7 @@ _TABLES = (
     "notify",
     "groups",
     "inventory",
+    "hooks",
 )
 TOP_LEVEL = TableKeys(
     (
@@ -340,6 +276,30 @@ MCP_SERVER = TableKeys(
 )
 
 
+# Checked by the hooks' own reader (cmdop_tui/hooks/shape.py), which also reads .cmdop/hooks.json.
+HOOK = TableKeys(
+    (
+        Key(
+            "matcher",
+            help="the tools it runs for: a regular expression, whole (Claude Code's names match too)",
+            example="execute_command|Bash",
+        ),
+        Key(
+            "machines", help="only for calls on these machines: a machine, tag:T or a group (ours)", example="tag:prod"
+        ),
+        Key("command", help="a shell command line; the event comes as JSON on its stdin", example="~/bin/check-deploy"),
+        Key("timeout", help="seconds before it is killed (default 60)", example=30),
+        Key(
+            "on_failure",
+            help='"block": a crash, a timeout or invalid JSON blocks (default: "continue")',
+            example="block",
+        ),
+    ),
+    unknown="{place}: unknown key {key!r} (known: {known})",
+    wrong=_WRONG,
+)
+
+
 @dataclass(frozen=True)
 class Section:
     """A table of the file, as the template and `config keys` show it: its declared keys (none:
@@ -353,6 +313,7 @@ class Section:
     defaults: Any = None  # an instance of the frozen data the table is read into
     each: str | None = None
     entries: Mapping[str, Any] = field(default_factory=dict)
+    array: bool = False  # an array of tables: [[hooks.PreToolUse]]
 
 
 SECTIONS = (
@@ -389,5 +350,13 @@ SECTIONS = (
         "an MCP server (also [mcp_servers.NAME], [mcpServers.NAME]; a project's .mcp.json is read too)",
         MCP_SERVER,
         each="github",
+    ),
+    Section(
+        "hooks",
+        "your programs at the session's points (SessionStart, UserPromptSubmit, PreToolUse, PermissionRequest, "
+        "PostToolUse, Notification, Stop, PreCompact); a project's .cmdop/hooks.json too, once trusted",
+        HOOK,
+        each="PreToolUse",
+        array=True,
     ),
 )

@@ -40,6 +40,7 @@ from cmdop_tui.config.model import (
     builtin_agents,
 )
 from cmdop_tui.config.paths import config_path
+from cmdop_tui.hooks.shape import HookShapeError, HookTable, from_settings
 from cmdop_tui.machines.sandbox import SandboxPolicy
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 
@@ -111,6 +112,7 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
     overrides["ansible_inventory"] = _ansible_inventory(_table(data, "inventory", where), source, where)
     # kept as written: the MCP servers are read from them by cmdop_tui/mcp/ (above config)
     overrides["mcp_tables"] = {key: _table(data, key, where) for key in MCP_TABLES if key in data}
+    overrides["hooks"] = _hooks(_table(data, "hooks", where), where)
     for key in ("ssh_config", "local_model"):
         if key in data:
             overrides[key] = Path(str(data[key])).expanduser()
@@ -121,6 +123,14 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
             overrides[key] = float(data[key])
     settings = replace(settings, **overrides)
     return settings
+
+
+def _hooks(table: Mapping[str, Any], where: str) -> HookTable:
+    """`[[hooks.EVENT]]`: read by the hooks' own reader (cmdop_tui/hooks/shape.py)."""
+    try:
+        return from_settings(table, where)
+    except HookShapeError as exc:
+        raise SettingsError(str(exc)) from None
 
 
 def _aliases(table: Mapping[str, Any]) -> dict[str, str]:

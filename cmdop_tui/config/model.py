@@ -22,6 +22,7 @@ from cmdop_tui.config.defaults import (
     DEFAULT_ALIASES,
     DEFAULT_PRICES,
 )
+from cmdop_tui.hooks.shape import HookTable
 from cmdop_tui.machines.sandbox import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
@@ -144,6 +145,7 @@ class Settings:
     # [mcp.NAME] and its other spellings, as written: {"mcp": {NAME: table}}; read into servers by
     # cmdop_tui/mcp/ (server_tables.settings_servers), which also reads a project's .mcp.json
     mcp_tables: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    hooks: HookTable = field(default_factory=lambda: HookTable())  # [[hooks.EVENT]] (cmdop_tui/hooks/)
     source: Path | None = None  # the file these were read from
     run: RunOptions = field(default_factory=lambda: RunOptions())  # this run's, from the command line
 

@@ -64,6 +64,8 @@ def _keys(section: Section) -> Iterator[Key]:
 
 
 def _header(section: Section) -> str:
+    if section.array:
+        return f"[[{section.table}.{section.each}]]"
     return f"[{section.table}.{section.each}]" if section.each else f"[{section.table}]"
 
 
@@ -92,6 +94,7 @@ def keys_help() -> str:
     lines = []
     for section in SECTIONS:
         name = f"[{section.table}.NAME]" if section.each else f"[{section.table}]"
+        name = f"[[{section.table}.EVENT]]" if section.array else name
         lines.append(f"{name}  {section.help}" if section.table else "top level")
         for key in _keys(section):
             what = f" ({key.what})" if key.what else ""

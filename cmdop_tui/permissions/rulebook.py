@@ -299,6 +299,15 @@ class Permissions:
             "mode": self.mode,
             "outcome": outcome,
         }
+        self._append(entry)
+
+    def record_hook(self, entry: Mapping[str, Any]) -> None:
+        """Append what a hook did (its event, command, decision, reason) to the audit log, as a
+        line of its own (`"hook": event`); the caller redacts secrets in it."""
+        if self.audit:
+            self._append({"time": store.now(), **entry, "mode": self.mode})
+
+    def _append(self, entry: Mapping[str, Any]) -> None:
         line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
         with self._lock:
             target = self.audit_path or store.audit_path()

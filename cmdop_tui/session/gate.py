@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from cmdop_tui.agent.approval import Approval, Approver, HostRules, ToolCall
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.inventory import TAG_PREFIX, Inventory
 from cmdop_tui.machines.spec import MachineError
@@ -34,7 +35,9 @@ def load_permissions(settings: Settings) -> Permissions:
     return Permissions.load(mode="auto" if settings.run.auto_approve else settings.permission_mode)
 
 
-def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet | None = None) -> Approver:
+def permission_gate(
+    permissions: Permissions, ask: Approver | None, fleet: Fleet | None = None, hooks: Hooks | None = None
+) -> Approver:
     """Floor, rules, mode, then the user, in that order.
 
     `ask` is the surface's question (TUI modal, terminal prompt: a person; the library's
@@ -46,16 +49,21 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
     is judged where it runs, `ToolCall.placement` (the loop resolved its selectors once): a call
     over several machines on each machine its selectors chose, so a rule that asks on db1 is not
     passed by naming db1's tag; `fleet` adds each machine's tags and groups (see :func:`selection`).
+    A PreToolUse hook's word (`ToolCall.hook_word`) spares the question where no rule asks, or
+    asks where the rules allow; before a person is asked, the PermissionRequest `hooks` may answer.
     """
 
     async def gate(call: ToolCall) -> Approval:
         decision = _decide(permissions, call, fleet)
         if call.escalation is not None or (decision.person_only and decision.verdict != "deny"):
             return await _ask_a_person(permissions, call, decision, ask)  # no rule, no mode answers
-        if decision.verdict == "allow":
+        verdict = _with_hook_word(decision, call)
+        if verdict == "allow":
             approval = Approval(True)
-        elif decision.verdict == "deny":
+        elif verdict == "deny":
             approval = Approval(False, decision.reason)
+        elif (answered := await _permission_hooks(hooks, call)) is not None:
+            approval = answered
         elif ask is None:
             approval = Approval(False, NOBODY_TO_ASK)
         else:
@@ -65,6 +73,30 @@ def permission_gate(permissions: Permissions, ask: Approver | None, fleet: Fleet
         return approval
 
     return gate
+
+
+def _with_hook_word(decision: Decision, call: ToolCall) -> str:
+    """The rules' verdict as a PreToolUse hook's word turns it: its allow spares the question
+    where no rule asks (the mode's default does), its ask asks where the rules allow."""
+    if call.hook_word == "ask" and decision.verdict == "allow":
+        return "ask"
+    if call.hook_word == "allow" and decision.verdict == "ask" and decision.rule is None:
+        return "allow"
+    return decision.verdict
+
+
+async def _permission_hooks(hooks: Hooks | None, call: ToolCall) -> Approval | None:
+    """What the PermissionRequest hooks answer for a call about to be asked, or None: ask. An
+    allow that would change the input is not taken (the person is asked)."""
+    if hooks is None or not hooks.wants("PermissionRequest"):
+        return None
+    fields = {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id, "permission_suggestions": []}
+    verdict = await hooks.fire("PermissionRequest", fields, tool=call.name, placement=call.placement, call_id=call.id)
+    if verdict.blocked:
+        return Approval(False, verdict.reason or "a PermissionRequest hook denied it")
+    if verdict.decision == "allow" and verdict.updated_input is None:
+        return Approval(True)
+    return None
 
 
 def _decide(permissions: Permissions, call: ToolCall, fleet: Fleet | None) -> Decision:

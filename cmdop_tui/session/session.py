@@ -42,6 +42,7 @@ from cmdop_tui.session.client import make_client
 from cmdop_tui.session.custom_commands import only_tools
 from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.going_back import GoingBack
+from cmdop_tui.session.hook_setup import SessionHookPoints, build_hooks, hook_blocked, name_the_session
 from cmdop_tui.session.inventory import inventory_of
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.modes import CYCLE, next_mode
@@ -114,6 +115,7 @@ class Session(GoingBack):
         self._runner: Runner | None = None
         self._recorder: SessionRecorder | None = None
         self.checkpoints: Checkpoints | None = None  # what /rewind goes back to
+        self.hook_points: SessionHookPoints | None = None  # the session's hooks (session/hook_setup.py)
         self._context_at: int | None = None  # the message a `!command`'s output opened, for the next prompt
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
@@ -167,7 +169,11 @@ class Session(GoingBack):
         self._cleanup.callback(fleet.sandbox.state.close)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
-        gate = permission_gate(self.permissions, self.ask, self.fleet)
+        hooks, hook_notes = build_hooks(self.settings, self.cwd or Path.cwd(), fleet, self.permissions, self._emit)
+        self.notes += hook_notes
+        self.hook_points = points = SessionHookPoints(hooks, "resume" if self.settings.run.resume else "startup")
+        self._cleanup.callback(points.close)
+        gate = permission_gate(self.permissions, points.asking(self.ask), self.fleet, hooks)
         self._runner = build_runner(
             self.settings,
             client=self.client,
@@ -181,6 +187,7 @@ class Session(GoingBack):
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
+        self._runner.hooks = hooks
         self.permissions.working_tree = str(self._runner.cwd)  # where accept_edits lets edits through
         self.set_mode(self.permissions.mode)
         if not self.offline:
@@ -194,6 +201,8 @@ class Session(GoingBack):
         """The transcript's recorder, and the checkpoints of what turns change (/rewind)."""
         self._recorder = recorder = SessionRecorder(runner)
         self._cleanup.callback(recorder.close)
+        if runner.hooks is not None:
+            name_the_session(runner.hooks, recorder)
         self.checkpoints = Checkpoints(
             fleet,
             self.cwd or Path.cwd(),
@@ -277,6 +286,9 @@ class Session(GoingBack):
         if checkpoints is not None:
             checkpoints.begin_turn(prompt, prompt_start(self.runner.conversation, opened))
         try:  # the files its @references name go with it (session/references.py)
+            prompt, blocked = await self.hook_points.prompt(prompt) if self.hook_points else (prompt, None)
+            if blocked is not None:
+                return hook_blocked(blocked, emit)
             with only_tools(self.runner, tools):
                 attached = await attach_files(prompt, self.fleet, self.permissions, self.runner.cwd)
                 return await self.runner.run(attached, emit)

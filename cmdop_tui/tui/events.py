@@ -73,6 +73,9 @@ class EventRouter:
         if isinstance(event, ev.ToolStart | ev.ToolProgress | ev.ToolEnd | ev.ToolNested):
             self._deliver_tool_event(event)
             return
+        if isinstance(event, ev.HookRan):  # a row of the Tools panel
+            self.tool_panel.post_message(Agent.HookRan(event))
+            return
         if isinstance(event, ev.SteeringDelivered):  # to the app: the chat shows it, the queue lets it go
             self.app.post_message(Agent.Steered(event))
             return

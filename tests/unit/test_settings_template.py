@@ -15,7 +15,7 @@ from cmdop_tui.config.model import Settings
 from cmdop_tui.config.settings import FIRST_RUN_TEMPLATE, settings_from
 from cmdop_tui.mcp.server_tables import settings_servers
 
-HEADER = re.compile(r"^# \[([A-Za-z_]+)(?:\.[^\]]+)?\]")
+HEADER = re.compile(r"^# \[\[?([A-Za-z_]+)(?:\.[^\]]+)?\]")
 KEY_LINE = re.compile(r'^# ([A-Za-z0-9_-]+|"[^"]+") = ')
 BY_TABLE = {section.table: section for section in SECTIONS}
 TABLE_KEYS = {section.table for section in SECTIONS} | set(MCP_TABLES)

@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from cmdop_tui.support.secrets import mask
+from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 from cmdop_tui.tui.widgets.side_panel import SidePanel
@@ -80,6 +82,14 @@ class ToolPanel(SidePanel):
 
     def on_agent_tool_nested(self, message: Agent.ToolNested) -> None:
         self._update(message.record)
+
+    def on_agent_hook_ran(self, message: Agent.HookRan) -> None:
+        """A hook's run: a row of its own (no output to open); a PreToolUse row comes just before its call's."""
+        hook = message.event
+        style = "$error" if "blocked" in hook.decision else "$warning" if "failed" in hook.decision else "$text-muted"
+        said = f"{hook.decision}: {hook.reason}" if hook.reason else hook.decision
+        cells = (Content.styled("⚑", style), f"hook {hook.event}", hook.machine or "", f"{hook.duration_s:.2f}s")
+        self.table.add_row(*cells, inert_line(mask(f"{said} · {hook.command}")), key=f"hook-{self.table.row_count}")
 
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:

@@ -1,0 +1,31 @@
+"""Hooks: the user's own programs run at points of a session (policy as code), in Claude Code's
+shape so that its users' scripts work here as they are.
+
+From the bottom up: `shape` (the settings' `[[hooks.EVENT]]` tables and a project's
+`.cmdop/hooks.json` as `HookTable`), `matching` (by tool name and by machine, tag or group),
+`running` (one command: the event as JSON on stdin, a timeout, no credential in its
+environment, killed with its children on a Stop), `decisions` (what a hook said: allow, deny,
+ask, a changed input, context; exit 2 blocks; a failure blocks with `on_failure = "block"`),
+`engine` (`Hooks`: an event's matching hooks run at once, their word and their records),
+`trust` and `project` (a project's hooks run only once the user trusts the file as it is).
+
+The loop calls them at its points (agent/hook_points.py); the session builds `Hooks`.
+"""
+
+from cmdop_tui.hooks.decisions import HookVerdict, HookWord
+from cmdop_tui.hooks.engine import HookRecord, Hooks, SessionFacts
+from cmdop_tui.hooks.shape import EVENTS, PROJECT_FILE, HookCommand, HookGroup, HookShapeError, HookTable
+
+__all__ = [
+    "EVENTS",
+    "PROJECT_FILE",
+    "HookCommand",
+    "HookGroup",
+    "HookRecord",
+    "HookShapeError",
+    "HookTable",
+    "HookVerdict",
+    "HookWord",
+    "Hooks",
+    "SessionFacts",
+]
