@@ -62,6 +62,12 @@ async def test_seq_200000_is_kept_whole_paged_searched_and_copied(fake_api):
         await pilot.press("home")
         await pilot.pause()
         assert visible(pager)[0] == "1"
+        await pilot.press("pagedown")
+        await pilot.pause()
+        assert visible(pager)[0] == str(pager.scrollable_content_region.height + 1)
+        await pilot.press("pageup")
+        await pilot.pause()
+        assert visible(pager)[0] == "1"
         await pilot.press("ctrl+end")
         await pilot.pause()
         assert visible(pager)[-1] == "200000" or "200000" in visible(pager)

@@ -65,6 +65,20 @@ class OutputPager(ScrollView, can_focus=True):
         self._window: tuple[int, list[str]] = (0, [])  # the first line read and the lines from it
         self._width = 0  # the widest line seen so far, in cells
 
+    # --- keys: at once, never animated (an animation over 200,000 lines reads every page between) ---
+
+    def action_scroll_home(self) -> None:
+        self.scroll_to(0, 0, animate=False, immediate=True)
+
+    def action_scroll_end(self) -> None:
+        self.scroll_to(0, self.max_scroll_y, animate=False, immediate=True)
+
+    def action_page_down(self) -> None:
+        self.scroll_page_down(animate=False)
+
+    def action_page_up(self) -> None:
+        self.scroll_page_up(animate=False)
+
     # --- what is shown -------------------------------------------------------------------------
 
     def show(self, text: PagedText) -> None:
