@@ -183,25 +183,25 @@ class PagedText:
         line = self.line_of(offset)
         return Match(offset, line, offset - self.line_start(line))
 
-    def count(self, search: Search, end: int | None = None) -> int:
-        """How many matches start before byte `end` (the end of the text)."""
+    def count(self, search: Search, end: int | None = None, start: int = 0) -> int:
+        """How many matches start from byte `start` to before byte `end` (the end of the text)."""
         pattern = search.pattern
         end = self._size if end is None else min(end, self._size)
-        if not pattern or end <= 0:
+        if not pattern or end <= start:
             return 0
         total, carry = 0, b""
         with self._open() as data:
-            position = 0
+            data.seek(start)
+            position = start
             while position < end:
                 chunk = data.read(min(CHUNK, end - position))
                 if not chunk:
                     break
                 position += len(chunk)
-                window = search.prepared(carry + chunk)
-                total += window.count(pattern)
+                total += search.prepared(carry + chunk).count(pattern)
                 carry = chunk[-(len(pattern) - 1) :] if len(pattern) > 1 else b""
         # a match that begins before `end` but runs past it is one of them too
-        straddling = self._find_forward(search, max(0, end - len(pattern) + 1))
+        straddling = self._find_forward(search, max(start, end - len(pattern) + 1))
         return total + (1 if straddling is not None and straddling < end else 0)
 
     def _find_forward(self, search: Search, start: int) -> int | None:

@@ -7,12 +7,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from fake_anthropic import text_reply, tool_reply
+from textual.app import App
 from tui_helpers import finish_turn, make_app, submit, wait_until
 
 from cmdop_tui.config.paths import data_dir
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
+from cmdop_tui.transcripts import KeptOutputs
 from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.output_pager import OutputPager
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 
@@ -143,3 +146,25 @@ async def test_escape_laden_and_binary_output_is_shown_inert(fake_api):
         shown = visible(pager)
         assert shown[0] == "ared" and shown[1].startswith("\ufffd\ufffd^Abin")
         assert all("\x1b" not in line and "\x07" not in line for line in shown)
+
+
+class ViewApp(App[None]):
+    def __init__(self, record: ToolRecord, kept: KeptOutputs) -> None:
+        super().__init__()
+        self.record, self.kept = record, kept
+
+    def on_mount(self) -> None:
+        self.push_screen(OutputScreen(self.record, self.kept))
+
+
+def test_the_view_searching_at_80x24(snap_compare, tmp_path: Path) -> None:
+    kept = KeptOutputs(tmp_path / "s.outputs")
+    kept.write("toolu_1", "".join(f"{n}\tline {n}\n" for n in range(1, 2001)))
+    record = ToolRecord("toolu_1", "execute_command", {"command": "seq 1 2000 | sed ..."}, "local")
+    record.finish("exit code: 0", False, 1.5)
+
+    async def run_before(pilot) -> None:
+        await pilot.press("slash", *"line 19", "enter", "n")
+        await pilot.pause()
+
+    assert snap_compare(ViewApp(record, kept), terminal_size=(80, 24), run_before=run_before)

@@ -146,7 +146,8 @@ class OutputPager(ScrollView, can_focus=True):
         if line - first >= len(lines):
             return Strip.blank(width, style)
         shown = lines[line - first]
-        text = Text(shown, no_wrap=True, style=style)
+        text = Text(shown, no_wrap=True)
+        text.stylize(style)  # as a span: a Text's own style is not in the segments it renders
         self._highlight(text, line)
         strip = Strip(text.render(self.app.console), cell_len(shown))
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, line)
@@ -202,9 +203,10 @@ class OutputPager(ScrollView, can_focus=True):
         assert self.search is not None
         if match is None:
             return Found(None, 0, 0)
-        if before is None or self.found is None:
-            total = self.paged.count(self.search)
-            return Found(match, self.paged.count(self.search, match.offset) + 1, total, wrapped)
+        if before is None or self.found is None:  # one pass: the matches before it, then the rest
+            ahead = self.paged.count(self.search, match.offset)
+            total = ahead + self.paged.count(self.search, start=match.offset)
+            return Found(match, ahead + 1, total, wrapped)
         total = self.found.total
         step = 1 if direction == "forward" else -1
         ordinal = (1 if direction == "forward" else total) if wrapped else self.found.ordinal + step
