@@ -8,6 +8,8 @@ from pathlib import Path
 
 from fake_anthropic import text_reply, tool_reply
 from textual.app import App
+from textual.geometry import Offset
+from textual.selection import Selection
 from tui_helpers import finish_turn, make_app, submit, wait_until
 
 from cmdop_tui.config.paths import data_dir
@@ -168,3 +170,17 @@ def test_the_view_searching_at_80x24(snap_compare, tmp_path: Path) -> None:
         await pilot.pause()
 
     assert snap_compare(ViewApp(record, kept), terminal_size=(80, 24), run_before=run_before)
+
+
+async def test_a_mouse_selection_gives_the_lines_as_shown(tmp_path: Path) -> None:
+    kept = KeptOutputs(tmp_path / "s.outputs")
+    kept.write("toolu_1", "".join(f"{n}\tline {n}\n" for n in range(1, 2001)) + "\x1b[31mred\n")
+    record = ToolRecord("toolu_1", "execute_command", {"command": "seq"}, "local")
+    record.finish("exit code: 0", False, 1.5)
+    app = ViewApp(record, kept)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pager = app.screen.query_one(OutputPager)
+        app.screen.selections = {pager: Selection(Offset(8, 1999), Offset(3, 2000))}
+        await pilot.pause()
+        assert app.screen.get_selected_text() == "line 2000\nred"

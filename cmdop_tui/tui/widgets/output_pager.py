@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from rich.cells import cell_len
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Offset, Size
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from cmdop_tui.support.paged_text import Direction, Match, PagedText, Search
@@ -22,6 +23,7 @@ from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 
 TAB = 8
+SELECTED_LINES = 100_000  # a mouse selection spans at most this many lines (select-all on 100 MB: no)
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ class OutputPager(ScrollView, can_focus=True):
         text = Text(shown, no_wrap=True)
         text.stylize(style)  # as a span: a Text's own style is not in the segments it renders
         self._highlight(text, line)
+        self._select(text, line)
         strip = Strip(text.render(self.app.console), cell_len(shown))
         return strip.crop_extend(scroll_x, scroll_x + width, style).apply_offsets(scroll_x, line)
 
@@ -165,6 +168,30 @@ class OutputPager(ScrollView, can_focus=True):
             end = start + len(needle)
             text.stylize(current_style if start == current else match_style, start, end)
             start = haystack.find(needle, end)
+
+    def _select(self, text: Text, line: int) -> None:
+        selection = self.text_selection
+        span = selection.get_span(line) if selection is not None else None
+        if span is not None:
+            start, end = span
+            text.stylize(
+                self.screen.get_component_rich_style("screen--selection"), start, len(text) if end < 0 else end
+            )
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The text a mouse selection covers, as shown (its lines are numbered from the first)."""
+        first = selection.start.y if selection.start is not None else 0
+        last = selection.end.y if selection.end is not None else self.paged.line_count - 1
+        if last - first >= SELECTED_LINES:
+            self.notify("Too much to select with the mouse: c copies the whole output.", severity="warning")
+            return None
+        lines = [shown_line(raw) for raw in self.paged.lines(first, last - first + 1)]
+        start = selection.start - Offset(0, first) if selection.start is not None else None
+        end = selection.end - Offset(0, first) if selection.end is not None else None
+        return Selection(start, end).extract("\n".join(lines)), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
     def _current_column(self, line: int) -> int | None:
         """Where the current match starts in `line` as shown (characters), if it is on it."""
