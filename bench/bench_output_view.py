@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/bench_output_view.py
 
 1. Keeping it: the output appended to its file beside the transcript in 64 KiB pieces, as a
-   command streams it (`transcripts/outputs.py`): the time and the app's RSS growth.
+   command streams it, secrets redacted (`transcripts/outputs.py`): the time and the app's RSS
+   growth.
 2. The pager (`support/paged_text.py`): opening (one pass counting line breaks), the last
    lines, a search that finds a line near the end, counting every match, a search backward.
 3. The view itself (`OutputScreen` on the real widgets, headless at 100x30): opening it until the

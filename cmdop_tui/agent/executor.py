@@ -42,6 +42,8 @@ class OutputArchive(Protocol):
 
     def stream(self, call_id: str, text: str, host: str | None = None) -> None: ...
 
+    def stream_ended(self, call_id: str) -> None: ...
+
 
 class ToolHost(Protocol):
     """What the executor reads of the loop, live (a session may swap tools or machines)."""
@@ -136,6 +138,8 @@ class ToolExecutor:
                 result = await self._run(call, emit)
         finally:  # a cancelled tool still ends, so no display shows it running forever
             result = self._stopped.pop(call.id, result).bounded()  # the card says what the model gets
+            if self.host.archive is not None:
+                self.host.archive.stream_ended(call.id)
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))

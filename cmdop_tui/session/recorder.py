@@ -21,7 +21,7 @@ from cmdop_tui.agent.history import summary_of
 from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import Runner
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.support.secrets import configured_secrets
+from cmdop_tui.support.secrets import Redactor, configured_secrets
 
 _log = logging.getLogger(__name__)
 Transcript = transcripts.Transcript
@@ -138,13 +138,18 @@ class SessionRecorder:
             return None
         directory = transcripts.outputs_dir(self.transcript.path)
         if self._outputs is None or self._outputs.directory != directory:
-            self._outputs = transcripts.KeptOutputs(directory)
+            self._outputs = transcripts.KeptOutputs(directory, Redactor(self.secrets))
         return self._outputs
 
     def stream(self, call_id: str, text: str, host: str | None = None) -> None:
         """More of a call's output (of one host's own stream of it), kept whole as it comes."""
         if (outputs := self.outputs) is not None:
             outputs.write(call_id, text, host)
+
+    def stream_ended(self, call_id: str) -> None:
+        """The call ended: the last of its output (a line without its break) goes in."""
+        if (outputs := self.outputs) is not None:
+            outputs.finish(call_id)
 
     def keep(self, call_id: str, text: str) -> bool:
         """Keep the whole output of a call whose result is capped, for `recall` (and for the

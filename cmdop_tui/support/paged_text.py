@@ -38,7 +38,8 @@ class Search:
 
     @property
     def exact_case(self) -> bool:
-        return self.needle != self.needle.lower()
+        """A capital letter in the needle, or no letter at all (then folding case is work for nothing)."""
+        return self.needle != self.needle.lower() or self.needle.lower() == self.needle.upper()
 
     @property
     def pattern(self) -> bytes:

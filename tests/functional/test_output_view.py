@@ -138,7 +138,7 @@ async def test_without_a_transcript_what_is_held_is_shown_and_the_rest_said_not_
 
 
 async def test_escape_laden_and_binary_output_is_shown_inert(fake_api):
-    command = r"printf 'a\033]52;c;aGk=\a\033[2J\033[31mred\033[0m\n\377\376\001bin\tx\n'"
+    command = r"printf 'a\033]52;c;aGk=\a\033[2J\033[31mred\033[0m\n\377\376\001bin\tx'"  # no last break
     fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
     app = make_app(fake_api, settings=APPROVED)
     async with app.run_test(size=SIZE) as pilot:
@@ -146,7 +146,10 @@ async def test_escape_laden_and_binary_output_is_shown_inert(fake_api):
         await finish_turn(pilot)
         pager = await open_view(pilot)
         shown = visible(pager)
-        assert shown[0] == "ared" and shown[1].startswith("\ufffd\ufffd^Abin")
+        assert shown[0] == "ared" and shown[1] == "\ufffd\ufffd^Abin x", (
+            pager.paged.read()
+        )  # the last line, kept at the end
+        assert isinstance(pager.paged.source, Path)  # from the kept file
         assert all("\x1b" not in line and "\x07" not in line for line in shown)
 
 
