@@ -187,3 +187,27 @@ async def test_a_mouse_selection_gives_the_lines_as_shown(tmp_path: Path) -> Non
         app.screen.selections = {pager: Selection(Offset(8, 1999), Offset(3, 2000))}
         await pilot.pause()
         assert app.screen.get_selected_text() == "line 2000\nred"
+
+
+async def test_a_running_call_is_followed_from_memory_then_from_its_file(tmp_path: Path) -> None:
+    kept = KeptOutputs(tmp_path / "s.outputs")
+    record = ToolRecord("toolu_1", "execute_command", {"command": "seq"}, "local")
+    app = ViewApp(record, kept)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        pager = app.screen.query_one(OutputPager)
+        assert pager.paged.line_count == 0  # nothing yet, from memory
+        kept.write("toolu_1", "".join(f"{n}\n" for n in range(1, 501)))
+        record.add_progress("1\n")
+        await wait_until(pilot, lambda: pager.paged.line_count == 500)  # the file, once there is one
+        assert isinstance(pager.paged.source, Path)
+        await pilot.press("end")
+        kept.write("toolu_1", "".join(f"{n}\n" for n in range(501, 1001)))
+        await wait_until(pilot, lambda: pager.paged.line_count == 1000)
+        await pilot.pause()
+        assert visible(pager)[-1] == "1000"  # a reader at the end stays there
+        await pilot.press("home")
+        kept.write("toolu_1", "1001\n")
+        await wait_until(pilot, lambda: pager.paged.line_count == 1001)
+        assert visible(pager)[0] == "1"  # one who went back stays there
+        record.finish("exit code: 0", False, 1.0)

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 ALL = "\0all"  # the option that shows the call's whole output, not one host's
 FOLLOW_EVERY_S = 0.5
 COPY_LIMIT = 512 * 1024  # bytes: past this a copy gives the kept file's path (OSC 52 has limits)
-HINT = "/ search · n N next, previous · c copy all · y copy line · End last line · Esc close"
+HINT = "/ search · n/N next/prev · c copy all · y copy line · End · Esc close"
 
 
 class OutputScreen(ModalScreen[None]):
