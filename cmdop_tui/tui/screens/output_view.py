@@ -106,7 +106,7 @@ class OutputScreen(ModalScreen[None]):
             hosts = OptionList(*self._host_options(), id="output-hosts")
             hosts.display = bool(self.record.hosts)  # shown once the call names hosts
             yield hosts
-            yield OutputPager(self._source(), id="output-text")
+            yield OutputPager(PagedText(self._source()), id="output-text")
             yield Label(Content.styled(self._note(), "$text-warning"), id="output-note")
             yield Input(placeholder="Search: Enter finds, Esc closes", id="output-search")
             yield Label(Content.styled(self._hint(), "$text-muted"), id="output-status")
@@ -137,11 +137,11 @@ class OutputScreen(ModalScreen[None]):
         host = self._host()
         return self.record.shown_output if host is None else self.record.host_output(host)
 
-    def _source(self) -> PagedText:
+    def _source(self) -> Path | bytes:
         """The shown output's file when it was kept, else what the app holds."""
         if self.kept is not None and (path := self.kept.existing(self.record.call_id, self._host())) is not None:
-            return PagedText(path)
-        return PagedText(self._held().encode())
+            return path
+        return self._held().encode()
 
     def _note(self) -> str:
         """Why only a part is shown, when it is."""
@@ -157,11 +157,11 @@ class OutputScreen(ModalScreen[None]):
         pager = self.query_one(OutputPager)
         source = self._source()
         if from_top:
-            pager.show(source)
-        elif source.source == pager.paged.source:
-            pager.follow()  # the same file, grown (or the same text held)
+            pager.show(PagedText(source))
+        elif source == pager.paged.source:
+            pager.follow()  # the same file, grown (or the same text held): only what was added is read
         else:
-            pager.swap(source)
+            pager.swap(PagedText(source))
         note = self._note()
         self.query_one("#output-note", Label).update(Content.styled(note, "$text-warning"))
         self.query_one("#output-note").display = bool(note)
