@@ -201,6 +201,7 @@ async def test_a_running_call_is_followed_from_memory_then_from_its_file(tmp_pat
         record.add_progress("1\n")
         await wait_until(pilot, lambda: pager.paged.line_count == 500)  # the file, once there is one
         assert isinstance(pager.paged.source, Path)
+        paged = pager.paged  # followed from here on: only what the file gains is read
         await pilot.press("end")
         kept.write("toolu_1", "".join(f"{n}\n" for n in range(501, 1001)))
         await wait_until(pilot, lambda: pager.paged.line_count == 1000)
@@ -210,4 +211,5 @@ async def test_a_running_call_is_followed_from_memory_then_from_its_file(tmp_pat
         kept.write("toolu_1", "1001\n")
         await wait_until(pilot, lambda: pager.paged.line_count == 1001)
         assert visible(pager)[0] == "1"  # one who went back stays there
+        assert pager.paged is paged
         record.finish("exit code: 0", False, 1.0)

@@ -17,9 +17,9 @@ follow it.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
@@ -42,6 +42,39 @@ ALL = "\0all"  # the option that shows the call's whole output, not one host's
 FOLLOW_EVERY_S = 0.5
 COPY_LIMIT = 512 * 1024  # bytes: past this a copy gives the kept file's path (OSC 52 has limits)
 HINT = "/ search · n/N next/prev · c copy all · y copy line · End · Esc close"
+
+
+def session_outputs(session: Session | None) -> KeptOutputs | None:
+    """The outputs `session` keeps on disk (None: none, or no session)."""
+    return session.recorder.outputs if session is not None else None
+
+
+def output_source(record: ToolRecord, kept: KeptOutputs | None, host: str | None = None) -> Path | bytes:
+    """A call's whole output (one host's own stream of it): its kept file, else what the app holds."""
+    if kept is not None and (path := kept.existing(record.call_id, host)) is not None:
+        return path
+    return (record.shown_output if host is None else record.host_output(host)).encode()
+
+
+def copy_whole(app: App[Any], source: Path | bytes, what: str) -> str:
+    """`source` to the clipboard, secrets masked, or the path of its file when it is too big for
+    OSC 52 (past COPY_LIMIT); what was done, in words ('' for nothing to copy)."""
+    data = source
+    if isinstance(source, Path):
+        try:
+            size = source.stat().st_size
+            if size > COPY_LIMIT:
+                app.copy_to_clipboard(str(source))
+                said = f"Too big for the clipboard ({size_text(size)}): it is in {source} (path copied)"
+                app.notify(said)
+                return said
+            data = source.read_bytes()
+        except OSError as exc:
+            app.notify(f"Cannot copy {what}: {exc.strerror or exc}", severity="error")
+            return ""
+    assert isinstance(data, bytes)
+    copy_masked(app, data.decode("utf-8", errors="replace"), what)
+    return f"Copied the whole output ({size_text(len(data))})." if data else ""
 
 
 class OutputScreen(ModalScreen[None]):
@@ -98,7 +131,7 @@ class OutputScreen(ModalScreen[None]):
     @classmethod
     def of_session(cls, record: ToolRecord, session: Session | None) -> OutputScreen:
         """The view of `record`, reading the outputs `session` keeps."""
-        return cls(record, session.recorder.outputs if session is not None else None)
+        return cls(record, session_outputs(session))
 
     def compose(self) -> ComposeResult:
         with Vertical(id="output-dialog"):
@@ -138,10 +171,7 @@ class OutputScreen(ModalScreen[None]):
         return self.record.shown_output if host is None else self.record.host_output(host)
 
     def _source(self) -> Path | bytes:
-        """The shown output's file when it was kept, else what the app holds."""
-        if self.kept is not None and (path := self.kept.existing(self.record.call_id, self._host())) is not None:
-            return path
-        return self._held().encode()
+        return output_source(self.record, self.kept, self._host())
 
     def _note(self) -> str:
         """Why only a part is shown, when it is."""
@@ -249,15 +279,9 @@ class OutputScreen(ModalScreen[None]):
 
     def action_copy(self) -> None:
         """The whole output to the clipboard; its file's path when it is too big for one."""
-        pager = self.query_one(OutputPager)
-        source = pager.paged.source
-        if isinstance(source, Path) and pager.paged.size > COPY_LIMIT:
-            self.app.copy_to_clipboard(str(source))
-            self._status(f"Too big for the clipboard ({size_text(pager.paged.size)}): it is in {source} (path copied)")
-            return
-        copy_masked(self.app, pager.text, f"the output of {self.record.name}")
-        if pager.paged.size:
-            self._status(f"Copied the whole output ({size_text(pager.paged.size)}).")
+        said = copy_whole(self.app, self.query_one(OutputPager).paged.source, f"the output of {self.record.name}")
+        if said:
+            self._status(said)
 
     def action_copy_match(self) -> None:
         """The line of the current match to the clipboard."""
