@@ -27,7 +27,7 @@ from cmdop_tui.agent.messages import ToolResultBlock, blocks_of, image_block, re
 from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
-from cmdop_tui.machines.machine import SandboxRefusal
+from cmdop_tui.machines.machine import OutputStream, SandboxRefusal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
 from cmdop_tui.tools.placement import Placement
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
@@ -35,11 +35,16 @@ from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
 
 class OutputArchive(Protocol):
     """Where a session keeps tool outputs whole (its transcript): those a result holds capped,
-    and those a compaction took out of the conversation."""
+    those a compaction took out of the conversation, and what each call streams (a file per
+    call beside the transcript, for the output view)."""
 
     def output(self, call_id: str) -> str | None: ...
 
     def keep(self, call_id: str, text: str) -> bool: ...
+
+    def stream(self, call_id: str, text: str, host: str | None = None) -> None: ...
+
+    def stream_ended(self, call_id: str) -> None: ...
 
 
 class ToolHost(Protocol):
@@ -138,6 +143,8 @@ class ToolExecutor:
                 result = await after_tool(self.host.hooks, call, await self._run(call, emit))
         finally:  # a cancelled tool still ends, so no display shows it running forever
             result = self._stopped.pop(call.id, result).bounded()  # the card says what the model gets
+            if self.host.archive is not None:
+                self.host.archive.stream_ended(call.id)
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
             emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
@@ -171,16 +178,28 @@ class ToolExecutor:
         context = ToolContext(
             call_id=call.id,
             cwd=self.host.cwd,
-            progress=lambda text, stream: emit(ToolProgress(call_id=call.id, text=text, stream=stream)),
+            progress=lambda text, stream: self._progress(call.id, text, stream, emit),
             machines=self.host.machines,
             nested=lambda event: emit(ToolNested(call.id, str(event.get("hostname", "")), event)),
             recall=self.output_of,
             keep=lambda text: self.host.archive is not None and self.host.archive.keep(call.id, text),
+            keep_host_output=lambda host, text: self._stream(call.id, text, host),
             escalate=lambda needs: self._escalate(call, needs),
             denied_on=lambda machine: self.host.host_rules(call, machine) if self.host.host_rules else None,
             stopped_with=lambda result: self._record_stopped(call, result),
         )
         return await run_tool(call.tool, call.input, context)
+
+    def _progress(self, call_id: str, text: str, stream: OutputStream, emit: EventSink) -> None:
+        """A call's live output: kept whole (the archive's file; a tool's own status lines,
+        `info`, are not its output), and shown."""
+        if stream != "info":
+            self._stream(call_id, text)
+        emit(ToolProgress(call_id=call_id, text=text, stream=stream))
+
+    def _stream(self, call_id: str, text: str, host: str | None = None) -> None:
+        if self.host.archive is not None:
+            self.host.archive.stream(call_id, text, host)
 
     async def _escalate(self, call: ToolCall, needs: SandboxRefusal) -> tuple[bool, str]:
         """Whether the user lets this call do, outside the sandbox, what it refused (`needs`),

@@ -132,18 +132,24 @@ class Connection:
         return capabilities is not None and capabilities.resources is not None
 
     async def call(
-        self, name: str, args: dict[str, Any], report: ProgressSink, reader: str | None = None
+        self,
+        name: str,
+        args: dict[str, Any],
+        report: ProgressSink,
+        reader: str | None = None,
+        keep: Callable[[str], object] = lambda text: None,
     ) -> ToolResult:
         """Call the tool `name`; what the server says, or why it could not, as a ToolResult
-        (`reader`: the tool that reads the server's resources, named by its resource links).
-        Cancelling the caller cancels the call (and tells the server)."""
+        (`reader`: the tool that reads the server's resources, named by its resource links;
+        `keep`: where the whole text goes when the result is cut). Cancelling the caller cancels
+        the call (and tells the server)."""
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             figure = f"{progress:g}/{total:g}" if total else f"{progress:g}"
             report(f"[progress {figure}] {message or ''}".rstrip() + "\n", "info")
 
         async def send(session: ClientSession) -> ToolResult:
-            return tool_result(await session.call_tool(name, args, progress_callback=on_progress), reader)
+            return tool_result(await session.call_tool(name, args, progress_callback=on_progress), reader, keep)
 
         return await self._ask(send, "call")
 

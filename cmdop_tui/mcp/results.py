@@ -25,7 +25,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -82,17 +82,24 @@ class _Parts:
         self.images.append(image)
         self.add(image.note if label == "image" else f"[{label}]\n{image.note}")
 
-    def result(self, is_error: bool = False) -> ToolResult:
+    def result(self, is_error: bool = False, keep: Callable[[str], object] = lambda text: None) -> ToolResult:
+        """The result the model gets; the whole text, when it is cut, to `keep` (the session's
+        kept outputs, which the output view pages through)."""
         text = "\n".join(self.texts)
         if not text:
             text = "(the tool reported an error and said nothing more)" if is_error else "(no output)"
-        text = truncate_middle(strip_terminal_sequences(text), OUTPUT_LIMIT)
+        text = strip_terminal_sequences(text)
+        if len(text) > OUTPUT_LIMIT:
+            keep(text)
+        text = truncate_middle(text, OUTPUT_LIMIT)
         return ToolResult(text, is_error=is_error, images=tuple(self.images)).bounded()
 
 
-def tool_result(result: types.CallToolResult, reader: str | None = None) -> ToolResult:
+def tool_result(
+    result: types.CallToolResult, reader: str | None = None, keep: Callable[[str], object] = lambda text: None
+) -> ToolResult:
     """What the model gets for `result`; `reader` is the model's name of the tool that reads
-    this server's resources (None: it offers none)."""
+    this server's resources (None: it offers none); `keep` takes the whole text of one cut."""
     parts = _Parts(reader)
     structured = result.structured_content
     for block in result.content:
@@ -103,7 +110,7 @@ def tool_result(result: types.CallToolResult, reader: str | None = None) -> Tool
     has_text = any(isinstance(block, types.TextContent) for block in result.content)
     if result.structured_content is not None and not has_text:
         parts.add(compact_json(result.structured_content))
-    return parts.result(is_error=bool(result.is_error))
+    return parts.result(is_error=bool(result.is_error), keep=keep)
 
 
 def _says(text: str, structured: object) -> bool:

@@ -280,7 +280,7 @@ class McpServers:
             connection = await self._live(server)
             if isinstance(connection, str):
                 return ToolResult.error(connection)
-            return await connection.call(tool, args, ctx.progress, server.reader)
+            return await connection.call(tool, args, ctx.progress, server.reader, keep=ctx.keep)
 
         return call
 

@@ -21,7 +21,7 @@ from cmdop_tui.agent.history import summary_of
 from cmdop_tui.agent.messages import Message
 from cmdop_tui.agent.runner import Runner
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.support.secrets import configured_secrets
+from cmdop_tui.support.secrets import Redactor, configured_secrets
 
 _log = logging.getLogger(__name__)
 Transcript = transcripts.Transcript
@@ -56,6 +56,7 @@ class SessionRecorder:
         self._failing: OSError | None = None  # the write failure being waited out
         self._dropped_seen = 0  # records the transcript let go that were already counted lost
         self._unwritable_said = False
+        self._outputs: transcripts.KeptOutputs | None = None
         runner.conversation.listeners.append(self._on_record)
         runner.event_listeners.append(self._on_event)
         runner.archive = self
@@ -129,11 +130,35 @@ class SessionRecorder:
         compaction let go); None without a transcript or such a call."""
         return transcripts.tool_output(self.transcript.path, call_id) if self.transcript else None
 
-    def keep(self, call_id: str, text: str) -> bool:
-        """Keep the whole output of a call whose result is capped, for `recall`; False when this
-        session has no transcript to keep it in. A failed write holds it like any record."""
+    @property
+    def outputs(self) -> transcripts.KeptOutputs | None:
+        """The tool outputs kept whole beside the transcript (the output view reads them); None
+        without a transcript."""
         if self.transcript is None:
+            return None
+        directory = transcripts.outputs_dir(self.transcript.path)
+        if self._outputs is None or self._outputs.directory != directory:
+            self._outputs = transcripts.KeptOutputs(directory, Redactor(self.secrets))
+        return self._outputs
+
+    def stream(self, call_id: str, text: str, host: str | None = None) -> None:
+        """More of a call's output (of one host's own stream of it), kept whole as it comes."""
+        if (outputs := self.outputs) is not None:
+            outputs.write(call_id, text, host)
+
+    def stream_ended(self, call_id: str) -> None:
+        """The call ended: the last of its output (a line without its break) goes in."""
+        if (outputs := self.outputs) is not None:
+            outputs.finish(call_id)
+
+    def keep(self, call_id: str, text: str) -> bool:
+        """Keep the whole output of a call whose result is capped, for `recall` (and for the
+        output view, when the call streamed none); False when this session has no transcript to
+        keep it in. A failed write holds it like any record."""
+        if (outputs := self.outputs) is None:
             return False
+        if not outputs.has(call_id):
+            outputs.write(call_id, text)
         self._write(lambda transcript: transcript.event(transcripts.KEPT_OUTPUT_EVENT, call_id=call_id, text=text))
         return True
 

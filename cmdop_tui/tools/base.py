@@ -108,6 +108,8 @@ class ToolContext:
     events of an agent working for this call on another machine (ask_machine). `recall` gives
     the whole output of an earlier call of the session by its id (None: no such call); `keep(text)`
     keeps this call's whole output there when its result holds it capped (False: nowhere to keep it).
+    `keep_host_output(host, text)` keeps one host's own stream of a call over many, whole, as it
+    comes (what `progress` gets is kept that way by the executor).
     `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
     (None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
     machine denies this call there (None: none does), for a tool that runs on many machines.
@@ -122,6 +124,7 @@ class ToolContext:
     nested: NestedSink = lambda event: None
     recall: Callable[[str], str | None] = lambda call_id: None
     keep: Callable[[str], bool] = lambda text: False
+    keep_host_output: Callable[[str, str], None] = lambda host, text: None
     escalate: Callable[[SandboxRefusal], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
     denied_on: Callable[[str], str | None] = lambda machine: None
     stopped_with: Callable[[ToolResult], None] = lambda result: None

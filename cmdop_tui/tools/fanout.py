@@ -149,6 +149,7 @@ class _Host:
         rest of that line comes with the next one), to the UI at most every LIVE_EVERY_S."""
         if stream == "info":
             return
+        self.ctx.keep_host_output(self.spec.name, text)  # whole, on disk: the view pages through it
         self._unsent = (self._unsent + text)[-UNSENT_CHARS:]
         *complete, partial = LINE_BREAK.split(self._partial.get(stream, "") + text)
         self._partial[stream] = partial[-PARTIAL_CHARS:]

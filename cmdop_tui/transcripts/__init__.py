@@ -10,6 +10,7 @@ The package, a module per concern:
 - `repair` and `load`: reading a session back (the conversation as the model sees it, and the
   whole history a compaction summarised), repairing it, `resume`, and `tool_output` (recall).
 - `listing`: `list_sessions`, `info` and `latest` (for ``--continue``).
+- `outputs`: `KeptOutputs`, tool outputs kept whole beside the transcript, a file per call.
 - `export`: `export_markdown`.
 - `errors`: `SessionError` and its kinds.
 """
@@ -18,6 +19,7 @@ from cmdop_tui.transcripts.errors import HeldLimitError, SessionError, SessionLo
 from cmdop_tui.transcripts.export import export_markdown
 from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions
 from cmdop_tui.transcripts.load import LoadedSession, load, resume, tool_output
+from cmdop_tui.transcripts.outputs import KeptOutputs, outputs_dir
 from cmdop_tui.transcripts.paths import resolve, sessions_dir
 from cmdop_tui.transcripts.records import KEPT_OUTPUT_EVENT
 from cmdop_tui.transcripts.repair import INTERRUPTED_RESULT, repair
@@ -27,6 +29,7 @@ __all__ = [
     "INTERRUPTED_RESULT",
     "HeldLimitError",
     "KEPT_OUTPUT_EVENT",
+    "KeptOutputs",
     "LoadedSession",
     "SessionError",
     "SessionInfo",
@@ -38,6 +41,7 @@ __all__ = [
     "latest",
     "list_sessions",
     "load",
+    "outputs_dir",
     "repair",
     "resolve",
     "resume",

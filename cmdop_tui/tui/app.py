@@ -229,7 +229,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
         return None
 
     def on_tool_output_requested(self, message: ToolOutputRequested) -> None:
-        self.push_screen(OutputScreen(message.record))
+        self.push_screen(OutputScreen.of_session(message.record, self.session))
 
     # --- the agent -----------------------------------------------------------------------------
 

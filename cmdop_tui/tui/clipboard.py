@@ -6,19 +6,10 @@ from typing import Any, cast
 
 from textual.app import App
 
-from cmdop_tui.support.secrets import mask
+from cmdop_tui.tui.vocabulary.copying import copy_masked
 from cmdop_tui.tui.vocabulary.messages import ToolOutputCopyRequested
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
-
-
-def copy_masked(app: App[Any], text: str, what: str) -> None:
-    """`text` to the clipboard as the screen shows it (secrets masked), and a word on it."""
-    if not text:
-        app.notify(f"Nothing to copy: there is no {what.removeprefix('the ')} yet.", severity="warning")
-        return
-    app.copy_to_clipboard(mask(text))
-    app.notify(f"Copied {what} ({len(text):,} characters) to the clipboard.")
 
 
 class ClipboardActions:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.widgets import OptionList, TextArea
+from textual.widgets import OptionList
 from tui_helpers import wait_until
 
 from cmdop_tui.machines.fleet import Fleet
@@ -19,6 +19,7 @@ from cmdop_tui.tools.fanout import RUN_ON_MACHINES
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.vocabulary.tool_records import HOST_OUTPUT_CHARS, ToolRecord
+from cmdop_tui.tui.widgets.output_pager import OutputPager
 
 SECRET = "sk-ant-api03-" + "x" * 90
 
@@ -85,7 +86,7 @@ async def test_enter_on_a_host_shows_its_own_output():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         hosts = app.screen.query_one(OptionList)
-        area = app.screen.query_one(TextArea)
+        area = app.screen.query_one(OutputPager)
         assert hosts.has_focus and "2 hosts" in area.text
         assert [str(hosts.get_option_at_index(i).prompt).split()[1] for i in (1, 2)] == ["web2", "web1"]  # failed first
         await pilot.press("down", "enter")
@@ -115,7 +116,7 @@ async def test_the_view_follows_a_call_whose_hosts_come_later_and_keeps_a_reader
     app = OutputApp(record)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        hosts, area = app.screen.query_one(OptionList), app.screen.query_one(TextArea)
+        hosts, area = app.screen.query_one(OptionList), app.screen.query_one(OutputPager)
         assert not hosts.display
         lines = "".join(f"line {n}\n" for n in range(200))
         record.add_nested({"type": "host", "hostname": "web1", "state": "running", "text": lines})

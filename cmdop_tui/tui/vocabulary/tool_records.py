@@ -124,6 +124,7 @@ class ToolRecord:
     remote_text: dict[str, str] = field(default_factory=dict)  # what remote agents are writing
     diff: str | None = None  # what a write or an edit would change (ToolStart.preview), masked
     hosts: dict[str, HostView] = field(default_factory=dict)  # the fleet of a fan-out call, by host
+    streamed: int = 0  # characters of live output heard, of which `live_output` holds the last
 
     def __post_init__(self) -> None:
         if self.diff is not None:
@@ -169,6 +170,7 @@ class ToolRecord:
         return mask(view.output) if view is not None else self.shown_output
 
     def add_progress(self, text: str) -> None:
+        self.streamed += len(text)
         self.live_output += text
         if len(self.live_output) > LIVE_OUTPUT_LIMIT:
             self.live_output = self.live_output[-LIVE_OUTPUT_LIMIT // 2 :]
