@@ -15,7 +15,7 @@ from fake_anthropic import text_reply, tool_reply
 from remote_side import make_home, remove_home, workspace
 from sshd import SshLab, sshd_unavailable_reason
 from textual.widgets import OptionList, Static
-from tui_helpers import finish_turn, make_app, notices, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, press_in_one_read, submit, wait_until
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.checkpoint_records import checkpoints_dir
@@ -229,20 +229,20 @@ async def test_escape_twice_at_an_empty_prompt_opens_it_and_once_does_not(fake_a
     app = make_app(fake_api, settings=SETTINGS)
     async with app.run_test(size=SIZE) as pilot:
         await app.session_ready.wait()
-        await pilot.press("escape", "escape")
+        await press_in_one_read(pilot, "escape", "escape")
         await wait_until(pilot, lambda: "Nothing to rewind: this session has no turns yet." in notices(app))
 
         editing_turn(fake_api)
         await submit(pilot, "change the files")
         await finish_turn(pilot)
         app.query_one(PromptInput).load_text("a draft")
-        await pilot.press("escape", "escape")  # not empty: Esc Esc is no rewind
+        await press_in_one_read(pilot, "escape", "escape")  # not empty: Esc Esc is no rewind
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, RewindScreen) and prompt_text(app) == "a draft"
 
         app.query_one(PromptInput).clear()
-        await pilot.press("escape", "escape")
+        await press_in_one_read(pilot, "escape", "escape")
         await on_screen(pilot, RewindScreen, "#rewind-turns")
         await pilot.press("enter")  # what goes back is asked, the list hidden
         assert app.screen.query_one("#rewind-what").display and not app.screen.query_one("#rewind-turns").display
@@ -250,7 +250,7 @@ async def test_escape_twice_at_an_empty_prompt_opens_it_and_once_does_not(fake_a
         assert app.screen.query_one("#rewind-turns").has_focus and not app.screen.query_one("#rewind-what").display
         await pilot.press("enter", "down", "down", "down", "enter")  # Cancel
         await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="cancelled")
-        await pilot.press("escape", "escape")
+        await press_in_one_read(pilot, "escape", "escape")
         await on_screen(pilot, RewindScreen, "#rewind-turns")
         await pilot.press("escape")  # the list closes, nothing done
         await wait_until(pilot, lambda: not isinstance(app.screen, RewindScreen), what="closed")
@@ -264,7 +264,7 @@ async def test_escape_twice_while_a_turn_runs_only_stops_it(fake_api, tree):
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "long answer please")
         await wait_until(pilot, lambda: app.running and app.session_ready.is_set(), what="the turn")
-        await pilot.press("escape", "escape")
+        await press_in_one_read(pilot, "escape", "escape")
         await wait_until(pilot, lambda: notices(app, "stopped"), what="the stopped notice")
         gate.set()
         await finish_turn(pilot)

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import anthropic
+from textual import events
 
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
@@ -52,6 +53,17 @@ async def wait_until(pilot, condition: Callable[[], object], timeout: float = 10
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await pilot.pause(0.005)
+
+
+async def press_in_one_read(pilot, *keys: str) -> None:
+    """Keys that arrive together, as from one read of the terminal: all handed to the app before
+    any is handled (Pilot's `press` lets the app go idle between keys, which on a loaded machine
+    can put a second between them)."""
+    for key in keys:
+        event = events.Key(key, key if len(key) == 1 else None)
+        event.set_sender(pilot.app)
+        pilot.app._driver.send_message(event)
+    await pilot.pause()
 
 
 async def submit(pilot, text: str) -> None:
