@@ -64,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cmdop_tui.rewind_cli import rewind_main
 
         return rewind_main(argv[1:])
+    if argv[:1] == ["acp"]:
+        from cmdop_tui.acp import acp_main
+
+        return acp_main(argv[1:])
     if argv[:1] == ["serve"]:
         from cmdop_tui.serve import serve_main
 

@@ -1,0 +1,279 @@
+"""`OperatorAgent`: the ACP agent, one `Session` per editor session, driving the one loop.
+
+    initialize        the protocol version, what we offer (loadSession, embedded context, MCP
+                      over http and sse), how to authenticate (the API key: environment or settings)
+    session/new       a Session in the editor's folder, the editor's MCP servers beside ours;
+                      its id is the transcript's, so `--resume ID` takes it to the TUI
+    session/load      a transcript (the TUI's, headless mode's, an editor's) continued, its
+                      history told again as notifications first (replay.py)
+    session/prompt    `Session.run`, its events as notifications (updates.py); the stop reason
+    session/cancel    `Session.stop()`: the UI cancel channel, instant
+    session/set_mode  the permission mode (default, accept_edits, plan, auto, strict)
+
+Approvals go to the editor (permission.py); slash commands are listed and run (commands.py);
+the editor's files are read and written through it when it offers to (client_files.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, Client, RequestError, run_agent, update_agent_message_text
+from acp.helpers import SessionUpdate, update_available_commands, update_current_mode
+from acp.schema import (
+    AgentCapabilities,
+    AuthenticateResponse,
+    AuthMethodAgent,
+    ClientCapabilities,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpCapabilities,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    RequestPermissionResponse,
+    SessionMode,
+    SessionModeState,
+    SetSessionModeResponse,
+    StopReason,
+    ToolCallUpdate,
+)
+
+from cmdop_tui.acp.commands import Commands
+from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
+from cmdop_tui.acp.permission import EditorApprovals
+from cmdop_tui.acp.prompts import PromptBlock, prompt_text
+from cmdop_tui.acp.replay import replay
+from cmdop_tui.acp.updates import Updates
+from cmdop_tui.agent.outcome import RunResult, Status
+from cmdop_tui.config.model import PERMISSION_MODES
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.permissions import Permissions
+from cmdop_tui.session.errors import KEY_ENV, TOKEN_ENV
+from cmdop_tui.session.session import Session
+from cmdop_tui.support.version import VERSION
+
+AUTH_METHOD = "api-key"
+STOP_REASONS: dict[Status, StopReason] = {
+    "final": "end_turn",
+    "compacted": "end_turn",
+    "cancelled": "cancelled",
+    "cut": "max_tokens",
+    "refused": "refusal",
+    "max_turns": "max_turn_requests",
+    "max_loops": "max_turn_requests",
+    "repeated_tool_call": "max_turn_requests",
+}
+MODE_TEXT = {
+    "default": ("Default", "Ask before commands and edits the rules do not allow"),
+    "accept_edits": ("Accept edits", "Edits in the working tree go through; commands are asked"),
+    "plan": ("Plan", "Nothing that changes anything: the model plans and asks to go on"),
+    "auto": ("Auto", "Every call the safety floor allows runs without asking"),
+    "strict": ("Strict", "Only what a rule allows runs; nothing is asked"),
+}
+
+
+class EditorSession:
+    """One editor session: our Session, its notifications, its commands, its running prompt."""
+
+    def __init__(self, agent: OperatorAgent, cwd: Path) -> None:
+        self.id = ""
+        self.cwd = cwd
+        self.session: Session | None = None
+        self.updates = Updates(self._send, cwd)
+        self.commands = Commands(cwd)
+        self.closing = contextlib.AsyncExitStack()
+        self.prompting = asyncio.Lock()  # one prompt at a time, as the protocol has it
+        self._agent = agent
+
+    async def _send(self, update: SessionUpdate) -> None:
+        await self._agent.client.session_update(session_id=self.id, update=update)
+
+    async def ask(self, call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
+        return await self._agent.client.request_permission(session_id=self.id, tool_call=call, options=options)
+
+    def permissions(self) -> Permissions | None:
+        return self.session.permissions if self.session is not None else None
+
+    @property
+    def open_session(self) -> Session:
+        if self.session is None:
+            raise RequestError.invalid_request({"message": "the session is not open"})
+        return self.session
+
+    def modes(self) -> SessionModeState:
+        current = self.session.status().mode if self.session is not None else "default"
+        listed = [SessionMode(id=m, name=MODE_TEXT[m][0], description=MODE_TEXT[m][1]) for m in PERMISSION_MODES]
+        return SessionModeState(current_mode_id=current, available_modes=listed)
+
+
+class OperatorAgent:
+    """The ACP agent (the SDK's `Agent` protocol), over `run_agent`'s stdio connection."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.sessions: dict[str, EditorSession] = {}
+        self.client_capabilities = ClientCapabilities()
+        self._client: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("no editor is connected")
+        return self._client
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        self.client_capabilities = client_capabilities or ClientCapabilities()
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
+                mcp_capabilities=McpCapabilities(http=True, sse=True),
+            ),
+            auth_methods=[
+                AuthMethodAgent(
+                    id=AUTH_METHOD,
+                    name="API key",
+                    description=f"The API key in {KEY_ENV} (or {TOKEN_ENV}) in the environment the editor "
+                    "starts the agent with; base_url in the settings file for another endpoint",
+                )
+            ],
+            agent_info=Implementation(name="cmdop-tui", title="CMDOP Operator", version=VERSION),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:
+        if method_id != AUTH_METHOD:
+            raise RequestError.invalid_params({"message": f"unknown authentication method {method_id!r}"})
+        if not self._has_credentials():
+            raise RequestError.auth_required({"message": f"set {KEY_ENV} in the agent's environment"})
+        return AuthenticateResponse()
+
+    def _has_credentials(self) -> bool:
+        return bool(os.environ.get(KEY_ENV) or os.environ.get(TOKEN_ENV) or self.settings.run.local)
+
+    # --- sessions -------------------------------------------------------------------------------
+
+    async def new_session(
+        self, cwd: str, mcp_servers: Sequence[McpServer] | None = None, **kwargs: Any
+    ) -> NewSessionResponse:
+        editor = await self._open(cwd, mcp_servers or (), resume=None)
+        return NewSessionResponse(session_id=editor.id, modes=editor.modes())
+
+    async def load_session(
+        self, cwd: str, session_id: str, mcp_servers: Sequence[McpServer] | None = None, **kwargs: Any
+    ) -> LoadSessionResponse | None:
+        await self._close_session(session_id)  # loaded again: the editor starts over
+        editor = await self._open(cwd, mcp_servers or (), resume=session_id)
+        for update in replay(editor.open_session.recorder.whole_history(), editor.cwd):
+            editor.updates.put(update)
+        await editor.updates.flush()
+        return LoadSessionResponse(modes=editor.modes())
+
+    async def _open(self, cwd: str, mcp_servers: Sequence[McpServer], *, resume: str | None) -> EditorSession:
+        """A Session in `cwd` (absolute, as ACP has it), recorded; `resume`: the transcript to continue."""
+        if not self._has_credentials():
+            raise RequestError.auth_required({"message": f"no API key: set {KEY_ENV} in the agent's environment"})
+        folder = Path(cwd)
+        if not folder.is_absolute() or not folder.is_dir():
+            raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not an absolute path to a folder"})
+        editor = EditorSession(self, folder)
+        settings = with_editor_servers(self.settings, mcp_servers).with_run(resume=resume, continue_latest=False)
+        approvals = EditorApprovals(editor.ask, editor.updates, editor.permissions)
+        session = Session(settings, platform="editor", ask=approvals, cwd=folder)
+        try:
+            editor.session = await editor.closing.enter_async_context(session)
+        except Exception as exc:  # a key, a machine, a rules file...: said to the editor in one line
+            await editor.closing.aclose()
+            raise RequestError.internal_error({"message": f"the session could not open: {exc}"}) from exc
+        editor.id = session.recorder.session_id or f"unrecorded-{id(editor):x}"
+        editor.updates.start()
+        editor.closing.push_async_callback(editor.updates.close)
+        for note in (*session.notes, *editor.commands.notes):
+            sys.stderr.write(f"cmdop-tui acp: {note}\n")
+        self.sessions[editor.id] = editor
+        editor.updates.put(update_available_commands(editor.commands.available()))
+        return editor
+
+    async def _close_session(self, session_id: str) -> None:
+        editor = self.sessions.pop(session_id, None)
+        if editor is not None:
+            editor.open_session.stop()
+            await editor.closing.aclose()
+
+    async def close(self) -> None:
+        """Close every session (the editor went away)."""
+        for session_id in list(self.sessions):
+            await self._close_session(session_id)
+
+    def _editor(self, session_id: str) -> EditorSession:
+        editor = self.sessions.get(session_id)
+        if editor is None:
+            raise RequestError.invalid_params({"message": f"no open session {session_id!r}"})
+        return editor
+
+    # --- a session's work -----------------------------------------------------------------------
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse | None:
+        editor = self._editor(session_id)
+        try:
+            editor.open_session.set_mode(mode_id)
+        except ValueError as exc:
+            raise RequestError.invalid_params({"message": str(exc)}) from exc
+        editor.updates.put(update_current_mode(mode_id))
+        await editor.updates.flush()
+        return SetSessionModeResponse()
+
+    async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
+        editor = self._editor(session_id)
+        async with editor.prompting:
+            try:
+                result = await self._run(editor, prompt_text(prompt, editor.cwd))
+            finally:
+                await editor.updates.flush()
+        if result.status in STOP_REASONS:
+            return PromptResponse(stop_reason=STOP_REASONS[result.status])
+        raise RequestError(-32603, f"{result.status}: {result.message or result.code}", {"code": result.code})
+
+    async def _run(self, editor: EditorSession, text: str) -> RunResult:
+        session = editor.open_session
+        invocation = await editor.commands.invoke(session, text)
+        if invocation is None:
+            return await session.run(text, editor.updates)
+        if invocation.compact is not None:
+            return await session.compact(editor.updates, invocation.compact)
+        if invocation.prompt is not None:
+            return await session.run(invocation.prompt, editor.updates, tools=invocation.tools)
+        editor.updates.put(update_agent_message_text(invocation.text))
+        return RunResult(status="final", text=invocation.text)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        editor = self.sessions.get(session_id)
+        if editor is not None and editor.session is not None:
+            editor.session.stop()
+
+
+async def serve(settings: Settings) -> None:
+    """Speak ACP on stdin/stdout until the editor closes the connection; then close every session."""
+    agent = OperatorAgent(settings)
+    try:
+        await run_agent(agent)  # type: ignore[arg-type]  # the SDK routes to the methods an agent has
+    finally:
+        await agent.close()
