@@ -47,6 +47,7 @@ from acp.schema import (
     ToolCallUpdate,
 )
 
+from cmdop_tui.acp.client_files import EditorFiles, use_editor_files
 from cmdop_tui.acp.commands import Commands
 from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
 from cmdop_tui.acp.permission import EditorApprovals
@@ -206,6 +207,8 @@ class OperatorAgent:
         editor.id = session.recorder.session_id or f"unrecorded-{id(editor):x}"
         editor.updates.start()
         editor.closing.push_async_callback(editor.updates.close)
+        if self.client_capabilities.fs is not None:
+            use_editor_files(session, EditorFiles(self.client, lambda: editor.id, self.client_capabilities.fs))
         for note in (*session.notes, *editor.commands.notes):
             sys.stderr.write(f"cmdop-tui acp: {note}\n")
         self.sessions[editor.id] = editor

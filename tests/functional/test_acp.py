@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import ClientCapabilities
+from acp.schema import ClientCapabilities, FileSystemCapabilities
 from acp_client import RecordingEditor, editor_session
 from fake_anthropic import FakeAnthropic, reply, text, text_reply, thinking, tool_reply, tool_use
 
@@ -212,3 +212,53 @@ async def test_an_unknown_session_and_a_missing_key_are_said(env: dict[str, str]
         with pytest.raises(RequestError) as raised:
             await conn.new_session(cwd=str(tmp_path), mcp_servers=[])
         assert raised.value.code == -32000  # auth_required
+
+
+FILES = ClientCapabilities(fs=FileSystemCapabilities(read_text_file=True, write_text_file=True))
+
+
+def tool_result_text(fake_api: FakeAnthropic, request: int) -> str:
+    """The text of the first tool result in the last message of request number `request`."""
+    content = fake_api.requests[request].body["messages"][-1]["content"][0]["content"]
+    return content if isinstance(content, str) else "".join(part.get("text", "") for part in content)
+
+
+async def test_reads_and_edits_of_the_working_tree_go_through_the_editor(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    notes = tmp_path / "notes.txt"
+    notes.write_text("saved text\n")
+    fake_api.enqueue(
+        tool_reply("read_file", {"path": "notes.txt"}),
+        tool_reply("edit_file", {"path": "notes.txt", "old_string": "unsaved", "new_string": "edited"}),
+        tool_reply("read_file", {"path": "/etc/hostname"}),
+        text_reply("ok"),
+    )
+    async with editor_session(env, cwd=tmp_path) as (editor, conn):
+        editor.buffers[str(notes)] = "unsaved text\n"  # what the person has not saved yet
+        session = await open_session(conn, tmp_path, FILES)
+        await conn.set_session_mode(session_id=session, mode_id="auto")
+        await conn.prompt(session_id=session, prompt=[text_block("read notes, fix them")])
+    assert "unsaved text" in tool_result_text(fake_api, 1)  # the model saw the buffer, not the disk
+    assert editor.writes == [(str(notes), "edited text\n")]
+    assert "through the editor" in tool_result_text(fake_api, 2)
+    assert editor.reads == [str(notes), str(notes)]  # /etc/hostname, outside the tree, was read here
+    assert tool_result_text(fake_api, 3).strip()
+
+
+async def test_what_the_sandbox_refuses_never_goes_through_the_editor(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    config = tmp_path / ".git" / "config"
+    before = config.read_text()
+    fake_api.enqueue(tool_reply("write_file", {"path": ".git/config", "content": "[core]\n"}), text_reply("ok"))
+    async with editor_session(env, cwd=tmp_path) as (editor, conn):
+        session = await open_session(conn, tmp_path, FILES)
+        await conn.set_session_mode(session_id=session, mode_id="auto")
+        editor.answer = "reject_once"
+        await conn.prompt(session_id=session, prompt=[text_block("rewrite the git config")])
+    assert editor.writes == [] and config.read_text() == before
+    [(asked, options)] = editor.permission_requests  # leaving the sandbox: a person, each time
+    assert "outside the sandbox" in (asked.title or "")
+    assert [o.kind for o in options] == ["allow_once", "reject_once"]
