@@ -41,7 +41,8 @@ def entry() -> None:
             os._exit(warm_code)
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        if stream is not None:  # None: that fd was closed from the start
+        # None: that fd was closed from the start; closed: by its owner (`acp`'s connection)
+        if stream is not None and not stream.closed:
             stream.flush()
     if code != 0:
         os._exit(code)
