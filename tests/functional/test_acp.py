@@ -18,9 +18,10 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
-from acp.schema import ClientCapabilities, FileSystemCapabilities
+from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
 from acp_client import RecordingEditor, editor_session
 from fake_anthropic import FakeAnthropic, reply, text, text_reply, thinking, tool_reply, tool_use
+from mcp_servers.harness import TINY
 
 from cmdop_tui.permissions import Permissions
 
@@ -262,3 +263,16 @@ async def test_what_the_sandbox_refuses_never_goes_through_the_editor(
     [(asked, options)] = editor.permission_requests  # leaving the sandbox: a person, each time
     assert "outside the sandbox" in (asked.title or "")
     assert [o.kind for o in options] == ["allow_once", "reject_once"]
+
+
+async def test_the_editors_mcp_servers_join_ours(env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path) -> None:
+    tiny = McpServerStdio(name="tiny", command=sys.executable, args=[str(TINY)], env=[])
+    fake_api.enqueue(tool_reply("mcp__tiny__echo", {"text": "from the editor's server"}), text_reply("ok"))
+    async with editor_session(env, cwd=tmp_path) as (editor, conn):
+        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+        session = await conn.new_session(cwd=str(tmp_path), mcp_servers=[tiny])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("echo it")])
+    assert "mcp__tiny__echo" in [tool["name"] for tool in fake_api.requests[0].body["tools"]]
+    assert "from the editor's server" in tool_result_text(fake_api, 1)
+    [call] = editor.of_kind("tool_call")
+    assert (call.title, call.kind) == ("tiny: echo", "other")
