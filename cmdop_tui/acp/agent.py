@@ -93,6 +93,7 @@ class EditorSession:
         self.commands = Commands(cwd)
         self.closing = contextlib.AsyncExitStack()
         self.prompting = asyncio.Lock()  # one prompt at a time, as the protocol has it
+        self.work: asyncio.Task[RunResult] | None = None  # the running prompt's
         self._agent = agent
 
     async def _send(self, update: SessionUpdate) -> None:
@@ -247,9 +248,15 @@ class OperatorAgent:
     async def prompt(self, session_id: str, prompt: list[PromptBlock], **kwargs: Any) -> PromptResponse:
         editor = self._editor(session_id)
         async with editor.prompting:
+            work = editor.work = asyncio.create_task(self._run(editor, prompt_text(prompt, editor.cwd)))
             try:
-                result = await self._run(editor, prompt_text(prompt, editor.cwd))
+                result = await work
+            except asyncio.CancelledError:
+                if (this := asyncio.current_task()) is not None and this.cancelling():
+                    raise  # the connection is closing, not the editor's cancel
+                result = RunResult(status="cancelled", code="cancelled", message="stopped by the user")
             finally:
+                editor.work = None
                 await editor.updates.flush()
         if result.status in STOP_REASONS:
             return PromptResponse(stop_reason=STOP_REASONS[result.status])
@@ -268,9 +275,15 @@ class OperatorAgent:
         return RunResult(status="final", text=invocation.text)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """The UI cancel channel: the turn running ends at once. Before the loop runs a turn (MCP
+        servers still connecting, the model's facts asked) or after, nothing is bound to it: the
+        prompt's own task is cancelled then, and the loop has nothing to repair."""
         editor = self.sessions.get(session_id)
-        if editor is not None and editor.session is not None:
-            editor.session.stop()
+        if editor is None or editor.session is None:
+            return
+        editor.session.stop()
+        if editor.work is not None and not editor.session.ui_cancel.bound:
+            editor.work.cancel()
 
 
 async def serve(settings: Settings) -> None:

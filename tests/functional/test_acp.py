@@ -276,3 +276,22 @@ async def test_the_editors_mcp_servers_join_ours(env: dict[str, str], fake_api: 
     assert "from the editor's server" in tool_result_text(fake_api, 1)
     [call] = editor.of_kind("tool_call")
     assert (call.title, call.kind) == ("tiny: echo", "other")
+
+
+async def test_a_cancel_sent_with_the_prompt_is_not_lost(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    gate = threading.Event()  # the reply never comes until the test ends
+    fake_api.enqueue(text_reply("too late", gate=gate))
+    try:
+        async with editor_session(env, cwd=tmp_path) as (editor, conn):
+            session = await open_session(conn, tmp_path)
+            prompt = asyncio.create_task(conn.prompt(session_id=session, prompt=[text_block("hello")]))
+            await asyncio.sleep(0)  # a yield, not a wait: the prompt's request is written first
+            await conn.cancel(session_id=session)
+            async with asyncio.timeout(30):
+                answer = await prompt
+            assert answer.stop_reason == "cancelled"
+            assert "too late" not in editor.text()
+    finally:
+        gate.set()
