@@ -21,6 +21,7 @@ from acp import start_tool_call, update_agent_message_text, update_agent_thought
 from acp.helpers import SessionUpdate
 
 from cmdop_tui.acp.tool_calls import (
+    OUTPUT_CHARS,
     diff_content,
     output_content,
     plan_entries,
@@ -31,6 +32,9 @@ from cmdop_tui.acp.tool_calls import (
 from cmdop_tui.agent.events import Compacted, Event, Retrying, Thinking, Token, ToolEnd, ToolProgress, ToolStart
 
 Send = Callable[[SessionUpdate], Awaitable[None]]
+# What waits to be sent: an update, or one made when its turn comes (a running call's output so
+# far: however fast it arrives, at most one is waiting per call, and it carries the latest tail).
+Pending = SessionUpdate | Callable[[], SessionUpdate | None]
 
 
 @dataclass(frozen=True)
@@ -48,9 +52,11 @@ class Updates:
     def __init__(self, send: Send, cwd: Path) -> None:
         self._send = send
         self.cwd = cwd
-        self._queue: asyncio.Queue[SessionUpdate] = asyncio.Queue()
+        self._queue: asyncio.Queue[Pending] = asyncio.Queue()
         self._calls: dict[str, OpenCall] = {}
         self._running: set[str] = set()  # calls the editor was told are in progress
+        self._output: dict[str, str] = {}  # the tail of each running call's output so far
+        self._output_waiting: set[str] = set()  # calls whose output update is queued
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -69,7 +75,7 @@ class Updates:
         for update in self.translate(event):
             self.put(update)
 
-    def put(self, update: SessionUpdate) -> None:
+    def put(self, update: Pending) -> None:
         self._queue.put_nowait(update)
 
     async def flush(self) -> None:
@@ -78,9 +84,11 @@ class Updates:
 
     async def _pump(self) -> None:
         while True:
-            update = await self._queue.get()
+            pending = await self._queue.get()
             try:
-                await self._send(update)
+                update = pending() if callable(pending) else pending
+                if update is not None:
+                    await self._send(update)
             except Exception as exc:  # an editor that went away: the turn goes on, said on stderr
                 sys.stderr.write(f"cmdop-tui acp: a session update was not sent: {exc}\n")
             finally:
@@ -101,7 +109,7 @@ class Updates:
         if isinstance(event, ToolStart):
             return self._started(event)
         if isinstance(event, ToolProgress):
-            self.running(event.call_id)
+            self._progress(event)
             return []
         if isinstance(event, ToolEnd):
             return self._ended(event)
@@ -128,9 +136,26 @@ class Updates:
             updates.append(update_plan(entries))
         return updates
 
+    def _progress(self, event: ToolProgress) -> None:
+        """A running call's output: the editor gets the tail so far, one update at a time."""
+        if event.call_id not in self._calls:
+            return
+        self.running(event.call_id)
+        self._output[event.call_id] = (self._output.get(event.call_id, "") + event.text)[-OUTPUT_CHARS:]
+        if event.call_id not in self._output_waiting:
+            self._output_waiting.add(event.call_id)
+            self.put(lambda: self._output_so_far(event.call_id))
+
+    def _output_so_far(self, call_id: str) -> SessionUpdate | None:
+        self._output_waiting.discard(call_id)
+        if call_id not in self._calls:  # it ended meanwhile: its end says it all
+            return None
+        return update_tool_call(call_id, content=output_content(self._output.get(call_id, "")))
+
     def _ended(self, event: ToolEnd) -> list[SessionUpdate]:
         call = self._calls.pop(event.call_id, None)
         self._running.discard(event.call_id)
+        self._output.pop(event.call_id, None)
         diff = [] if call is None or event.is_error else diff_content(call.name, call.input, call.machine, self.cwd)
         end = update_tool_call(
             event.call_id,

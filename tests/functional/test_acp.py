@@ -295,3 +295,26 @@ async def test_a_cancel_sent_with_the_prompt_is_not_lost(
             assert "too late" not in editor.text()
     finally:
         gate.set()
+
+
+async def test_a_commands_output_shows_while_it_runs(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    command = "echo started; while [ ! -e go ]; do sleep 0.05; done; echo finished"
+    fake_api.enqueue(tool_reply("execute_command", {"command": command}), text_reply("ok"))
+    async with editor_session(env, cwd=tmp_path) as (editor, conn):
+        session = await open_session(conn, tmp_path)
+        await conn.set_session_mode(session_id=session, mode_id="auto")
+        prompt = asyncio.create_task(conn.prompt(session_id=session, prompt=[text_block("run it")]))
+
+        def output_shown() -> bool:
+            updates = editor.of_kind("tool_call_update")
+            return any(u.status is None and u.content and "started" in u.content[0].content.text for u in updates)
+
+        await editor.wait_for(output_shown)  # the command is still waiting for `go`
+        (tmp_path / "go").touch()
+        assert (await prompt).stop_reason == "end_turn"
+    [call] = editor.of_kind("tool_call")
+    assert (call.kind, call.title) == ("execute", f"Run `{command}`")
+    done = editor.of_kind("tool_call_update")[-1]
+    assert done.status == "completed" and "finished" in done.content[0].content.text
