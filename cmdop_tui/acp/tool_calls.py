@@ -125,6 +125,22 @@ def output_content(output: str) -> list[ToolContent]:
     return [tool_content(text_block(output))]
 
 
+def nested_text(machine: str, event: Mapping[str, Any]) -> str:
+    """What an event from another machine adds to a call's output as the editor shows it: a
+    host of a fan-out changing state (`web1: done — 14:02 up 3 days`), the words of an agent
+    working there (ask_machine), the tools it calls. Other events add nothing."""
+    kind = event.get("type")
+    if kind == "host":
+        line = event.get("line")
+        said = f" — {line}" if isinstance(line, str) and line else ""
+        return f"{event.get('hostname', machine)}: {event.get('state', '')}{said}\n"
+    if kind == "token" and isinstance(event.get("text"), str):
+        return str(event["text"])
+    if kind == "tool_start" and isinstance(event.get("name"), str):
+        return f"\n[{machine}: {event['name']}]\n"
+    return ""
+
+
 def plan_entries(args: Mapping[str, Any]) -> list[PlanEntry] | None:
     """The todo tool's checklist as ACP plan entries; None when its input is not one."""
     items = args.get("items")

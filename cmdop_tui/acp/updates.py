@@ -23,13 +23,24 @@ from acp.helpers import SessionUpdate
 from cmdop_tui.acp.tool_calls import (
     OUTPUT_CHARS,
     diff_content,
+    nested_text,
     output_content,
     plan_entries,
     tool_kind,
     tool_locations,
     tool_title,
 )
-from cmdop_tui.agent.events import Compacted, Event, Retrying, Thinking, Token, ToolEnd, ToolProgress, ToolStart
+from cmdop_tui.agent.events import (
+    Compacted,
+    Event,
+    Retrying,
+    Thinking,
+    Token,
+    ToolEnd,
+    ToolNested,
+    ToolProgress,
+    ToolStart,
+)
 
 Send = Callable[[SessionUpdate], Awaitable[None]]
 # What waits to be sent: an update, or one made when its turn comes (a running call's output so
@@ -109,7 +120,10 @@ class Updates:
         if isinstance(event, ToolStart):
             return self._started(event)
         if isinstance(event, ToolProgress):
-            self._progress(event)
+            self._progress(event.call_id, event.text)
+            return []
+        if isinstance(event, ToolNested):
+            self._progress(event.call_id, nested_text(event.machine, event.event))
             return []
         if isinstance(event, ToolEnd):
             return self._ended(event)
@@ -136,15 +150,16 @@ class Updates:
             updates.append(update_plan(entries))
         return updates
 
-    def _progress(self, event: ToolProgress) -> None:
-        """A running call's output: the editor gets the tail so far, one update at a time."""
-        if event.call_id not in self._calls:
+    def _progress(self, call_id: str, text: str) -> None:
+        """A running call's output (its own, or what its machines say): the editor gets the tail
+        so far, one update at a time."""
+        if call_id not in self._calls or not text:
             return
-        self.running(event.call_id)
-        self._output[event.call_id] = (self._output.get(event.call_id, "") + event.text)[-OUTPUT_CHARS:]
-        if event.call_id not in self._output_waiting:
-            self._output_waiting.add(event.call_id)
-            self.put(lambda: self._output_so_far(event.call_id))
+        self.running(call_id)
+        self._output[call_id] = (self._output.get(call_id, "") + text)[-OUTPUT_CHARS:]
+        if call_id not in self._output_waiting:
+            self._output_waiting.add(call_id)
+            self.put(lambda: self._output_so_far(call_id))
 
     def _output_so_far(self, call_id: str) -> SessionUpdate | None:
         self._output_waiting.discard(call_id)

@@ -10,6 +10,7 @@ headless mode.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import subprocess
 import sys
@@ -20,7 +21,7 @@ import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
 from acp_client import RecordingEditor, editor_session
-from fake_anthropic import FakeAnthropic, reply, text, text_reply, thinking, tool_reply, tool_use
+from fake_anthropic import FakeAnthropic, error_reply, reply, text, text_reply, thinking, tool_reply, tool_use
 from mcp_servers.harness import TINY
 
 from cmdop_tui.permissions import Permissions
@@ -318,3 +319,46 @@ async def test_a_commands_output_shows_while_it_runs(
     assert (call.kind, call.title) == ("execute", f"Run `{command}`")
     done = editor.of_kind("tool_call_update")[-1]
     assert done.status == "completed" and "finished" in done.content[0].content.text
+
+
+async def test_other_machines_work_from_the_editor_with_our_own_tools(
+    ssh_hosts, env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    remote_data = tmp_path / "remote-data"
+    workspace = remote_data / "cmdop-tui-workspace"  # beside the data dir there
+    workspace.mkdir(parents=True)
+    lab = ssh_hosts(2, env={"XDG_DATA_HOME": str(remote_data)})
+    config = tmp_path / "config.toml"
+    config.write_text(f"ssh_config = {json.dumps(str(lab.config))}\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    command = "echo hello from the fleet"
+    fake_api.enqueue(
+        tool_reply("run_on_machines", {"command": command, "machines": ["alpha", "bravo"]}),
+        tool_reply("write_file", {"path": "remote.txt", "content": "r\n", "machine": "alpha"}),
+        text_reply("done"),
+    )
+    async with editor_session({**env, "CMDOP_TUI_CONFIG": str(config)}, cwd=tree) as (editor, conn):
+        session = await open_session(conn, tree, FILES)
+        await conn.set_session_mode(session_id=session, mode_id="auto")
+        assert (await conn.prompt(session_id=session, prompt=[text_block("greet the fleet")])).stop_reason == "end_turn"
+    fanout, write = editor.of_kind("tool_call")
+    assert (fanout.kind, fanout.title) == ("execute", f"Run `{command}` on alpha, bravo")
+    assert (write.title, write.locations) == ("Write remote.txt on alpha", None)
+    assert [c.path for c in write.content] == ["alpha:remote.txt"]
+    ends = [u for u in editor.of_kind("tool_call_update") if u.status == "completed"]
+    assert len(ends) == 2 and "hello from the fleet" in ends[0].content[0].content.text
+    assert editor.writes == [] and (workspace / "remote.txt").read_text() == "r\n"  # over ssh, not the editor
+
+
+async def test_a_run_that_fails_answers_the_prompt_with_its_reason(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    fake_api.enqueue(error_reply(400, message="messages: the request is malformed"))
+    async with editor_session(env, cwd=tmp_path) as (_, conn):
+        session = await open_session(conn, tmp_path)
+        with pytest.raises(RequestError) as raised:
+            await conn.prompt(session_id=session, prompt=[text_block("hi")])
+        assert "the request is malformed" in str(raised.value)
+        fake_api.enqueue(text_reply("fine now"))
+        assert (await conn.prompt(session_id=session, prompt=[text_block("again")])).stop_reason == "end_turn"

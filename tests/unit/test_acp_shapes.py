@@ -9,7 +9,15 @@ from acp import resource_block, resource_link_block, text_block
 from acp.schema import ImageContentBlock, TextResourceContents
 
 from cmdop_tui.acp.prompts import prompt_text
-from cmdop_tui.acp.tool_calls import diff_content, output_content, plan_entries, tool_kind, tool_locations, tool_title
+from cmdop_tui.acp.tool_calls import (
+    diff_content,
+    nested_text,
+    output_content,
+    plan_entries,
+    tool_kind,
+    tool_locations,
+    tool_title,
+)
 
 CWD = Path("/work/project")
 
@@ -84,3 +92,11 @@ def test_a_prompts_blocks_as_text() -> None:
     assert text.startswith('look at @src/a.py @"/other/place/my notes.txt"')
     assert "file:///work/project/c.py" in text and "print(1)" in text
     assert "an attachment of type image was left out" in text
+
+
+def test_what_other_machines_say_joins_the_output() -> None:
+    host = {"type": "host", "hostname": "web1", "state": "done", "line": "up 3 days", "elapsed_s": 1.2}
+    assert nested_text("2 machines", host) == "web1: done — up 3 days\n"
+    assert nested_text("db1", {"type": "token", "text": "Disk is "}) == "Disk is "
+    assert nested_text("db1", {"type": "tool_start", "name": "execute_command"}) == "\n[db1: execute_command]\n"
+    assert nested_text("db1", {"type": "usage", "input_tokens": 3}) == ""
