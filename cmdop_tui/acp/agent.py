@@ -17,15 +17,15 @@ the editor's files are read and written through it when it offers to (client_fil
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import importlib
 import os
-import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from acp import PROTOCOL_VERSION, Client, RequestError, run_agent, update_agent_message_text
-from acp.helpers import SessionUpdate, update_available_commands, update_current_mode
+from acp.helpers import update_available_commands, update_current_mode
 from acp.schema import (
     AgentCapabilities,
     AuthenticateResponse,
@@ -36,30 +36,19 @@ from acp.schema import (
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
-    PermissionOption,
     PromptCapabilities,
     PromptResponse,
-    RequestPermissionResponse,
-    SessionMode,
-    SessionModeState,
     SetSessionModeResponse,
     StopReason,
-    ToolCallUpdate,
 )
 
-from cmdop_tui.acp.client_files import EditorFiles, use_editor_files
-from cmdop_tui.acp.commands import Commands
+from cmdop_tui.acp.editor_session import EditorSession
 from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
-from cmdop_tui.acp.permission import EditorApprovals
 from cmdop_tui.acp.prompts import PromptBlock, prompt_text
 from cmdop_tui.acp.replay import replay
-from cmdop_tui.acp.updates import Updates
 from cmdop_tui.agent.outcome import RunResult, Status
-from cmdop_tui.config.model import PERMISSION_MODES
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.errors import KEY_ENV, TOKEN_ENV
-from cmdop_tui.session.session import Session
 from cmdop_tui.support.version import VERSION
 
 AUTH_METHOD = "api-key"
@@ -73,48 +62,6 @@ STOP_REASONS: dict[Status, StopReason] = {
     "max_loops": "max_turn_requests",
     "repeated_tool_call": "max_turn_requests",
 }
-MODE_TEXT = {
-    "default": ("Default", "Ask before commands and edits the rules do not allow"),
-    "accept_edits": ("Accept edits", "Edits in the working tree go through; commands are asked"),
-    "plan": ("Plan", "Nothing that changes anything: the model plans and asks to go on"),
-    "auto": ("Auto", "Every call the safety floor allows runs without asking"),
-    "strict": ("Strict", "Only what a rule allows runs; nothing is asked"),
-}
-
-
-class EditorSession:
-    """One editor session: our Session, its notifications, its commands, its running prompt."""
-
-    def __init__(self, agent: OperatorAgent, cwd: Path) -> None:
-        self.id = ""
-        self.cwd = cwd
-        self.session: Session | None = None
-        self.updates = Updates(self._send, cwd)
-        self.commands = Commands(cwd)
-        self.closing = contextlib.AsyncExitStack()
-        self.prompting = asyncio.Lock()  # one prompt at a time, as the protocol has it
-        self.work: asyncio.Task[RunResult] | None = None  # the running prompt's
-        self._agent = agent
-
-    async def _send(self, update: SessionUpdate) -> None:
-        await self._agent.client.session_update(session_id=self.id, update=update)
-
-    async def ask(self, call: ToolCallUpdate, options: list[PermissionOption]) -> RequestPermissionResponse:
-        return await self._agent.client.request_permission(session_id=self.id, tool_call=call, options=options)
-
-    def permissions(self) -> Permissions | None:
-        return self.session.permissions if self.session is not None else None
-
-    @property
-    def open_session(self) -> Session:
-        if self.session is None:
-            raise RequestError.invalid_request({"message": "the session is not open"})
-        return self.session
-
-    def modes(self) -> SessionModeState:
-        current = self.session.status().mode if self.session is not None else "default"
-        listed = [SessionMode(id=m, name=MODE_TEXT[m][0], description=MODE_TEXT[m][1]) for m in PERMISSION_MODES]
-        return SessionModeState(current_mode_id=current, available_modes=listed)
 
 
 class OperatorAgent:
@@ -196,24 +143,14 @@ class OperatorAgent:
         folder = Path(cwd)
         if not folder.is_absolute() or not folder.is_dir():
             raise RequestError.invalid_params({"message": f"cwd {cwd!r} is not an absolute path to a folder"})
-        editor = EditorSession(self, folder)
         settings = with_editor_servers(self.settings, mcp_servers).with_run(resume=resume, continue_latest=False)
-        approvals = EditorApprovals(editor.ask, editor.updates, editor.permissions)
-        session = Session(settings, platform="editor", ask=approvals, cwd=folder)
-        try:
-            editor.session = await editor.closing.enter_async_context(session)
-        except Exception as exc:  # a key, a machine, a rules file...: said to the editor in one line
-            await editor.closing.aclose()
-            raise RequestError.internal_error({"message": f"the session could not open: {exc}"}) from exc
-        editor.id = session.recorder.session_id or f"unrecorded-{id(editor):x}"
-        editor.updates.start()
-        editor.closing.push_async_callback(editor.updates.close)
-        if self.client_capabilities.fs is not None:
-            use_editor_files(session, EditorFiles(self.client, lambda: editor.id, self.client_capabilities.fs))
-        for note in (*session.notes, *editor.commands.notes):
-            sys.stderr.write(f"cmdop-tui acp: {note}\n")
+        await asyncio.to_thread(load_the_session_modules)  # begun at start: usually done by now
+        from cmdop_tui.acp.opening import open_session
+
+        editor = EditorSession(self.client, folder)
+        await open_session(editor, settings, self.client_capabilities.fs)
         self.sessions[editor.id] = editor
-        editor.updates.put(update_available_commands(editor.commands.available()))
+        editor.updates.put(update_available_commands(editor.slash_commands.available()))
         return editor
 
     async def _close_session(self, session_id: str) -> None:
@@ -264,7 +201,7 @@ class OperatorAgent:
 
     async def _run(self, editor: EditorSession, text: str) -> RunResult:
         session = editor.open_session
-        invocation = await editor.commands.invoke(session, text)
+        invocation = await editor.slash_commands.invoke(session, text)
         if invocation is None:
             return await session.run(text, editor.updates)
         if invocation.compact is not None:
@@ -286,8 +223,15 @@ class OperatorAgent:
             editor.work.cancel()
 
 
+def load_the_session_modules() -> None:
+    """Import what opening a session needs (the model SDK among it: seconds on a slow disk)."""
+    importlib.import_module("cmdop_tui.acp.opening")
+
+
 async def serve(settings: Settings) -> None:
-    """Speak ACP on stdin/stdout until the editor closes the connection; then close every session."""
+    """Speak ACP on stdin/stdout until the editor closes the connection; then close every session.
+    The session's modules load in a thread meanwhile, so `initialize` is answered at once."""
+    threading.Thread(target=load_the_session_modules, name="acp-preload", daemon=True).start()
     agent = OperatorAgent(settings)
     try:
         await run_agent(agent)  # type: ignore[arg-type]  # the SDK routes to the methods an agent has
