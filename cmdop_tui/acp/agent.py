@@ -216,10 +216,10 @@ class OperatorAgent:
         servers still connecting, the model's facts asked) or after, nothing is bound to it: the
         prompt's own task is cancelled then, and the loop has nothing to repair."""
         editor = self.sessions.get(session_id)
-        if editor is None or editor.session is None:
-            return
+        if editor is None or editor.session is None or editor.work is None:
+            return  # nothing runs: nothing to stop (a Stop kept for later would end the next prompt)
         editor.session.stop()
-        if editor.work is not None and not editor.session.ui_cancel.bound:
+        if not editor.session.ui_cancel.bound:
             editor.work.cancel()
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
+from acp.client.connection import ClientSideConnection
 from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
 from acp_client import RecordingEditor, editor_session
 from fake_anthropic import FakeAnthropic, error_reply, reply, text, text_reply, thinking, tool_reply, tool_use
@@ -32,7 +33,7 @@ def env(anthropic_env: dict[str, str]) -> dict[str, str]:
     return dict(os.environ)
 
 
-async def open_session(conn, cwd: Path, capabilities: ClientCapabilities | None = None) -> str:  # type: ignore[no-untyped-def]
+async def open_session(conn: ClientSideConnection, cwd: Path, capabilities: ClientCapabilities | None = None) -> str:
     await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities or ClientCapabilities())
     session = await conn.new_session(cwd=str(cwd), mcp_servers=[])
     return str(session.session_id)
@@ -143,6 +144,7 @@ async def test_modes_plan_and_slash_commands(env: dict[str, str], fake_api: Fake
     )
     async with editor_session(env, cwd=tmp_path) as (editor, conn):
         session = await open_session(conn, tmp_path)
+        await conn.cancel(session_id=session)  # nothing runs: the next prompt is not stopped by it
         await conn.set_session_mode(session_id=session, mode_id="accept_edits")
         with pytest.raises(RequestError):
             await conn.set_session_mode(session_id=session, mode_id="yolo")
