@@ -4,6 +4,7 @@
                       over http and sse), how to authenticate (the API key: environment or settings)
     session/new       a Session in the editor's folder, the editor's MCP servers beside ours;
                       its id is the transcript's, so `--resume ID` takes it to the TUI
+    session/list      our transcripts recorded in the editor's folder (listing.py)
     session/load      a transcript (the TUI's, headless mode's, an editor's) continued, its
                       history told again as notifications first (replay.py)
     session/prompt    `Session.run`, its events as notifications (updates.py); the stop reason
@@ -33,16 +34,20 @@ from acp.schema import (
     ClientCapabilities,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpCapabilities,
     NewSessionResponse,
     PromptCapabilities,
     PromptResponse,
+    SessionCapabilities,
+    SessionListCapabilities,
     SetSessionModeResponse,
     StopReason,
 )
 
 from cmdop_tui.acp.editor_session import EditorSession
+from cmdop_tui.acp.listing import listed_sessions
 from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
 from cmdop_tui.acp.prompts import PromptBlock, prompt_text
 from cmdop_tui.acp.replay import replay
@@ -96,6 +101,7 @@ class OperatorAgent:
                 load_session=True,
                 prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=True),
+                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
             ),
             auth_methods=[
                 AuthMethodAgent(
@@ -135,6 +141,11 @@ class OperatorAgent:
             editor.updates.put(update)
         await editor.updates.flush()
         return LoadSessionResponse(modes=editor.modes())
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        return await asyncio.to_thread(listed_sessions, cwd, cursor)  # reads every transcript's head
 
     async def _open(self, cwd: str, mcp_servers: Sequence[McpServer], *, resume: str | None) -> EditorSession:
         """A Session in `cwd` (absolute, as ACP has it), recorded; `resume`: the transcript to continue."""

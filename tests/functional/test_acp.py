@@ -188,6 +188,9 @@ async def test_load_replays_an_earlier_session_and_headless_continues_it(
         assert editor.text() == "First answer."
         assert replayed.count("tool_call") == 1 and editor.of_kind("tool_call_update")[-1].status == "completed"
         await conn.prompt(session_id=session, prompt=[text_block("second prompt")])
+        listed = await conn.list_sessions(cwd=str(tmp_path))
+        assert [(s.session_id, s.title) for s in listed.sessions] == [(session, "first prompt")]
+        assert (await conn.list_sessions(cwd=str(tmp_path / "elsewhere"))).sessions == []
     history = fake_api.requests[-1].body["messages"]
     assert "first prompt" in str(history[0]) and "second prompt" in str(history[-1])
     fake_api.enqueue(text_reply("Third answer."))

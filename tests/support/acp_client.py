@@ -104,8 +104,11 @@ async def editor_session(
     is ended (its stdin closed, then waited for) when the block ends."""
     editor = editor or RecordingEditor()
     command = (sys.executable, "-m", "cmdop_tui", "acp")
-    # stderr inherited: what the agent says for people shows in a failing test's output
-    spawned = spawn_agent_process(editor, *command, env=dict(env), cwd=cwd, transport_kwargs={"stderr": None})
+    # stderr inherited: what the agent says for people shows in a failing test's output; the agent
+    # is given time to close its sessions and leave by itself once its stdin is closed (the SDK's
+    # 2 s before SIGTERM is short on a loaded machine)
+    transport = {"stderr": None, "shutdown_timeout": 30.0}
+    spawned = spawn_agent_process(editor, *command, env=dict(env), cwd=cwd, transport_kwargs=transport)
     async with spawned as (conn, process):
         editor.process = process
         yield editor, conn
