@@ -41,7 +41,8 @@ def entry() -> None:
             os._exit(warm_code)
     code = main()
     for stream in (sys.stdout, sys.stderr):
-        if stream is not None:  # None: that fd was closed from the start
+        # None: that fd was closed from the start; closed: by its owner (`acp`'s connection)
+        if stream is not None and not stream.closed:
             stream.flush()
     if code != 0:
         os._exit(code)
@@ -66,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from cmdop_tui.rewind_cli import rewind_main
 
         return rewind_main(argv[1:])
+    if argv[:1] == ["acp"]:
+        from cmdop_tui.acp import acp_main
+
+        return acp_main(argv[1:])
     if argv[:1] == ["serve"]:
         from cmdop_tui.serve import serve_main
 

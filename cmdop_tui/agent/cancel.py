@@ -71,6 +71,13 @@ class UICancel:
     def fired(self) -> bool:
         return self._fired
 
+    @property
+    def bound(self) -> bool:
+        """Whether a run's task is bound now (`fire()` cancels it); False before a run starts
+        its turns and after they end."""
+        with self._lock:
+            return self._task is not None and not self._task.done()
+
     def reset(self) -> None:
         self._fired = False
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 CACHE_BOUNDARY = "\n<!-- cmdop:cache-boundary -->\n"
 
-Platform = Literal["tui", "headless", "remote"]
+Platform = Literal["tui", "headless", "remote", "editor"]
 
 IDENTITY_STATIC = """\
 You are CMDOP Operator, an operator that does real work on the user's machines through tools: \
@@ -59,6 +59,8 @@ PLATFORM_HINTS: dict[Platform, str] = {
     "headless": "Your reply is read by a program or a script in a terminal. Be concise and plain.",
     "remote": "Another CMDOP Operator asked you this through ask_machine. Do the work on this "
     "machine and report the facts it needs, concisely.",
+    "editor": "The user reads your replies in a code editor's agent panel, which renders Markdown and "
+    "shows your tool calls and diffs beside them. Keep replies short.",
 }
 
 

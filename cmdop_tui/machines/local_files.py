@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import io
 import os
 import re
 import stat
@@ -142,6 +143,15 @@ def read_file(rules: FileRules, path: Path, start: int, end: int | None) -> Mach
             return MachineResult.error(f"{show(path)} is a binary file ({size:,} bytes); read_file shows text only")
         stream.seek(0)
         return _numbered(stream, start, end, size)
+
+
+def numbered_text(text: str, start: int = 1, end: int | None = None) -> MachineResult:
+    """read_file's view of a text held elsewhere (an editor's buffer): the same numbering, caps
+    and notes as a file read here."""
+    if end is not None and end < start:
+        return MachineResult.error(f"end ({end}) is before start ({start})")
+    data = text.encode("utf-8", "surrogatepass")
+    return _numbered(io.BytesIO(data), start, end, len(data))
 
 
 def _numbered(stream: IO[bytes], start: int, end: int | None, size: int) -> MachineResult:

@@ -1,5 +1,6 @@
 """Third-party programs the tests run against, installed by `.ci/tools` under `.tools/`: the
-official MCP servers and Ansible's own inventory reader.
+official MCP servers, Ansible's own inventory reader and the TypeScript ACP SDK (an editor's
+side of the Agent Client Protocol that we did not write).
 
 A test asks for one by name and gets its path. Where it is missing, the test is skipped on a
 developer's machine (run `bash .ci/tools` once to get them all) and fails in CI, where `.ci/run`
@@ -22,6 +23,16 @@ PLACES = {
     "mcp-server-git": TOOLS / "mcp-py" / "bin" / "mcp-server-git",
     "mcp-server-time": TOOLS / "mcp-py" / "bin" / "mcp-server-time",
     "ansible-inventory": TOOLS / "ansible" / "bin" / "ansible-inventory",
+    # @agentclientprotocol/sdk's stable v1 entry point (an ES module, run by node)
+    "acp-typescript-sdk": TOOLS
+    / "acp-node"
+    / "node_modules"
+    / "@agentclientprotocol"
+    / "sdk"
+    / "dist"
+    / "v1"
+    / "stable"
+    / "acp.js",
 }
 
 
