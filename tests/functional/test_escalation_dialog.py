@@ -139,9 +139,8 @@ async def test_the_dialog_shows_the_whole_command_in_a_scrollable_area_and_allow
         assert str(shown.content) == LONG_COMMAND  # whole, wrapped by the widget
         area = screen.query_one("#approval-arguments", VerticalScroll)
         assert area.max_scroll_y > 0  # longer than its room: it scrolls
-        area.scroll_end(animate=False)
-        await pilot.pause()
-        assert area.scroll_y == area.max_scroll_y
+        area.scroll_end(animate=False)  # done after the next refresh, which a loaded machine delays
+        await wait_until(pilot, lambda: area.scroll_y == area.max_scroll_y, what="scrolled to the end")
         assert {button.id for button in screen.query(Button)} == {"once", "deny"}
         for key in ("a", "p"):
             await pilot.press(key)
