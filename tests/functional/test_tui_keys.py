@@ -11,6 +11,7 @@ import pytest
 from fake_anthropic import text_reply, tool_reply
 from textual import events
 from textual.binding import Binding
+from textual.widgets import Input
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
@@ -233,3 +234,22 @@ async def test_help_lists_every_key_from_the_bindings_in_lines_that_fit_80_colum
         assert "twice: /rewind" in text  # Esc Esc
         assert "Enter" in text[text.index("Keys in the chat") :]  # the panels' keys too
         assert all(len(line) <= notice.content_region.width for line in keys), text
+
+
+async def test_keys_that_arrive_together_in_a_dialogs_text_field_keep_their_order():
+    from cmdop_tui.mcp.asks import ElicitationRequest
+    from cmdop_tui.mcp.forms import form_fields
+    from cmdop_tui.tui.screens.elicitation import ElicitationScreen
+
+    form = {"type": "object", "properties": {"branch": {"type": "string"}}}
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.push_screen(ElicitationScreen(ElicitationRequest("srv", "Which branch?", form_fields(form), url="")))
+        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen) and app.screen.query(Input))
+        field = app.screen.query_one(Input)
+        app.screen.set_focus(field)
+        send_together(app, *typed("maim"), "backspace", "n", "home", "delete", "M", "end", "x", "backspace")
+        await wait_until(
+            pilot, lambda: field.value == "Main" and field.cursor_position == 4, timeout=3, what=field.value
+        )
+        assert app.query_one(PromptInput).text == ""  # a dialog's typing stays in the dialog

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from textual import events
 from textual.widget import Widget
+from textual.widgets import Input
 
 
 async def run_binding_now(widget: Widget, event: events.Key) -> bool:
@@ -34,3 +35,11 @@ async def run_binding_now(widget: Widget, event: events.Key) -> bool:
         if node.is_modal:
             break
     return False
+
+
+class InOrderInput(Input):
+    """Textual's one-line input, with its keys applied in the order they came (a dialog's form)."""
+
+    async def _on_key(self, event: events.Key) -> None:
+        if event.is_printable or not await run_binding_now(self, event):
+            await super()._on_key(event)
