@@ -22,6 +22,7 @@ from cmdop_tui.tui.widgets.notice import Notice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.side_column import SideColumn
 from cmdop_tui.tui.widgets.tool_card import ToolCard
+from cmdop_tui.tui.widgets.user_message import UserMessage
 
 SIZE = (100, 30)
 
@@ -67,6 +68,8 @@ async def test_keys_that_arrive_together_are_applied_in_order(keys, text, cursor
         send_together(app, *keys, "f2")  # F2 last: when the panels are chosen, every key before it was handled
         await wait_until(pilot, lambda: app.query_one(SideColumn).chosen, timeout=3, what="the keys handled")
         assert (prompt.text, prompt.cursor_location, prompt.sent) == (text, cursor, sent)
+        if sent:  # the message in the chat, and its turn over (no model here), before the app closes
+            await wait_until(pilot, lambda: app.query(UserMessage) and not app.running, what="the turn to end")
 
 
 # What a terminal sends for each key, to write several keys in one os.write as SSH delivers them.
@@ -103,6 +106,14 @@ def test_keys_in_one_write_to_a_real_terminal_are_applied_in_order(fake_api, ant
             assert prompt_row(app) == shown, keys
             app.write(END + BACKSPACE * 20)
             app.wait_for_text("Ask the operator", timeout=10)
+        app.write(b"\t")  # focus to the chat: what is typed next still goes into the prompt
+        app.wait_quiet(0.3)
+        app.write(b"typed")
+        app.wait_for_text("typed", timeout=10)
+        app.wait_quiet(0.3)
+        assert prompt_row(app) == "typed"
+        app.write(BACKSPACE * 5)
+        app.wait_for_text("Ask the operator", timeout=10)
         app.write(b"sent" + ENTER + b"kept" + BACKSPACE + b"t")  # Enter in the middle: "sent" goes
         app.wait_for_text("Sent it.", timeout=20)
         app.wait_quiet(0.3)
@@ -206,8 +217,9 @@ async def test_pageup_and_pagedown_at_the_prompt_scroll_the_chat():
         bottom = chat.scroll_y
         await pilot.press("pageup")
         await wait_until(pilot, lambda: chat.scroll_y < bottom, what="the chat scrolled up")
+        up = chat.scroll_y
         await pilot.press("pagedown")
-        await wait_until(pilot, lambda: chat.scroll_y == bottom, what="the chat back at its end")
+        await wait_until(pilot, lambda: chat.scroll_y > up, what="the chat scrolled down")
         assert app.focused is app.query_one(PromptInput)
 
 
@@ -253,3 +265,16 @@ async def test_keys_that_arrive_together_in_a_dialogs_text_field_keep_their_orde
             pilot, lambda: field.value == "Main" and field.cursor_position == 4, timeout=3, what=field.value
         )
         assert app.query_one(PromptInput).text == ""  # a dialog's typing stays in the dialog
+
+
+async def test_esc_from_a_panel_only_brings_focus_back_and_starts_no_rewind(fake_api):
+    app = make_app(fake_api)
+    async with app.run_test(size=SIDE_SIZE) as pilot:
+        await app.session_ready.wait()
+        focus(app, "#chat")
+        send_together(app, "escape", "escape")  # both given to the chat: focus back, no pair
+        await wait_until(pilot, lambda: app.focused is app.query_one(PromptInput), what="focus back")
+        await pilot.pause()
+        assert not any("rewind" in n for n in notices(app))
+        send_together(app, "escape", "escape")  # at the prompt: /rewind
+        await wait_until(pilot, lambda: any("Nothing to rewind" in n for n in notices(app)), what="the rewind")
