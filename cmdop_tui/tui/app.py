@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar
 from textual import constants as textual_constants
 from textual import work
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.reactive import reactive
 from textual.widgets import Button, Footer
@@ -35,6 +35,8 @@ from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
+from cmdop_tui.tui.keys import APP_BINDINGS
+from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
@@ -66,20 +68,12 @@ WELCOME = (
 )
 
 
-class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
+class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
     TITLE = "cmdop-tui"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {CmdopCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (NARROW_WIDTH, "-wide")]
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("escape", "stop", "Stop"),
-        Binding("ctrl+c", "interrupt", "Stop", show=False),
-        Binding("f2", "toggle_tools", "Tools"),
-        Binding("f3", "toggle_machines", "Machines"),
-        Binding("f4", "copy_reply", "Copy reply"),
-        Binding("ctrl+q", "request_quit", "Quit", priority=True),
-        Binding("ctrl+l", "redraw", "Redraw", show=False),
-    ]
+    BINDINGS: ClassVar[list[BindingType]] = APP_BINDINGS  # tui/keys.py: each with its line in /help
 
     session_state: reactive[SessionState] = reactive(SessionState, init=False)
     running: reactive[bool] = reactive(False, init=False)  # an agent turn (or a compaction) is under way
@@ -106,7 +100,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
         self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
         self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
         self.commands.palette_action("Copy the last reply", "F4", self.action_copy_reply)
-        self.commands.palette_action("Copy the selected tool output", "c in the tool panel", self.copy_tool_output)
+        self.commands.palette_action("Copy the selected tool output", "F4 in the tool panel", self.copy_tool_output)
         self._machine = machine
         self.ui_cancel = UICancel()
         opening = Opening(self.ui_cancel, client, retry, facts, offer_local_model)
@@ -262,7 +256,8 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
             self.set_timer(GC_AFTER_TURN_S, settle_heap)
 
     def action_stop(self) -> None:
-        if not self.running:
+        if not self.running:  # Esc between turns: back to the prompt
+            self.focus_prompt()
             return
         if self.session_ready.is_set():
             self.ui_cancel.fire()

@@ -40,7 +40,14 @@ class AttentiveApp(MirroredApp):
 
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: Shift+Tab changes the mode wherever focus is (it would move focus back)
-        Binding("shift+tab", "cycle_mode", "Mode", priority=True, show=False),
+        Binding(
+            "shift+tab",
+            "cycle_mode",
+            "Mode",
+            priority=True,
+            show=False,
+            tooltip="permission mode: default, accept edits, plan",
+        ),
     ]
 
     settings: Settings  # the app's, set in its own __init__ (after this one's)

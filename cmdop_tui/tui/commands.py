@@ -168,14 +168,17 @@ class CommandRegistry:
         suggestion = f" Did you mean {', '.join(close)}?" if close else ""
         return f"Unknown command /{name}.{suggestion} Type /help for the list."
 
-    def help_text(self, keys: list[tuple[str, str]]) -> str:
+    def help_text(self, key_tables: dict[str, list[tuple[str, str]]]) -> str:
+        """The commands, then each table of keys under its heading, in one column."""
         commands = [(c.usage, c.help) for c in self._slash_commands.values()]
-        width = max(len(name) for name, _ in commands + keys)  # one column for both tables
+        keys = [row for rows in key_tables.values() for row in rows]
+        width = max(len(name) for name, _ in commands + keys)
         lines = ["Commands:"]
         lines += [f"  {usage:<{width}} {help}" for usage, help in commands]
         lines += self.help_notes
-        lines.append("Keys:")
-        lines += [f"  {key:<{width}} {description}" for key, description in keys]
+        for heading, rows in key_tables.items():
+            lines.append(heading)
+            lines += [f"  {key:<{width}} {description}" for key, description in rows]
         return "\n".join(lines)
 
     def palette_commands(self, app: CommandHost) -> list[PaletteCommand]:

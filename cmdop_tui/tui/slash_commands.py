@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from textual.app import SuspendNotSupported
-from textual.binding import Binding
 
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
@@ -34,9 +33,11 @@ from cmdop_tui.tui.commands import (
     model_alias_entries,
 )
 from cmdop_tui.tui.custom_slash import add_custom_commands
+from cmdop_tui.tui.keys import key_tables
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
+from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
 if TYPE_CHECKING:
     from cmdop_tui.session.session import Session
@@ -44,18 +45,7 @@ if TYPE_CHECKING:
 
 
 async def slash_help(app: CommandHost, argument: str) -> None:
-    keys = [
-        ("Enter", "send (while a turn runs: queue, sent when it ends)"),
-        ("ctrl+s", "steer: send to the running turn, at its next step"),
-        ("Up / ctrl+d", "take back / drop the newest queued message (at an empty prompt)"),
-        ("ctrl+j", "new line"),
-        ("Up/Down", "earlier prompts"),
-        ("/ or @", "complete a command or a file (Tab or Enter takes it, Esc closes)"),
-        ("ctrl+p", "command palette"),
-        ("Esc Esc", "rewind (at an empty prompt, between turns)"),
-    ]
-    keys += [(b.key, b.description) for b in app.BINDINGS if isinstance(b, Binding)]
-    await app.chat.add_notice(app.commands.help_text(keys))
+    await app.chat.add_notice(app.commands.help_text(key_tables(app.query_one(PromptInput))))
 
 
 async def slash_clear(app: CommandHost, argument: str) -> None:

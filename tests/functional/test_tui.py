@@ -568,7 +568,7 @@ async def test_copy_the_last_reply_and_a_tool_output(fake_api):
         await pilot.press("f4")
         assert app.clipboard == "Copy **me**."
         app.query_one("#tool-table").focus()
-        await pilot.press("c")
+        await pilot.press("f4")  # in the tool panel: its output, not the last reply
         await pilot.pause()
         assert "copied-output" in app.clipboard and app.clipboard.startswith("exit code: 0")
 
@@ -598,7 +598,7 @@ def test_copy_reaches_the_terminal_as_osc_52(fake_api, anthropic_env, tmp_path):
 def test_help_lines_up_every_command_and_key_in_one_column():
     from cmdop_tui.tui.slash_commands import build_registry
 
-    keys = [("ctrl+q", "leave the app"), ("Enter", "send the prompt")]
+    keys = {"Keys:": [("ctrl+q", "leave the app")], "More keys:": [("Enter", "send the prompt")]}
     text = build_registry().help_text(keys)
     descriptions = ["the session's spending limit", "start a new conversation", "leave the app", "send the prompt"]
     columns = {next(line.index(d) for line in text.splitlines() if line.endswith(d)) for d in descriptions}

@@ -148,8 +148,10 @@ async def test_help_lists_the_queue_and_steering_keys(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "/help")
-        await wait_until(pilot, lambda: any("ctrl+s" in n for n in notices(app)), what="the help")
-        help_text = next(n for n in notices(app) if "ctrl+s" in n)
-        assert "steer: send to the running turn, at its next step" in help_text
-        assert "while a turn runs: queue, sent when it ends" in help_text
-        assert "Up / ctrl+d" in help_text
+        await wait_until(pilot, lambda: any("Ctrl+S" in n for n in notices(app)), what="the help")
+        help_text = next(n for n in notices(app) if "Ctrl+S" in n)
+        lines = [line.split(maxsplit=1) for line in help_text.splitlines()]
+        assert ["Ctrl+S", "steer: to the running turn, at its next step"] in lines
+        assert ["Enter", "send (during a turn: queued, sent when it ends)"] in lines
+        assert ["Up", "earlier prompt; empty prompt: edit last queued"] in lines
+        assert ["Ctrl+D", "drop the newest queued message (empty prompt)"] in lines

@@ -22,6 +22,7 @@ from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
 from cmdop_tui.mcp.forms import FormError, FormField, FormValue, checked, read_text
 from cmdop_tui.support.text import cut_note, inert_line, strip_terminal_sequences, truncate_middle
 from cmdop_tui.tui.screens.question import QuestionScreen
+from cmdop_tui.tui.widgets.key_order import InOrderInput
 
 MAX_MESSAGE = 4000  # characters of the server's message shown
 MAX_LABEL = 200  # of a field's title, a choice's label, the format shown as a placeholder
@@ -166,7 +167,7 @@ def _field_widgets(index: int, field: FormField) -> ComposeResult:
         kind = {"integer": "integer", "number": "number"}.get(field.kind, "text")
         text = "" if default is None or isinstance(default, list) else inert_line(str(default))
         placeholder = shown(field.format or field.kind)
-        yield Input(value=text, type=kind, id=ident, placeholder=placeholder)  # type: ignore[arg-type]
+        yield InOrderInput(value=text, type=kind, id=ident, placeholder=placeholder)  # type: ignore[arg-type]
 
 
 def shown(text: str, limit: int = MAX_LABEL) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widget import Widget
 
@@ -69,7 +70,10 @@ class ChatLog(VerticalScroll, can_focus=True):
     }
     """
 
-    BINDINGS = [("end", "scroll_end", "Latest"), ("home", "scroll_home", "First")]
+    BINDINGS = [
+        Binding("end", "scroll_end", "Latest", tooltip="the chat: to the latest message"),
+        Binding("home", "scroll_home", "First", tooltip="the chat: to the first message"),
+    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Vertical
 from textual.content import Content
 from textual.events import Click
@@ -79,7 +80,7 @@ class CompactionItem(Vertical, can_focus=True):
     }
     """
 
-    BINDINGS = [("enter", "fold", "Summary")]
+    BINDINGS = [Binding("enter", "fold", "Summary", tooltip="on a compaction: show or hide its summary")]
 
     def __init__(self, line: str, state: CompactionState = "running", summary: str = "") -> None:
         super().__init__(classes=f"compaction -{state}")

@@ -23,7 +23,7 @@ class EarlierMessages(Static, can_focus=True):
     }
     """
 
-    BINDINGS = [Binding("enter", "show_more", "Earlier", show=True)]
+    BINDINGS = [Binding("enter", "show_more", "Earlier", tooltip="on “earlier messages”: show more of them")]
 
     class Requested(Message):
         """The user asked for the page before what is drawn."""

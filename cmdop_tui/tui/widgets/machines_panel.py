@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.content import Content
 from textual.message import Message
 from textual.widgets import OptionList
@@ -50,6 +51,12 @@ def load_average() -> str:
     return " ".join(local_health().load.split()[:2]) or "?"
 
 
+class MachineList(OptionList):
+    """The list of machines: Textual's, with Enter said for what it does here (/help, footer)."""
+
+    BINDINGS = [Binding("enter", "select", "Work on it", tooltip="the machines panel: work on that machine")]
+
+
 class MachinesPanel(SidePanel):
     DEFAULT_CSS = """
     MachinesPanel {
@@ -87,7 +94,7 @@ class MachinesPanel(SidePanel):
         self._fleet: Fleet | None = None
 
     def compose(self) -> ComposeResult:
-        yield OptionList(id="machine-list")
+        yield MachineList(id="machine-list")
 
     @property
     def options(self) -> OptionList:

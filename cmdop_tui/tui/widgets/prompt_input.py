@@ -8,26 +8,29 @@ the app (where it stops a running turn): an Esc while a turn runs starts no pair
 While a turn runs, Enter queues the text (the app decides) and ctrl+s sends it as steering
 (`Steered`). With messages queued (`held_messages`), Up, ctrl+d and Enter at an empty prompt edit,
 drop and send them (`QueueEdit`; widgets/queued_messages.py shows them).
+
+Every key of the prompt is a binding (`BINDINGS`, whose tooltips /help lists), and runs as the
+prompt takes it from its queue, in the order the keys came (widgets/key_order.py).
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from textual import events
+from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widgets import TextArea
 
 from cmdop_tui.support.paste import inert_paste
 from cmdop_tui.tui.widgets.completion_menu import CompletionMenu
+from cmdop_tui.tui.widgets.key_order import run_binding_now
 from cmdop_tui.tui.widgets.prompt_completion import PromptCompletion
 
-NEWLINE_KEYS = frozenset({"shift+enter", "ctrl+j"})
 DOUBLE_ESCAPE_S = 0.8  # the second Esc of a pair comes within this
 DOUBLE_ESCAPE_COMMAND = "/rewind"
 STEER_KEY = "ctrl+s"
 QueueAction = Literal["edit", "drop", "send"]
-QUEUE_KEYS: dict[str, QueueAction] = {"up": "edit", "ctrl+d": "drop"}  # at an empty prompt
 
 
 class PromptInput(TextArea):
@@ -42,6 +45,27 @@ class PromptInput(TextArea):
         background: $surface;
     }
     """
+
+    # The footer shows the app's keys; /help shows these, with their tooltips.
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(
+            "tab", "app.focus_next", "Panels", show=False, tooltip="to the chat and the panels (typing comes back)"
+        ),
+        Binding("enter", "send", "Send", show=False, tooltip="send (during a turn: queued, sent when it ends)"),
+        Binding(STEER_KEY, "steer", "Steer", show=False, tooltip="steer: to the running turn, at its next step"),
+        Binding("shift+enter,ctrl+j", "newline", "New line", show=False, tooltip="new line"),
+        Binding(
+            "up",
+            "earlier",
+            "Earlier",
+            show=False,
+            tooltip="earlier prompt; empty prompt: edit last queued",
+        ),
+        Binding("down", "later", "Later", show=False, tooltip="later prompt"),
+        Binding("ctrl+d", "drop_queued", "Drop", show=False, tooltip="drop the newest queued message (empty prompt)"),
+        Binding("pageup", "app.scroll_chat(-1)", "Chat up", show=False, tooltip="scroll the chat a page up"),
+        Binding("pagedown", "app.scroll_chat(1)", "Chat down", show=False, tooltip="scroll the chat a page down"),
+    ]
 
     class Sent(Message):
         """Text the user sent from the prompt."""
@@ -99,24 +123,40 @@ class PromptInput(TextArea):
             self.completion.press(event.key)
             return
         if event.key == "escape":
-            self._count_escape(event.time)  # and on to the app: not stopped here
-        if event.key in ("enter", STEER_KEY):
-            self._stop(event)
-            self.submit(steer=event.key == STEER_KEY)
-        elif event.key in QUEUE_KEYS and self.held_messages and not self.text:
-            self._stop(event)
-            self.post_message(self.QueueEdit(self, QUEUE_KEYS[event.key]))
-        elif event.key in NEWLINE_KEYS:
-            self._stop(event)
-            self.insert("\n")
-        elif event.key == "up" and self.cursor_location[0] == 0 and self.sent:
-            self._stop(event)
+            self._count_escape(event.time)  # and on to the app's Esc (the app's binding says both)
+        if event.is_printable or not await run_binding_now(self, event):
+            await super()._on_key(event)
+
+    # --- the prompt's keys (BINDINGS) ----------------------------------------------------------
+
+    def action_send(self) -> None:
+        self.submit()
+
+    def action_steer(self) -> None:
+        self.submit(steer=True)
+
+    def action_newline(self) -> None:
+        self.insert("\n")
+
+    def action_earlier(self) -> None:
+        if self.held_messages and not self.text:
+            self.post_message(self.QueueEdit(self, "edit"))
+        elif self.cursor_location[0] == 0 and self.sent:
             self.recall(-1)
-        elif event.key == "down" and self._recall_index is not None and self._on_last_line():
-            self._stop(event)
+        else:
+            self.action_cursor_up()
+
+    def action_later(self) -> None:
+        if self._recall_index is not None and self._on_last_line():
             self.recall(+1)
         else:
-            await super()._on_key(event)
+            self.action_cursor_down()
+
+    def action_drop_queued(self) -> None:
+        if self.held_messages and not self.text:
+            self.post_message(self.QueueEdit(self, "drop"))
+        else:
+            self.action_delete_right()
 
     async def _on_paste(self, event: events.Paste) -> None:
         # Our driver makes a terminal's paste inert already; a paste from elsewhere (the web

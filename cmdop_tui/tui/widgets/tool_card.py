@@ -3,6 +3,7 @@ tail of its output."""
 
 from __future__ import annotations
 
+from textual.binding import Binding
 from textual.content import Content
 from textual.widget import Widget
 
@@ -26,7 +27,10 @@ class ToolCard(Widget, can_focus=True):
     }
     """
 
-    BINDINGS = [("enter", "show_output", "Output"), ("c", "copy_output", "Copy")]
+    BINDINGS = [
+        Binding("enter", "show_output", "Output", tooltip="on a tool call: its whole output"),
+        Binding("f4", "copy_output", "Copy output", tooltip="on a tool call: copy its output"),
+    ]
 
     def __init__(self, record: ToolRecord) -> None:
         super().__init__(classes="tool-card")

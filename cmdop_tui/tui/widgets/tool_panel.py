@@ -7,6 +7,7 @@ edit, then its result) shows below the table; Enter opens the whole output.
 from __future__ import annotations
 
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
@@ -17,6 +18,12 @@ from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 PREVIEW_LINES = 6
+
+
+class ToolTable(DataTable[str | Content]):
+    """The table of calls: Textual's, with Enter said for what it does here (/help, footer)."""
+
+    BINDINGS = [Binding("enter", "select_cursor", "Output", tooltip="the tool panel: the call's whole output")]
 
 
 class ToolPanel(SidePanel):
@@ -39,7 +46,8 @@ class ToolPanel(SidePanel):
     }
     """
 
-    BINDINGS = [("c", "copy_output", "Copy output")]
+    # F4 here copies the highlighted call's output, in place of the app's F4 (the last reply).
+    BINDINGS = [Binding("f4", "copy_output", "Copy output", tooltip="on a tool call: copy its output")]
 
     def action_copy_output(self) -> None:
         record = self.highlighted()
@@ -54,7 +62,7 @@ class ToolPanel(SidePanel):
         self.border_title = "Tools"
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str | Content] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
+        table = ToolTable(cursor_type="row", zebra_stripes=False, id="tool-table")
         table.add_columns("", "tool", "on", "time", "args")
         yield table
         yield Static("", id="tool-preview", markup=False)
