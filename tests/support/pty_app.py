@@ -17,6 +17,7 @@ import sys
 import termios
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pyte
@@ -114,6 +115,19 @@ class PtyApp:
                 if left <= 0 or self.closed:
                     raise TimeoutError(f"{text!r} is not on screen; it shows:\n{self.screen_text()}")
                 self.changed.wait(left)
+            return time.perf_counter()
+
+    def wait_for_screen(self, holds: Callable[[], bool], timeout: float = 30.0) -> float:
+        """Block until `holds()` (which reads `self.screen`) is true; return the time then."""
+        deadline = time.perf_counter() + timeout
+        with self.changed:
+            self.screen_text()
+            while not holds():
+                left = deadline - time.perf_counter()
+                if left <= 0 or self.closed:
+                    raise TimeoutError(f"the screen never held; it shows:\n{self.screen_text()}")
+                self.changed.wait(left)
+                self.screen_text()
             return time.perf_counter()
 
     def wait_quiet(self, seconds: float) -> None:
