@@ -41,9 +41,9 @@ def test_neighbours_in_inventory_order_read_as_ranges():
 
 
 def test_identical_outcomes_are_grouped_in_order():
-    running_ = MachineResult("exit code: 0\n\nstdout:\nactive (running)")
+    running_ = MachineResult("exit code: 0\n\nstdout:\nactive (running)", exit_code=0)
     outcomes = [Outcome.of(f"web{i:02d}", running_) for i in range(1, 13) if i != 7]
-    outcomes.insert(6, Outcome.of("web07", MachineResult("exit code: 3\n\nstdout:\ninactive")))
+    outcomes.insert(6, Outcome.of("web07", MachineResult("exit code: 3\n\nstdout:\ninactive", exit_code=3)))
     outcomes.append(Outcome.of("db1", MachineResult.error("cannot reach db1 over ssh: Connection refused")))
     report = grouped_report(outcomes).splitlines()
     assert report[0] == "13 hosts: 11 exit 0, 2 other; 3 distinct outcomes"
@@ -303,7 +303,7 @@ async def test_host_events_feed_the_fleet_view(lab, fleet, tmp_path):
         assert shown[0] == "1 running · 2 queued" and shown[1].startswith("… alpha")
         for event in nested[4:]:
             record.add_nested(event)
-        record.finish(result.content, result.is_error, 1.0)
+        record.finish(result.content, result.settled, 1.0)
         panel.on_agent_tool_ended(Agent.ToolEnded(ToolEnd("t1", "run_on_machines", result.content, False, 1.0), record))
         await pilot.pause()
         shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")

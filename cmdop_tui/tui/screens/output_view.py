@@ -36,6 +36,11 @@ class OutputScreen(ModalScreen[None]):
             background: $surface;
         }
 
+        #output-reason {
+            width: 1fr;
+            color: $text-error;
+        }
+
         #output-text {
             height: 1fr;
         }
@@ -63,18 +68,29 @@ class OutputScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         record = self.record
         with Vertical(id="output-dialog"):
-            yield Label(
-                Content.assemble(
-                    (f"{record.glyph} {record.name}", "bold"),
-                    f" @{record.machine}  {record.summary}  {record.elapsed}",
-                )
-            )
+            yield Label(self._title(), id="output-title")
+            yield Label(self._reason(), id="output-reason")
             hosts = OptionList(*self._host_options(), id="output-hosts")
             hosts.display = bool(record.hosts)  # shown once the call names hosts
             yield hosts
             yield TextArea(record.shown_output, read_only=True, soft_wrap=False, id="output-text")
             hint = "Enter shows a host's own output · Esc closes" if record.hosts else "Esc closes"
             yield Label(Content.styled(hint, "$text-muted"))
+
+    def _title(self) -> Content:
+        """The call, where it ran, how it ended (by kind) and how long it took."""
+        record = self.record
+        return Content.assemble(
+            (f"{record.glyph} {record.name}", "bold"),
+            f" @{record.machine}  {record.summary}  ",
+            (record.outcome_label, "$text-success" if record.status == "ok" else "$text-error"),
+            f" {record.elapsed}",
+        )
+
+    def _reason(self) -> Content:
+        """Why it ended so, whole (it wraps); empty for a call that is running or ok."""
+        outcome = self.record.outcome
+        return Content("" if outcome is None or outcome.ok else outcome.described())
 
     def on_mount(self) -> None:
         (self.query_one(OptionList) if self.record.hosts else self.query_one(TextArea)).focus()
@@ -115,6 +131,8 @@ class OutputScreen(ModalScreen[None]):
                 area.scroll_to(y=scrolled, animate=False, immediate=True)
         if self.record.status != "running" and self._ticker is not None:
             self._ticker.stop()
+            self.query_one("#output-title", Label).update(self._title())
+            self.query_one("#output-reason", Label).update(self._reason())
 
     def _update_hosts(self) -> None:
         hosts = self.query_one(OptionList)

@@ -63,7 +63,9 @@ class ToolPanel(SidePanel):
 
     def _cells(self, record: ToolRecord) -> tuple[Content | str, ...]:
         style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
-        return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, record.summary
+        word = "" if record.status != "error" else record.outcome_word  # ok says nothing more
+        mark = Content.styled(f"{record.glyph} {word}".rstrip(), style)
+        return mark, record.name, record.machine, record.elapsed, record.summary
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
@@ -100,9 +102,13 @@ class ToolPanel(SidePanel):
         preview = self.query_one("#tool-preview", Static)
         if record is None:
             preview.update("")
-        elif record.diff:
+        elif record.outcome is not None and not record.outcome.ok and not record.hosts:  # the reason whole
+            said = Content.styled(record.outcome.described(), "$text-error")
+            tail = record.preview(PREVIEW_LINES - 2) if record.outcome.kind.ran else ""  # a failure's output
+            preview.update(Content("\n").join([said, Content(tail)]) if tail else said)
+        elif record.applied_diff:
             tail = record.preview(1)  # the result's last line, under the diff
-            parts = [diff_content(record.diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
+            parts = [diff_content(record.applied_diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
             preview.update(Content("\n").join([*parts, Content(tail)] if tail else parts))
         else:
             preview.update(Content(record.preview(PREVIEW_LINES)))

@@ -1,0 +1,97 @@
+"""Every tool outcome drawn by kind, as a user meets it: the chat card, the Tools row and its
+detail, the output view's header (the app driven with Pilot against the fake API)."""
+
+from __future__ import annotations
+
+from fake_anthropic import text_reply, tool_reply
+from textual.widgets import Label, Static
+from tui_helpers import finish_turn, make_app, submit, wait_until
+
+from cmdop_tui.config.settings import RunOptions, Settings
+from cmdop_tui.tui.screens.approval import ApprovalScreen
+from cmdop_tui.tui.screens.output_view import OutputScreen
+from cmdop_tui.tui.widgets.tool_card import ToolCard
+
+SIZE = (100, 30)
+AUTO = Settings(run=RunOptions(auto_approve=True))
+
+
+def card_text(app) -> str:
+    return str(app.query_one(ToolCard).render())
+
+
+def row_mark(app) -> str:
+    table = app.query_one("#tool-table")
+    return str(table.get_row_at(0)[0])
+
+
+def detail(app) -> str:
+    return str(app.query_one("#tool-preview", Static).render())
+
+
+async def test_a_command_that_exits_1_is_drawn_failed_with_its_code_everywhere(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake_api.enqueue(tool_reply("execute_command", {"command": "echo nope; exit 1"}), text_reply("It failed."))
+    app = make_app(fake_api, settings=AUTO)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "run it")
+        await finish_turn(pilot)
+        first_line = card_text(app).splitlines()[0]
+        assert first_line.startswith("✗ execute_command") and "failed (exit code 1)" in first_line
+        assert " ok " not in first_line
+        assert row_mark(app) == "✗ exit 1"
+        assert "failed (exit code 1): the command exited with code 1" in detail(app)
+        app.query_one(ToolCard).focus()
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, OutputScreen), what="the output view")
+        assert "failed (exit code 1)" in str(app.screen.query_one("#output-title", Label).render())
+        assert "the command exited with code 1" in str(app.screen.query_one("#output-reason", Label).render())
+
+
+async def test_a_denied_write_shows_who_said_no_and_no_diff_as_applied(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    target = tmp_path / "notes.txt"
+    fake_api.enqueue(
+        tool_reply("write_file", {"path": str(target), "content": "fresh line\n"}), text_reply("Understood.")
+    )
+    app = make_app(fake_api)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "write it")
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        await pilot.press("n")
+        await finish_turn(pilot)
+        assert not target.exists()
+        text = card_text(app)
+        assert text.startswith("⊘ write_file") and "denied by you" in text.splitlines()[0]
+        assert "+fresh line" not in text and "+1 -0" not in text
+        assert "denied by you: the user chose Deny" in text and "The change was not applied" in text
+        assert row_mark(app) == "⊘ denied"
+        assert "denied by you: the user chose Deny" in detail(app) and "+fresh line" not in detail(app)
+
+
+async def test_the_floors_refusal_reads_as_the_floors_and_its_reason_whole(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake_api.enqueue(tool_reply("execute_command", {"command": "rm -rf /"}), text_reply("Not done."))
+    app = make_app(fake_api, settings=AUTO)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await submit(pilot, "wipe it")
+        await finish_turn(pilot)
+        record = app.query_one(ToolCard).record
+        assert record.outcome is not None and record.outcome.reason
+        text = card_text(app)
+        assert "refused by the safety floor" in text.splitlines()[0]
+        assert f"refused by the safety floor: {record.outcome.reason}" in text  # whole: the card wraps it
+        assert "user denied" not in text
+        assert row_mark(app) == "⊘ floor said no"
+
+
+async def test_no_answer_in_time_reads_as_an_approval_timeout(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake_api.enqueue(tool_reply("execute_command", {"command": "touch never"}), text_reply("ok"))
+    app = make_app(fake_api, settings=Settings(approval_timeout_s=0.3))
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "go")
+        await finish_turn(pilot)
+        assert "approval timed out" in card_text(app).splitlines()[0]
+        assert row_mark(app) == "⊘ no answer"
+        assert "no answer in time (asked for 0.3 s)" in detail(app)
