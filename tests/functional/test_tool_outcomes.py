@@ -1,13 +1,21 @@
 """Every tool outcome drawn by kind, as a user meets it: the chat card, the Tools row and its
-detail, the output view's header (the app driven with Pilot against the fake API)."""
+detail, the output view's header (the app driven with Pilot against the fake API), and headless
+mode's stderr, exit status and stream-json (the CLI run as a child process)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
+import pytest
 from fake_anthropic import text_reply, tool_reply
 from textual.widgets import Label, Static
 from tui_helpers import finish_turn, make_app, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
+from cmdop_tui.headless import EXIT_NO_ONE_TO_ASK
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
@@ -95,3 +103,52 @@ async def test_no_answer_in_time_reads_as_an_approval_timeout(fake_api, tmp_path
         assert "approval timed out" in card_text(app).splitlines()[0]
         assert row_mark(app) == "⊘ no answer"
         assert "no answer in time (asked for 0.3 s)" in detail(app)
+
+
+# --- headless ---------------------------------------------------------------------------------
+
+CLI = [sys.executable, "-m", "cmdop_tui"]
+
+
+@pytest.fixture
+def cli_env(anthropic_env, tmp_path):
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "config.toml")}
+    env.pop("CMDOP_INTENT_ROUTER", None)
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], cwd) -> subprocess.CompletedProcess[str]:
+    """No terminal: stdin is a pipe that says nothing, so no one can be asked."""
+    return subprocess.run(CLI + args, env=env, capture_output=True, text=True, input="", timeout=60, cwd=cwd)
+
+
+def test_headless_with_no_one_to_ask_says_so_and_exits_4(fake_api, cli_env, tmp_path):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "touch made"}), text_reply("The file is made."))
+    done = run_cli(["-p", "make a file"], cli_env, tmp_path)
+    assert done.returncode == EXIT_NO_ONE_TO_ASK == 4, done.stderr
+    assert not (tmp_path / "made").exists()
+    assert done.stdout == "The file is made.\n"  # the answer is still given; the status says the truth
+    lines = done.stderr.splitlines()
+    said = [line for line in lines if "execute_command" in line]
+    assert len(said) == 1 and said[0].startswith("cmdop-tui: tool execute_command: denied: no one to ask: ")
+    assert "--yes" in said[0]
+    result = fake_api.requests[1].body["messages"][-1]["content"][0]
+    assert result["is_error"] and "no person could be asked" in result["content"]
+
+
+def test_headless_stream_json_carries_the_kind_and_the_reason(fake_api, cli_env, tmp_path):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "exit 3"}), text_reply("It exited 3."))
+    done = run_cli(["-p", "run it", "--output-format", "stream-json", "--yes"], cli_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    (end,) = [event for event in map(json.loads, done.stdout.splitlines()) if event["type"] == "tool_end"]
+    assert end["outcome"] == {"kind": "failed", "reason": "the command exited with code 3", "exit_code": 3}
+    assert "execute_command" not in done.stderr  # stdout has it
+
+
+def test_headless_text_says_a_failed_call_on_stderr_in_one_line(fake_api, cli_env, tmp_path):
+    fake_api.enqueue(tool_reply("execute_command", {"command": "exit 3"}), text_reply("It exited 3."))
+    done = run_cli(["-p", "run it", "--yes"], cli_env, tmp_path)
+    assert (done.returncode, done.stdout) == (0, "It exited 3.\n")
+    assert "cmdop-tui: tool execute_command: failed (exit code 3): the command exited with code 3" in (
+        done.stderr.splitlines()
+    )

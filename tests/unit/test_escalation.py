@@ -17,7 +17,7 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import RunOptions, Settings
-from cmdop_tui.headless import HeadlessOptions, run_headless
+from cmdop_tui.headless import EXIT_NO_ONE_TO_ASK, HeadlessOptions, run_headless
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.sandbox import bubblewrap
 from cmdop_tui.permissions import Decision, Permissions
@@ -256,7 +256,7 @@ async def test_yes_does_not_answer_what_the_floor_leaves_to_a_person(
     fake_api.enqueue(tool_reply("execute_command", {"command": f"eval 'touch {marker}'"}), text_reply("not run"))
     settings = Settings(run=RunOptions(auto_approve=True))
     code = await run_headless(settings, HeadlessOptions("go", "stream-json"))
-    assert code == 0 and not marker.exists()
+    assert code == EXIT_NO_ONE_TO_ASK and not marker.exists()
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     (end,) = [event for event in events if event["type"] == "tool_end"]
     assert end["is_error"] and "a person must decide" in end["output"]
