@@ -34,7 +34,7 @@ class OutcomeKind(StrEnum):
 
     @property
     def word(self) -> str:
-        """A short word for a narrow row."""
+        """A short word for a narrow row, beside its glyph (⊘ floor: refused by the floor)."""
         return _WORDS[self]
 
     @property
@@ -50,11 +50,11 @@ _WORDS = {
     OutcomeKind.TIMED_OUT: "timed out",
     OutcomeKind.DENIED: "denied",
     OutcomeKind.APPROVAL_TIMEOUT: "no answer",
-    OutcomeKind.DENIED_BY_RULE: "rule said no",
-    OutcomeKind.NO_ONE_TO_ASK: "no one asked",
-    OutcomeKind.REFUSED_BY_FLOOR: "floor said no",
-    OutcomeKind.REFUSED_BY_SANDBOX: "sandbox said no",
-    OutcomeKind.CANCELLED: "cancelled",
+    OutcomeKind.DENIED_BY_RULE: "rule",
+    OutcomeKind.NO_ONE_TO_ASK: "unasked",
+    OutcomeKind.REFUSED_BY_FLOOR: "floor",
+    OutcomeKind.REFUSED_BY_SANDBOX: "sandbox",
+    OutcomeKind.CANCELLED: "stopped",
 }
 _LABELS = {
     OutcomeKind.OK: "ok",

@@ -29,8 +29,11 @@ def card_text(app) -> str:
 
 
 def row_mark(app) -> str:
+    """The first row's outcome cell, as wide as the column shows it."""
     table = app.query_one("#tool-table")
-    return str(table.get_row_at(0)[0])
+    mark = str(table.get_row_at(0)[0])
+    assert table.ordered_columns[0].content_width >= len(mark)  # shown whole, not cut by the column
+    return mark
 
 
 def detail(app) -> str:
@@ -90,7 +93,7 @@ async def test_the_floors_refusal_reads_as_the_floors_and_its_reason_whole(fake_
         assert "refused by the safety floor" in text.splitlines()[0]
         assert f"refused by the safety floor: {record.outcome.reason}" in text  # whole: the card wraps it
         assert "user denied" not in text
-        assert row_mark(app) == "⊘ floor said no"
+        assert row_mark(app) == "⊘ floor"
 
 
 async def test_no_answer_in_time_reads_as_an_approval_timeout(fake_api, tmp_path, monkeypatch):
@@ -103,6 +106,42 @@ async def test_no_answer_in_time_reads_as_an_approval_timeout(fake_api, tmp_path
         assert "approval timed out" in card_text(app).splitlines()[0]
         assert row_mark(app) == "⊘ no answer"
         assert "no answer in time (asked for 0.3 s)" in detail(app)
+
+
+def ended(app) -> int:
+    """How many tool calls have ended."""
+    return sum(card.record.outcome is not None for card in app.query(ToolCard))
+
+
+@pytest.mark.parametrize("size", [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")])
+def test_the_outcomes_as_drawn(snap_compare, fake_api, tmp_path, monkeypatch, size):
+    """A failure, a person's denial of a write and the floor's refusal, as a user sees them:
+    each by its kind, the reasons whole (wrapped at a word), no diff drawn as applied."""
+    monkeypatch.chdir(tmp_path)
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo nope; exit 1"}),
+        tool_reply("write_file", {"path": "notes.txt", "content": "fresh line\n"}),
+        tool_reply("execute_command", {"command": "rm -rf /"}),
+        text_reply("One failed, one you denied, one the floor refused."),
+    )
+    app = make_app(fake_api)
+
+    async def run_before(pilot):
+        await submit(pilot, "three things")
+        for done, key in enumerate(("y", "n"), 1):
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+            await pilot.press(key)
+            await wait_until(pilot, lambda done=done: ended(app) >= done, what="the call to end")
+        await finish_turn(pilot)
+        for card in app.query(ToolCard):
+            card.record.duration_s = 0.1  # pinned: real durations differ run to run
+            card.refresh()
+        for table in app.query("#tool-table"):
+            for row in range(table.row_count):
+                table.update_cell_at((row, 3), "0.1s")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
 
 
 # --- headless ---------------------------------------------------------------------------------

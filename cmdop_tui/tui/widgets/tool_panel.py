@@ -6,6 +6,7 @@ edit, then its result) shows below the table; Enter opens the whole output.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable, Static
@@ -52,20 +53,26 @@ class ToolPanel(SidePanel):
         self.border_title = "Tools"
 
     def compose(self) -> ComposeResult:
-        table: DataTable[str | Content] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
+        table: DataTable[str | Text] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
         table.add_columns("", "tool", "on", "time", "args")
         yield table
         yield Static("", id="tool-preview", markup=False)
 
     @property
-    def table(self) -> DataTable[str | Content]:
+    def table(self) -> DataTable[str | Text]:
         return self.query_one("#tool-table", DataTable)
 
-    def _cells(self, record: ToolRecord) -> tuple[Content | str, ...]:
-        style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
-        word = "" if record.status != "error" else record.outcome_word  # ok says nothing more
-        mark = Content.styled(f"{record.glyph} {word}".rstrip(), style)
-        return mark, record.name, record.machine, record.elapsed, record.summary
+    def _cells(self, record: ToolRecord) -> tuple[Text | str, ...]:
+        return self._mark(record), record.name, record.machine, record.elapsed, record.summary
+
+    def _mark(self, record: ToolRecord) -> Text:
+        """The glyph, and how a call that did not end ok ended (`✗ exit 1`, `⊘ denied`): a rich
+        Text in the theme's colour, which the table measures (a Content cell counts as 1 column,
+        and the word would be cut)."""
+        theme = self.app.current_theme
+        colour = {"running": theme.warning, "ok": theme.success, "error": theme.error}[record.status]
+        word = record.outcome_word if record.status == "error" else ""  # ok says nothing more
+        return Text(f"{record.glyph} {word}".rstrip(), style=colour or "")
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
@@ -86,8 +93,9 @@ class ToolPanel(SidePanel):
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:
             return
-        for column, value in zip(self.table.columns, self._cells(record), strict=True):
-            self.table.update_cell(record.call_id, column, value)
+        for index, (column, value) in enumerate(zip(self.table.columns, self._cells(record), strict=True)):
+            # the first column widens to an outcome's word (`✗ exit 1`), which comes after the row
+            self.table.update_cell(record.call_id, column, value, update_width=index == 0)
         self._show_preview()
 
     def highlighted(self) -> ToolRecord | None:
