@@ -27,6 +27,7 @@ from cmdop_tui.tools.fanout import (
     grouped_report,
     host_ranges,
 )
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
@@ -119,6 +120,17 @@ async def test_outputs_are_grouped_with_exit_codes_in_inventory_order(fleet, tmp
     report = result.content
     assert result.is_error and "2 distinct outcomes" in report  # no host exited 0
     assert report.index("alpha: exit 3") < report.index("bravo: exit 3")
+    assert result.settled == ToolOutcome(OutcomeKind.FAILED, "2 of 2 hosts did not succeed: 2 exit 3")
+
+
+async def test_a_host_past_the_timeout_reads_timed_out(fleet, tmp_path):
+    nested: list = []
+    args = {"command": "echo begun; sleep 30.6121", "machines": ["alpha"], "timeout_ms": 1500}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, nested=nested))
+    assert result.settled == ToolOutcome(OutcomeKind.FAILED, "1 of 1 hosts did not succeed: 1 timed out")
+    assert [e["state"] for e in nested if e["type"] == "host"][-1] == "timed out"
+    quick = {"command": "true", "machines": ["alpha", "bravo"]}
+    assert (await run_tool(RUN_ON_MACHINES, quick, context(fleet, tmp_path))).settled.ok
 
 
 async def test_by_default_every_host_runs_at_once(fleet, remote_home, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import mcp_types as types
 import pytest
 from agent_helpers import Recorder, make_runner
 from fake_anthropic import text_reply, tool_reply
@@ -14,6 +15,7 @@ from fake_anthropic import text_reply, tool_reply
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, ToolStart
 from cmdop_tui.machines.machine import MachineResult, SandboxRefusal
+from cmdop_tui.mcp.results import tool_result
 from cmdop_tui.permissions import Permissions
 from cmdop_tui.session.gate import permission_gate
 from cmdop_tui.tools.base import ToolResult
@@ -48,6 +50,12 @@ def test_a_machines_answer_becomes_the_outcome_by_its_typed_fields_not_its_text(
     refused = ToolResult.of(MachineResult.denied("...", SandboxRefusal("write", ("/etc/hosts",))))
     assert refused.settled.kind is OutcomeKind.REFUSED_BY_SANDBOX and "write /etc/hosts" in refused.settled.reason
     assert ToolResult.error("boom\nmore").settled == ToolOutcome(OutcomeKind.FAILED, "boom")
+
+
+def test_an_mcp_tools_error_says_the_servers_first_line():
+    said = types.CallToolResult(content=[types.TextContent(type="text", text="disk full\nat /srv")], is_error=True)
+    assert tool_result(said).settled == ToolOutcome(OutcomeKind.FAILED, "the tool reported an error: disk full")
+    assert tool_result(types.CallToolResult(content=[types.TextContent(type="text", text="fine")])).settled == OK
 
 
 def test_every_kind_has_a_short_word_and_a_label_and_knows_whether_it_ran():
