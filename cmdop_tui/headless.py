@@ -17,6 +17,11 @@ terminal then (standard input carries the messages).
 Exit 0 on a final answer; otherwise non-zero with a one-line reason on stderr. SIGINT and SIGTERM
 fire the UI cancel signal, so a stop is as clean as the TUI's Stop button.
 
+Tool outcomes: each call that did not end ok (`ToolEnd.outcome`) is one line on stderr in text and
+json output (stream-json has it on stdout). A call denied because it needed a person and no one
+could be asked (`OutcomeKind.NO_ONE_TO_ASK`) is said on stderr in every format, and makes the exit
+code `EXIT_NO_ONE_TO_ASK` (4) after a final answer: the answer was made without that call.
+
 The transcript: a write that fails (a full disk) is said on stderr at once, and again when the
 records held meanwhile are written; when some could still not be written as the session closed,
 the exit code is `EXIT_TRANSCRIPT_INCOMPLETE` (3), even after a final answer (which stdout has).
@@ -36,13 +41,14 @@ from typing import Literal, TextIO
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.events import BudgetWarning, Compacted, Event, HookRan, Retrying, Waiting
+from cmdop_tui.agent.events import BudgetWarning, Compacted, Event, HookRan, Retrying, ToolEnd, Waiting
 from cmdop_tui.agent.runner import RunResult
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import approval_question
+from cmdop_tui.tools.outcome import OutcomeKind
 
 OutputFormat = Literal["text", "stream-json", "json"]
 InputFormat = Literal["text", "stream-json"]
@@ -50,6 +56,7 @@ InputFormat = Literal["text", "stream-json"]
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_TRANSCRIPT_INCOMPLETE = 3  # the answer may be there, but the session's transcript is not whole
+EXIT_NO_ONE_TO_ASK = 4  # the answer may be there, but a tool call was denied: it needed a person, none could be asked
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
@@ -132,7 +139,7 @@ async def ask_on_terminal(call: ToolCall) -> Approval:
     finally:
         loop.remove_reader(sys.stdin.fileno())
     allowed = reply.strip().lower() in {"y", "yes"}
-    return Approval(allowed, "" if allowed else "the user said no", by_person=True)
+    return Approval(allowed, "" if allowed else "the user said no", by_person=True, denied_as=OutcomeKind.DENIED)
 
 
 def _terminal_can_ask() -> bool:
@@ -163,11 +170,13 @@ async def run_headless(settings: Settings, options: HeadlessOptions) -> int:
         for note in session.notes:
             sys.stderr.write(f"cmdop-tui: {note}\n")
         session.recorder.listeners.append(lambda notice: _say(f"{notice.level}: {notice.text}"))
-        result, signum = await _run_until_signal(session, options)
+        result, signum, unasked = await _run_until_signal(session, options)
         for state in session.mcp.states() if session.mcp is not None else []:
             if state.status in ("failed", "crashed"):  # said once, after the run that lacked its tools
                 sys.stderr.write(f"cmdop-tui: MCP server {state.name} {state.summary()}\n")
     code = report(result, options.output_format, signum)
+    if code == EXIT_OK and unasked:
+        return EXIT_NO_ONE_TO_ASK
     return EXIT_TRANSCRIPT_INCOMPLETE if code == EXIT_OK and session.recorder.records_lost else code
 
 
@@ -176,9 +185,13 @@ def _say(text: str) -> None:
     sys.stderr.flush()
 
 
-async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple[RunResult, signal.Signals | None]:
-    """Run the prompt; SIGINT and SIGTERM stop it as the TUI's Stop does. Returns the signal seen."""
+async def _run_until_signal(
+    session: Session, options: HeadlessOptions
+) -> tuple[RunResult, signal.Signals | None, bool]:
+    """Run the prompt; SIGINT and SIGTERM stop it as the TUI's Stop does. Returns the signal seen,
+    and whether a tool call was denied because no one could be asked."""
     received: list[signal.Signals] = []
+    unasked: list[ToolEnd] = []
     loop = asyncio.get_running_loop()
 
     def stop(signum: signal.Signals) -> None:
@@ -203,6 +216,11 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
             sys.stderr.write(
                 f"cmdop-tui: compacted the conversation ({event.tokens_before:,} -> {event.tokens_after:,} tokens)\n"
             )
+        elif isinstance(event, ToolEnd) and not event.outcome.ok:
+            if event.outcome.kind is OutcomeKind.NO_ONE_TO_ASK:
+                unasked.append(event)
+            if printer is None or event.outcome.kind is OutcomeKind.NO_ONE_TO_ASK:  # stream-json has it on stdout
+                _say(tool_line(event))
 
     if options.input_format == "stream-json":
         read_steering(sys.stdin, session.steer)
@@ -213,7 +231,14 @@ async def _run_until_signal(session: Session, options: HeadlessOptions) -> tuple
             loop.remove_signal_handler(signum)
     for text in session.runner.steering.take_all():
         _say(f"the run ended before it took this steering: {text}")
-    return result, received[0] if received else None
+    return result, received[0] if received else None, bool(unasked)
+
+
+def tool_line(event: ToolEnd) -> str:
+    """One line for a tool call that did not end ok: `tool execute_command: failed (exit code 1):
+    the command exited with code 1`; a denial for want of a person says how to allow it."""
+    line = f"tool {event.name}: {event.outcome.described()}"
+    return " ".join(line.split())  # one line, whatever the reason held
 
 
 def read_steering(stream: TextIO | None, steer: Callable[[str], bool]) -> None:

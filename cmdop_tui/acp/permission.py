@@ -23,6 +23,7 @@ from cmdop_tui.acp.updates import Updates
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.permissions import Permissions, PermissionsError, derive_rule
 from cmdop_tui.tools.describe import refusal_lines
+from cmdop_tui.tools.outcome import OutcomeKind
 
 ALLOW_ONCE, ALLOW_ALWAYS, REJECT_ONCE, REJECT_ALWAYS = "allow_once", "allow_always", "reject_once", "reject_always"
 OPTIONS = {
@@ -57,7 +58,9 @@ class EditorApprovals:
             self._updates.running(call.id)
             return Approval(True, by_person=True)
         reason = "the user rejected it in the editor" if chosen is not None else "the prompt was cancelled"
-        return Approval(False, reason, by_person=chosen is not None)
+        if chosen is None:
+            return Approval(False, reason, denied_as=OutcomeKind.CANCELLED)
+        return Approval(False, reason, by_person=True)
 
     def _remember(self, call: ToolCall, *, allow: bool) -> None:
         """The rule an "always" answer makes, saved; one that cannot be is said on stderr (the

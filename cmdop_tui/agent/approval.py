@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from cmdop_tui.machines.machine import SandboxRefusal
-from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.base import Tool, ToolResult
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.placement import LOCAL, Placement
 
 
@@ -49,11 +50,46 @@ class ToolCall:
 @dataclass(frozen=True)
 class Approval:
     """The answer for one call. `by_person`: a person made this decision (a program that asked
-    one says so); only such an approval allows a call that `needs_person`."""
+    one says so); only such an approval allows a call that `needs_person`. `denied_as`: who or
+    what said no, decided where it is known (the gate: a rule, the floor, no one to ask; the
+    question: a person, no answer in time), so every surface draws the denial as it was."""
 
     allowed: bool
     reason: str = ""
     by_person: bool = False
+    denied_as: OutcomeKind = OutcomeKind.DENIED
+
+
+# What the model is told of a call that was not run, by who said no: the kind named, so that it
+# cannot take the call for done (nor a denial for a person's when no one was asked).
+NOT_RUN = {
+    OutcomeKind.DENIED: "The user denied this tool call; it was not run.",
+    OutcomeKind.APPROVAL_TIMEOUT: (
+        "Not run: denied, because the user was asked to approve this tool call and did not answer in time."
+    ),
+    OutcomeKind.DENIED_BY_RULE: "Not run: denied by the permission rules.",
+    OutcomeKind.DENIED_BY_HOOK: "A hook blocked this tool call; it was not run.",
+    OutcomeKind.NO_ONE_TO_ASK: (
+        "Not run: denied, because this tool call needs a person's approval and no person could be asked here."
+    ),
+    OutcomeKind.REFUSED_BY_FLOOR: "Not run: refused by the safety floor (no rule or mode can allow it).",
+    OutcomeKind.CANCELLED: "Not run: the user stopped the run before this tool call ran.",
+}
+
+
+def not_run(approval: Approval) -> ToolResult:
+    """The result of a call its approval denied: the model's text and the outcome, by kind."""
+    kind = approval.denied_as if approval.denied_as in NOT_RUN else OutcomeKind.DENIED
+    why = f" Reason: {approval.reason}" if approval.reason else ""
+    return ToolResult(f"{NOT_RUN[kind]}{why}", is_error=True, outcome=ToolOutcome(kind, approval.reason))
+
+
+def escalation_denial(approval: Approval) -> ToolOutcome | None:
+    """An escalation's answer as `ToolContext.escalate` gives it: None when allowed, else how the
+    asking ended and why."""
+    if approval.allowed:
+        return None
+    return ToolOutcome(approval.denied_as, approval.reason)
 
 
 Approver = Callable[[ToolCall], Awaitable[Approval]]

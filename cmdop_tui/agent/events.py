@@ -10,6 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from cmdop_tui.tools.outcome import OK, ToolOutcome
+
 
 @dataclass(frozen=True)
 class Event:
@@ -116,8 +118,14 @@ class ToolEnd(Event):
     call_id: str
     name: str
     output: str
-    is_error: bool
+    is_error: bool  # as the model got it: a command's exit code 1 is not one; `outcome` says it
     duration_s: float
+    outcome: ToolOutcome = OK  # how it ended, by kind, with the whole reason
+
+    def to_json(self) -> dict[str, Any]:
+        data = super().to_json()
+        data["outcome"] = {**data["outcome"], "kind": self.outcome.kind.value}
+        return data
 
 
 @dataclass(frozen=True)

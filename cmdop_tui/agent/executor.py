@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Protocol
 
 from cmdop_tui.agent.agent_config import AgentConfig
-from cmdop_tui.agent.approval import Approval, Approver, ChangeHook, HostRules, ToolCall
+from cmdop_tui.agent.approval import (
+    Approval,
+    Approver,
+    ChangeHook,
+    HostRules,
+    ToolCall,
+    escalation_denial,
+    not_run,
+)
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.events import ToolEnd, ToolNested, ToolProgress, ToolStart
 from cmdop_tui.agent.history import CANCELLED_RESULT, Conversation
@@ -29,8 +37,16 @@ from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import OutputStream, SandboxRefusal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.placement import Placement
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
+
+STOPPED = "stopped before it ended (Stop, Ctrl+C or a signal)"
+
+
+def prompt_failed(exc: Exception) -> Approval:
+    """A broken approval prompt's answer: no, since no one could be asked (the tool must not run)."""
+    return Approval(False, f"the approval prompt failed ({exc})", denied_as=OutcomeKind.NO_ONE_TO_ASK)
 
 
 class OutputArchive(Protocol):
@@ -132,7 +148,7 @@ class ToolExecutor:
             call = replace(call, preview=await preview_tool(call.tool, call.input, preview_context))
         emit(ToolStart(call_id=call.id, name=call.name, input=call.input, machine=call.machine, preview=call.preview))
         started = time.monotonic()
-        result = ToolResult.error(CANCELLED_RESULT)
+        result = ToolResult.error(CANCELLED_RESULT, OutcomeKind.CANCELLED, STOPPED)
         try:
             refusal = blocked or await self._refusal(call)
             if refusal is not None:
@@ -147,7 +163,7 @@ class ToolExecutor:
                 self.host.archive.stream_ended(call.id)
             self._record(call, result)
             duration = round(time.monotonic() - started, 3)
-            emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration))
+            emit(ToolEnd(call.id, call.name, result.content, result.is_error, duration, result.settled))
 
     async def _before_change(self, call: ToolCall) -> None:
         """Let the session keep what a mutating call may change (a checkpoint), first."""
@@ -167,11 +183,8 @@ class ToolExecutor:
             try:
                 approval = await approve(call)
             except Exception as exc:  # a broken approval prompt must not run the tool
-                approval = Approval(False, f"the approval prompt failed ({exc})")
-        if approval.allowed:
-            return None
-        why = f" Reason: {approval.reason}" if approval.reason else ""
-        return ToolResult.error(f"The user denied this tool call; it was not run.{why}")
+                approval = prompt_failed(exc)
+        return None if approval.allowed else not_run(approval)
 
     async def _run(self, call: ToolCall, emit: EventSink) -> ToolResult:
         assert call.tool is not None
@@ -201,24 +214,26 @@ class ToolExecutor:
         if self.host.archive is not None:
             self.host.archive.stream(call_id, text, host)
 
-    async def _escalate(self, call: ToolCall, needs: SandboxRefusal) -> tuple[bool, str]:
-        """Whether the user lets this call do, outside the sandbox, what it refused (`needs`),
-        and why not."""
+    async def _escalate(self, call: ToolCall, needs: SandboxRefusal) -> ToolOutcome | None:
+        """None when the user lets this call do, outside the sandbox, what it refused (`needs`);
+        else how the asking ended, and why not."""
         approve = self.host.approve
-        if approve is None:
-            return False, "no one can be asked here"  # a sandbox is never left by default
+        if approve is None:  # a sandbox is never left by default
+            return ToolOutcome(OutcomeKind.NO_ONE_TO_ASK, "no one can be asked here")
         async with self._approval_lock:
             try:
                 approval = await approve(replace(call, escalation=needs))
             except Exception as exc:
-                return False, f"the approval prompt failed ({exc})"
+                approval = prompt_failed(exc)
         if approval.allowed and self.host.changes is not None:
             self.host.changes.left_sandbox(call, needs)
-        return approval.allowed, approval.reason
+        return escalation_denial(approval)
 
     def _record_stopped(self, call: ToolCall, result: ToolResult) -> None:
         """What a stopped call had done, as its result (else the history says only "cancelled")."""
-        self._stopped[call.id] = ToolResult.error(f"{CANCELLED_RESULT}\n{result.content}")
+        self._stopped[call.id] = ToolResult.error(
+            f"{CANCELLED_RESULT}\n{result.content}", OutcomeKind.CANCELLED, STOPPED
+        )
 
     def _record(self, call: ToolCall, result: ToolResult) -> None:
         result = result.bounded()

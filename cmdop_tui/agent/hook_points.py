@@ -12,9 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from cmdop_tui.agent.approval import ToolCall
+from cmdop_tui.agent.approval import NOT_RUN, ToolCall
 from cmdop_tui.hooks import Hooks
 from cmdop_tui.tools.base import ToolResult
+from cmdop_tui.tools.outcome import OutcomeKind
 from cmdop_tui.tools.placement import Placement
 
 STOP_HOOK_ROUNDS = 8  # a Stop hook that always asks to go on is heard this many times in a row
@@ -31,7 +32,10 @@ async def before_tool(
     verdict = await hooks.fire("PreToolUse", fields, tool=call.name, placement=call.placement, call_id=call.id)
     if verdict.blocked:
         why = f" Reason: {verdict.reason}" if verdict.reason else ""
-        return call, ToolResult.error(f"A hook blocked this tool call; it was not run.{why}")
+        said = f"{NOT_RUN[OutcomeKind.DENIED_BY_HOOK]}{why}"
+        return call, ToolResult.error(
+            said, OutcomeKind.DENIED_BY_HOOK, verdict.reason or "a PreToolUse hook blocked it"
+        )
     if verdict.updated_input is not None:
         call = replace(call, input=verdict.updated_input)
         call = replace(call, placement=place(call))

@@ -26,7 +26,7 @@ from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.remote_sandbox import RemoteFacts, RemoteSandbox
 from cmdop_tui.machines.sandbox import Sandbox
-from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, State
+from cmdop_tui.machines.spec import Health, MachineError, MachineSpec, MachineUnreachable, State
 from cmdop_tui.machines.ssh import SshOptions, SshTransport
 from cmdop_tui.machines.ssh_config import Connection
 from cmdop_tui.machines.ssh_resolve import SshResolver
@@ -140,7 +140,7 @@ class Fleet:
         if spec.name not in self._facts:
             health = await self.probe(spec)
             if health.state == "offline":
-                raise MachineError(health.error or f"cannot reach {spec.name}")
+                raise MachineUnreachable(health.error or f"cannot reach {spec.name}")
             if spec.name not in self._facts:
                 raise MachineError(
                     f"nothing runs on {spec.name} until the app knows what sandbox it has there: its probe did not say"
@@ -163,7 +163,7 @@ class Fleet:
         health = self.health.get(spec.name)
         if health is not None and health.state == "offline":
             ago = time.monotonic() - health.checked_at
-            raise MachineError(f"{spec.name} is offline (checked {ago:.0f} s ago): {health.error}")
+            raise MachineUnreachable(f"{spec.name} is offline (checked {ago:.0f} s ago): {health.error}")
 
     # --- health --------------------------------------------------------------------------------
 

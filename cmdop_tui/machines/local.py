@@ -82,7 +82,7 @@ class LocalMachine:
         created = [path for path in absent if os.path.lexists(path)]
         if created:
             return self._refuse_created(result, created)
-        if result.is_error or not result.text.startswith("exit code: 0"):
+        if result.is_error or result.exit_code != 0:
             return self._explain_denial(result)
         return result
 

@@ -50,11 +50,16 @@ class SandboxRefusal:
 
 @dataclass(frozen=True)
 class MachineResult:
-    """The outcome of one operation: inert text for the model, and whether it is an error."""
+    """The outcome of one operation: inert text for the model, and whether it is an error. A
+    command also says, typed, how it ended: its `exit_code` when it ran to its end, or the
+    timeout (`timed_out_ms`) past which it was killed, or that its machine was `unreachable`."""
 
     text: str
     is_error: bool = False
     sandbox_denied: SandboxRefusal | None = None  # what the sandbox refused: may be escalated
+    exit_code: int | None = None
+    timed_out_ms: int | None = None
+    unreachable: bool = False  # the machine could not be reached (offline, ssh could not connect)
 
     @classmethod
     def error(cls, message: str) -> MachineResult:

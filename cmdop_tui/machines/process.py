@@ -343,9 +343,11 @@ async def run_process(
     timed_out, complete = await _supervise(shell, timeout_ms / 1000, progress, on_abort)
     if timed_out:
         header = f"error: the command timed out after {timeout_ms} ms and was killed"
-        return MachineResult.error(_report_text(shell, header, output_limit, complete))
+        return MachineResult(
+            _report_text(shell, header, output_limit, complete), is_error=True, timed_out_ms=timeout_ms
+        )
     failure = exit_line(shell.returncode, shell.buffers["stderr"].render(400)) if exit_line else None
     if failure is not None:
         return MachineResult.error(failure)
     header = _exit_line(shell.returncode)
-    return MachineResult(_report_text(shell, header, output_limit, complete))
+    return MachineResult(_report_text(shell, header, output_limit, complete), exit_code=shell.returncode)

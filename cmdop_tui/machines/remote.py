@@ -41,7 +41,7 @@ from cmdop_tui.machines.remote_scripts import (
     WORKSPACE_FILES_SCRIPT,
     WRITE_SCRIPT,
 )
-from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.machines.spec import MachineError, MachineSpec, MachineUnreachable
 from cmdop_tui.machines.ssh import SSH_FAILED, RemoteResult, SshTransport, ssh_failure
 from cmdop_tui.support.diffs import apply_edit
 from cmdop_tui.support.text import decode_output, inert_line, strip_terminal_sequences, truncate_middle
@@ -99,13 +99,18 @@ class RemoteMachine:
                 said.append(text)
             progress(text, stream)
 
+        failure: list[MachineError] = []  # what ssh's own exit 255 meant
+
         def ssh_error(status: int | None, stderr: str) -> str | None:
-            return str(ssh_failure(self.spec, stderr, ran=any(said))) if status == SSH_FAILED else None
+            if status != SSH_FAILED:
+                return None
+            failure.append(ssh_failure(self.spec, stderr, ran=any(said)))
+            return str(failure[-1])
 
         try:
             sandbox = await self.sandbox_of()
         except MachineError as exc:
-            return MachineResult.error(str(exc))
+            return MachineResult(str(exc), is_error=True, unreachable=isinstance(exc, MachineUnreachable))
         script = sandbox.script(command, cwd=cwd, confined=sandboxed)
         result = await self._run_stoppable(
             script,
@@ -117,7 +122,8 @@ class RemoteMachine:
             login_bash=sandbox.facts.login_bash,
         )
         text, tags = sandbox.take_tags(result.text)
-        return self._judge(replace(result, text=text), tags, sandbox, sandboxed)
+        judged = self._judge(replace(result, text=text), tags, sandbox, sandboxed)
+        return replace(judged, unreachable=any(isinstance(error, MachineUnreachable) for error in failure))
 
     def _judge(self, result: MachineResult, tags: Tags, sandbox: RemoteSandbox, sandboxed: bool) -> MachineResult:
         """A command's result with what the sandbox there refused it (checked against its rules)."""
@@ -133,7 +139,7 @@ class RemoteMachine:
             )
             return MachineResult.denied(result.text + note, sandbox.refusal("create", paths, held))
         confined = sandboxed and sandbox.confines
-        if confined and (result.is_error or not result.text.startswith("exit code: 0")):
+        if confined and (result.is_error or result.exit_code != 0):
             refusal = sandbox.refused_write(result.text)
             if refusal is not None:
                 note = (

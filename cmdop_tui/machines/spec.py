@@ -18,6 +18,10 @@ class MachineError(Exception):
     """A machine cannot be named, reached or used; the message says which and why."""
 
 
+class MachineUnreachable(MachineError):
+    """A machine cannot be reached: the last probe found it offline, or ssh could not connect."""
+
+
 def check_host(host: str) -> None:
     """Raises MachineError for a host ssh would not read as one: a leading `-` would make it an
     option (`-oProxyCommand=...` runs a program here), and spaces or controls are no host."""

@@ -27,7 +27,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.machines.spec import MachineError, MachineSpec, MachineUnreachable
 from cmdop_tui.support.processes import kill_process_group
 
 SSH_FAILED = 255  # ssh's own exit status when it could not connect or authenticate
@@ -131,7 +131,7 @@ def ssh_failure(spec: MachineSpec, stderr: str, *, ran: bool = False) -> Machine
             f"the connection to {spec.name} was lost while the command ran ({last}); it may still be "
             f"running there: check (e.g. with ps) before running it again"
         )
-    return MachineError(f"cannot reach {spec.name} over ssh: {last}")
+    return MachineUnreachable(f"cannot reach {spec.name} over ssh: {last}")
 
 
 class SshTransport:

@@ -32,7 +32,8 @@ import mcp_types as types
 
 from cmdop_tui.support.images import decode_head, decoded_size, sniff
 from cmdop_tui.support.text import strip_terminal_sequences, truncate_middle
-from cmdop_tui.tools.base import ResultImage, ToolResult, size_text
+from cmdop_tui.tools.base import ResultImage, ToolResult, first_line, size_text
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 
 OUTPUT_LIMIT = 50_000  # characters of one result the model gets
 RESOURCE_TEXT_LIMIT = 20_000  # characters of one embedded or read resource's text
@@ -92,7 +93,11 @@ class _Parts:
         if len(text) > OUTPUT_LIMIT:
             keep(text)
         text = truncate_middle(text, OUTPUT_LIMIT)
-        return ToolResult(text, is_error=is_error, images=tuple(self.images)).bounded()
+        # A server's tool that says it failed (isError): the reason its first line, so it reads whole.
+        outcome = (
+            ToolOutcome(OutcomeKind.FAILED, f"the tool reported an error: {first_line(text)}") if is_error else None
+        )
+        return ToolResult(text, is_error=is_error, images=tuple(self.images), outcome=outcome).bounded()
 
 
 def tool_result(

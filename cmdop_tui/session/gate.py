@@ -13,6 +13,7 @@ from cmdop_tui.machines.inventory import TAG_PREFIX, Inventory
 from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.permissions import Decision, Permissions
 from cmdop_tui.support.secrets import configured_secrets, redact_json
+from cmdop_tui.tools.outcome import OutcomeKind
 from cmdop_tui.tools.placement import Placement
 
 NO_ESCALATION = (
@@ -61,11 +62,11 @@ def permission_gate(
         if verdict == "allow":
             approval = Approval(True)
         elif verdict == "deny":
-            approval = Approval(False, decision.reason)
+            approval = Approval(False, decision.reason, denied_as=_denier(decision))
         elif (answered := await _permission_hooks(hooks, call)) is not None:
             approval = answered
         elif ask is None:
-            approval = Approval(False, NOBODY_TO_ASK)
+            approval = Approval(False, NOBODY_TO_ASK, denied_as=OutcomeKind.NO_ONE_TO_ASK)
         else:
             approval = await ask(call)
             _note_asked(permissions, call, approval)
@@ -93,10 +94,17 @@ async def _permission_hooks(hooks: Hooks | None, call: ToolCall) -> Approval | N
     fields = {"tool_name": call.name, "tool_input": call.input, "tool_use_id": call.id, "permission_suggestions": []}
     verdict = await hooks.fire("PermissionRequest", fields, tool=call.name, placement=call.placement, call_id=call.id)
     if verdict.blocked:
-        return Approval(False, verdict.reason or "a PermissionRequest hook denied it")
+        return Approval(
+            False, verdict.reason or "a PermissionRequest hook denied it", denied_as=OutcomeKind.DENIED_BY_HOOK
+        )
     if verdict.decision == "allow" and verdict.updated_input is None:
         return Approval(True)
     return None
+
+
+def _denier(decision: Decision) -> OutcomeKind:
+    """Who said no: the safety floor, or a permission rule or the mode."""
+    return OutcomeKind.REFUSED_BY_FLOOR if decision.floor else OutcomeKind.DENIED_BY_RULE
 
 
 def _decide(permissions: Permissions, call: ToolCall, fleet: Fleet | None) -> Decision:
@@ -208,10 +216,11 @@ async def _ask_a_person(permissions: Permissions, call: ToolCall, decision: Deci
     if decision.person_only:
         call = replace(call, person_only=decision.reason)
     if decision.verdict == "deny" and decision.floor:  # the floor holds outside the sandbox too
-        approval = Approval(False, decision.reason)
+        approval = Approval(False, decision.reason, denied_as=OutcomeKind.REFUSED_BY_FLOOR)
     elif ask is None:
         nobody = NO_ESCALATION if call.escalation is not None else PERSON_MUST_DECIDE
-        approval = Approval(False, f"{decision.reason}; {nobody}" if decision.person_only else nobody)
+        reason = f"{decision.reason}; {nobody}" if decision.person_only else nobody
+        approval = Approval(False, reason, denied_as=OutcomeKind.NO_ONE_TO_ASK)
     else:
         approval = await ask(call)
         _note_asked(permissions, call, approval)

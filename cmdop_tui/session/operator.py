@@ -42,6 +42,7 @@ from cmdop_tui.mcp.forms import FormValue
 from cmdop_tui.session.assembly import runner_config
 from cmdop_tui.session.rewind import RewindError, Rewound, TurnSummary
 from cmdop_tui.session.session import Session
+from cmdop_tui.tools.outcome import OutcomeKind
 
 T = TypeVar("T")
 Mode = Literal["default", "strict", "auto"]
@@ -367,7 +368,7 @@ def _approver(decide: Decide) -> Callable[[ToolCall], Awaitable[Approval]]:
             answer = Approval(bool(answer), "" if answer else "the operator's approval function said no")
         if call.needs_person and answer.allowed and not answer.by_person:
             what = f"outside the sandbox: {call.escalation.needs}" if call.escalation else call.person_only
-            return Approval(False, NOT_BY_PERSON.format(what=what))
+            return Approval(False, NOT_BY_PERSON.format(what=what), denied_as=OutcomeKind.NO_ONE_TO_ASK)
         return answer
 
     return approve

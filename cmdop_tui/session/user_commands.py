@@ -33,6 +33,7 @@ from cmdop_tui.machines.machine import MachineResult, OutputStream
 from cmdop_tui.machines.spec import MachineError
 from cmdop_tui.session.checkpoints import Checkpoints
 from cmdop_tui.tools.base import ToolResult
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.placement import place
 from cmdop_tui.tools.registry import mask_credentials
 from cmdop_tui.tools.shell import DEFAULT_OUTPUT_LIMIT, MAX_TIMEOUT_MS
@@ -135,8 +136,8 @@ async def _run(place_: CommandPlace, call: ToolCall, emit: EventSink) -> UserCom
     emit(ToolStart(call_id=call.id, name=USER_COMMAND, input={"command": command}, machine=machine_name))
     started = time.monotonic()
 
-    def end(output: str, is_error: bool) -> None:
-        emit(ToolEnd(call.id, USER_COMMAND, output, is_error, time.monotonic() - started))
+    def end(output: str, is_error: bool, outcome: ToolOutcome) -> None:
+        emit(ToolEnd(call.id, USER_COMMAND, output, is_error, time.monotonic() - started, outcome))
 
     def progress(text: str, stream: OutputStream) -> None:
         emit(ToolProgress(call_id=call.id, text=text, stream=stream))
@@ -151,13 +152,13 @@ async def _run(place_: CommandPlace, call: ToolCall, emit: EventSink) -> UserCom
             output_limit=DEFAULT_OUTPUT_LIMIT,
         )
     except MachineError as exc:
-        end(str(exc), True)
+        end(str(exc), True, ToolResult.error(str(exc)).settled)
         return UserCommandOutcome(command, machine_name, "error", str(exc))
     except asyncio.CancelledError:  # a Stop: the command's process group is killed
-        end("stopped by the user", True)
+        end("stopped by the user", True, ToolOutcome(OutcomeKind.CANCELLED, "stopped by the user"))
         raise
     output = mask_credentials(ToolResult.of(result)).content + refusal_note(result)
-    end(output, result.is_error)
+    end(output, result.is_error, ToolResult.of(result).settled)
     before = len(place_.conversation.messages)
     place_.conversation.append_user(context_text(command, machine_name, output))
     opened = before if len(place_.conversation.messages) > before else None

@@ -14,6 +14,8 @@ from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.support.images import decoded_size
 from cmdop_tui.support.text import truncate_middle
 
+from .outcome import OK, OutcomeKind, ToolOutcome, command_outcome
+
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
 
@@ -46,20 +48,42 @@ class ResultImage:
 @dataclass(frozen=True)
 class ToolResult:
     """What goes back to the model as a `tool_result`: text, and the images it names (each
-    named in the text too, by its `note`, for what shows text only: the tool card, an export)."""
+    named in the text too, by its `note`, for what shows text only: the tool card, an export).
+    `outcome`: how the call ended, typed where it is known (None: ok, or failed when `is_error`,
+    see `settled`)."""
 
     content: str
     is_error: bool = False
     images: tuple[ResultImage, ...] = ()
+    outcome: ToolOutcome | None = field(default=None, compare=False)  # said beside the text, not part of it
 
     @classmethod
-    def error(cls, message: str) -> ToolResult:
-        return cls(content=message, is_error=True)
+    def error(cls, message: str, kind: OutcomeKind = OutcomeKind.FAILED, reason: str = "") -> ToolResult:
+        """An error result; `kind` and `reason` say how the call ended (the reason: the message's
+        first line, unless given)."""
+        return cls(content=message, is_error=True, outcome=ToolOutcome(kind, reason or first_line(message)))
 
     @classmethod
-    def of(cls, outcome: MachineResult) -> ToolResult:
-        """What a machine answered, as the result the model gets."""
-        return cls(outcome.text, is_error=outcome.is_error)
+    def of(cls, answer: MachineResult) -> ToolResult:
+        """What a machine answered, as the result the model gets, with how it ended."""
+        if answer.sandbox_denied is not None:
+            outcome = ToolOutcome(
+                OutcomeKind.REFUSED_BY_SANDBOX, f"the sandbox refused to {answer.sandbox_denied.needs}"
+            )
+        elif answer.timed_out_ms is not None:
+            outcome = command_outcome(None, timed_out=True, timeout_ms=answer.timed_out_ms)
+        elif answer.exit_code is not None:
+            outcome = command_outcome(answer.exit_code)
+        else:
+            outcome = ToolOutcome(OutcomeKind.FAILED, first_line(answer.text)) if answer.is_error else OK
+        return cls(answer.text, is_error=answer.is_error, outcome=outcome)
+
+    @property
+    def settled(self) -> ToolOutcome:
+        """How the call ended: its `outcome`, else ok, or failed (its first line the reason)."""
+        if self.outcome is not None:
+            return self.outcome
+        return ToolOutcome(OutcomeKind.FAILED, first_line(self.content)) if self.is_error else OK
 
     def bounded(self) -> ToolResult:
         """This result with its images within the bounds (MAX_IMAGE_BASE64 each, MAX_RESULT_IMAGES
@@ -91,6 +115,15 @@ def _too_big(image: ResultImage, count: int, spent: int) -> str | None:
     return None
 
 
+REASON_CHARS = 500  # of an error's first line, as the reason a card's detail shows
+
+
+def first_line(text: str) -> str:
+    """The first non-empty line of `text`, within REASON_CHARS: an error's reason."""
+    line = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return line if len(line) <= REASON_CHARS else line[: REASON_CHARS - 1] + "…"
+
+
 def size_text(count: int) -> str:
     """A size in bytes for people: `812 B`, `12 kB`, `3.4 MB`."""
     if count < 1000:
@@ -110,8 +143,9 @@ class ToolContext:
     keeps this call's whole output there when its result holds it capped (False: nowhere to keep it).
     `keep_host_output(host, text)` keeps one host's own stream of a call over many, whole, as it
     comes (what `progress` gets is kept that way by the executor).
-    `escalate(needs)` asks the user whether what the sandbox refused may be done outside it
-    (None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
+    `escalate(needs)` asks the user whether what the sandbox refused may be done outside it: None
+    when allowed, else how the asking ended (denied, no answer, no one to ask...) and why
+    (`escalate` None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
     machine denies this call there (None: none does), for a tool that runs on many machines.
     `stopped_with(result)` is what a tool being stopped had done (a fan-out's finished hosts):
     the history keeps it in place of a bare "cancelled".
@@ -125,7 +159,7 @@ class ToolContext:
     recall: Callable[[str], str | None] = lambda call_id: None
     keep: Callable[[str], bool] = lambda text: False
     keep_host_output: Callable[[str, str], None] = lambda host, text: None
-    escalate: Callable[[SandboxRefusal], Awaitable[tuple[bool, str]]] | None = None  # (allowed, why not)
+    escalate: Callable[[SandboxRefusal], Awaitable[ToolOutcome | None]] | None = None  # None: allowed
     denied_on: Callable[[str], str | None] = lambda machine: None
     stopped_with: Callable[[ToolResult], None] = lambda result: None
 

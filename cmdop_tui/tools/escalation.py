@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from cmdop_tui.machines.machine import MachineResult
+from cmdop_tui.machines.machine import MachineResult, SandboxRefusal
 
 from .base import ToolContext, ToolResult
+from .outcome import OutcomeKind, ToolOutcome
 
 Attempt = Callable[[bool], Awaitable[MachineResult]]  # sandboxed -> the machine's answer
 
@@ -26,12 +27,27 @@ async def with_escalation(ctx: ToolContext, attempt: Attempt) -> ToolResult:
     refusal = result.sandbox_denied
     if refusal is None:
         return ToolResult.of(result)
-    allowed, why = (False, "no one can be asked here") if ctx.escalate is None else await ctx.escalate(refusal)
-    if not allowed:
-        because = f": {why}" if why else ""
+    denial = NO_ONE_HERE if ctx.escalate is None else await ctx.escalate(refusal)
+    if denial is not None:
         return ToolResult(
             f"{result.text}\n[The sandbox refused to {refusal.needs}. The user did not allow it outside "
-            f"the sandbox{because}.]",
+            f"the sandbox{_because(denial.reason)}.]",
             is_error=True,
+            outcome=refused(refusal, denial),
         )
     return ToolResult.of(await attempt(False))
+
+
+NO_ONE_HERE = ToolOutcome(OutcomeKind.NO_ONE_TO_ASK, "no one can be asked here")
+
+
+def refused(refusal: SandboxRefusal, denial: ToolOutcome) -> ToolOutcome:
+    """How a call the sandbox refused ended when it was not let out (`denial`: why not): refused
+    by the sandbox; denied for want of a person when no one could be asked (headless mode says so)."""
+    said = f"the sandbox refused to {refusal.needs}; it was not allowed outside the sandbox{_because(denial.reason)}"
+    kind = OutcomeKind.NO_ONE_TO_ASK if denial.kind is OutcomeKind.NO_ONE_TO_ASK else OutcomeKind.REFUSED_BY_SANDBOX
+    return ToolOutcome(kind, said)
+
+
+def _because(why: str) -> str:
+    return f": {why}" if why else ""

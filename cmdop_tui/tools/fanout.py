@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from cmdop_tui.machines.machine import MachineResult
-from cmdop_tui.machines.spec import MachineError, MachineSpec
+from cmdop_tui.machines.spec import MachineError, MachineSpec, MachineUnreachable
 
 from .base import Subject, Tool, ToolContext, ToolResult, host_event
+from .outcome import OK, OutcomeKind, ToolOutcome
 from .schema import object_schema, prop
 from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
 
@@ -43,33 +44,38 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")  # a progress bar's \r ends a line as \n 
 @dataclass(frozen=True)
 class Outcome:
     """What one host did: `status` is the first line (`exit 0`, `error: ...`, `denied by rule ...`),
-    `body` the output under it; `ok` when it ran and exited 0."""
+    `body` the output under it; `kind` how it ended, typed (ok: it ran and exited 0);
+    `unreachable`: the machine could not be reached (offline, ssh failed to connect)."""
 
     host: str
     status: str
     body: str = ""
-    ok: bool = False
+    kind: OutcomeKind = OutcomeKind.FAILED
+    unreachable: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.kind is OutcomeKind.OK
 
     @classmethod
     def of(cls, host: str, result: MachineResult) -> Outcome:
         head, _, body = result.text.partition("\n")
-        if head.startswith("exit code: "):
+        if result.exit_code is not None:
             status = "exit " + head.removeprefix("exit code: ")
-            ok = not result.is_error and status == "exit 0"
         else:  # the ssh client failed, the command timed out...
-            status, ok = (head if head.startswith("error") else f"error: {head}"), False
-        return cls(host, status, body.strip("\n"), ok)
+            status = head if head.startswith("error") else f"error: {head}"
+        return cls(host, status, body.strip("\n"), ToolResult.of(result).settled.kind, result.unreachable)
 
     @property
     def state(self) -> str:
-        """For the fleet view: done, failed, offline or denied."""
+        """For the fleet view: done, failed, timed out, offline or denied."""
         if self.ok:
             return "done"
-        if self.status.startswith("denied"):
+        if self.kind is OutcomeKind.DENIED_BY_RULE:
             return "denied"
-        if " is offline" in self.status or "cannot reach" in self.status:
+        if self.unreachable:
             return "offline"
-        return "failed"
+        return "timed out" if self.kind is OutcomeKind.TIMED_OUT else "failed"
 
     @property
     def last_line(self) -> str:
@@ -78,9 +84,24 @@ class Outcome:
         return (lines[-1] if lines and lines[-1] != "(no output)" else self.status)[:LINE_CHARS]
 
     @classmethod
-    def failed(cls, host: str, why: str) -> Outcome:
+    def failed(cls, host: str, why: str, *, unreachable: bool = False) -> Outcome:
         head, _, body = why.partition("\n")
-        return cls(host, head if head.startswith(("error", "denied")) else f"error: {head}", body.strip("\n"))
+        status = head if head.startswith("error") else f"error: {head}"
+        return cls(host, status, body.strip("\n"), unreachable=unreachable)
+
+
+def call_outcome(outcomes: Sequence[Outcome]) -> ToolOutcome:
+    """The whole call's outcome: ok when every host ran and exited 0; else failed, the reason
+    counting the hosts by how they ended (`2 of 5 hosts did not succeed: 1 exit 1, 1 offline`)."""
+    failing = [outcome for outcome in outcomes if not outcome.ok]
+    if not failing:
+        return OK
+    counts: dict[str, int] = {}
+    for outcome in failing:
+        state = outcome.status if outcome.status.startswith("exit ") else outcome.state
+        counts[state] = counts.get(state, 0) + 1
+    said = ", ".join(f"{count} {state}" for state, count in counts.items())
+    return ToolOutcome(OutcomeKind.FAILED, f"{len(failing)} of {len(outcomes)} hosts did not succeed: {said}")
 
 
 def host_ranges(hosts: Sequence[str], order: Sequence[str]) -> str:
@@ -167,18 +188,19 @@ class _Host:
         whatever the throttled running events showed before."""
         elapsed = f" ({time.monotonic() - self.started:.1f} s)" if self.started is not None else ""
         self.ctx.progress(f"{outcome.host}: {outcome.status}{elapsed}\n", "info")
-        ran = outcome.status.startswith("exit ")
+        ran = self.started is not None and not outcome.unreachable
         self.tell(outcome.state, self.last_line if ran and self.last_line else outcome.last_line)
         return outcome
 
     async def run(self, command: str, args: dict[str, Any], slots: asyncio.Semaphore, output_limit: int) -> Outcome:
         denied = self.ctx.denied_on(self.spec.name)
         if denied is not None:
-            return self.end(Outcome(self.spec.name, denied if denied.startswith("denied") else f"denied: {denied}"))
+            status = denied if denied.startswith("denied") else f"denied: {denied}"
+            return self.end(Outcome(self.spec.name, status, kind=OutcomeKind.DENIED_BY_RULE))
         try:
             machine = self.ctx.machine({"machine": self.spec.name})
         except MachineError as exc:  # offline, hidden: at once, without a slot
-            return self.end(Outcome.failed(self.spec.name, str(exc)))
+            return self.end(Outcome.failed(self.spec.name, str(exc), unreachable=isinstance(exc, MachineUnreachable)))
         async with slots:
             self.started = time.monotonic()
             self.tell("running")
@@ -217,7 +239,9 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     try:
         await asyncio.wait(tasks)
     except asyncio.CancelledError:  # Stop: the hosts that finished are kept, the rest marked
-        ctx.stopped_with(ToolResult(grouped_report(_so_far(specs, tasks)), is_error=True))
+        ctx.stopped_with(
+            ToolResult(grouped_report(_so_far(specs, tasks)), is_error=True)
+        )  # the executor marks it cancelled
         raise
     finally:  # every host's command is cancelled (its remote group killed) and awaited
         for task in tasks:
@@ -227,7 +251,9 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         task.result() if task.exception() is None else Outcome.failed(spec.name, str(task.exception()))
         for spec, task in zip(specs, tasks, strict=True)
     ]
-    return ToolResult(grouped_report(outcomes), is_error=not any(outcome.ok for outcome in outcomes))
+    return ToolResult(
+        grouped_report(outcomes), is_error=not any(outcome.ok for outcome in outcomes), outcome=call_outcome(outcomes)
+    )
 
 
 def _so_far(specs: Sequence[MachineSpec], tasks: Sequence[asyncio.Task[Outcome]]) -> list[Outcome]:

@@ -17,6 +17,7 @@ from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
 from cmdop_tui.permissions import PermissionsError
+from cmdop_tui.tools.outcome import OutcomeKind
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
@@ -69,7 +70,12 @@ async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
         host.action_stop()
     if choice in (ApprovalChoice.ONCE, ApprovalChoice.SESSION, ApprovalChoice.ALWAYS):
         return Approval(True)
-    return Approval(False, "the user chose Deny" if choice is ApprovalChoice.DENY else "no answer in time")
+    if choice is ApprovalChoice.DENY:
+        return Approval(False, "the user chose Deny", by_person=True)
+    if choice is ApprovalChoice.STOP:
+        return Approval(False, "the user chose Stop", by_person=True, denied_as=OutcomeKind.CANCELLED)
+    waited = f"{host.settings.approval_timeout_s:g} s"
+    return Approval(False, f"no answer in time (asked for {waited})", denied_as=OutcomeKind.APPROVAL_TIMEOUT)
 
 
 class Questions:

@@ -99,7 +99,7 @@ class AttentiveApp(MirroredApp):
             del self._ended[next(iter(self._ended))]
         command = record.arguments.get("command")
         shown = mask(command) if isinstance(command, str) else None  # a desktop's list keeps it
-        self.notifier.tool_finished(event.name, shown, event.duration_s, event.is_error)
+        self.notifier.tool_finished(event.name, shown, event.duration_s, not event.outcome.ok)
 
     def _screen_changed(self, screen: Screen[Any]) -> None:
         if isinstance(screen, ApprovalScreen):

@@ -109,7 +109,7 @@ class EventRouter:
             self._post_progress(event, record)
             return
         if isinstance(event, ev.ToolEnd):
-            record.finish(event.output, event.is_error, event.duration_s)
+            record.finish(event.output, event.outcome, event.duration_s)
             self.app.post_message(Agent.ToolEnded(event, record))  # a long one is told (tui/attention.py)
         self._post_tool_message(event, record)
 

@@ -28,6 +28,7 @@ from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.describe import approval_question, describe_arguments, plain_preview
 from cmdop_tui.tools.edit import EDIT_FILE
 from cmdop_tui.tools.files import READ_FILE, WRITE_FILE
+from cmdop_tui.tools.outcome import OK
 from cmdop_tui.tools.registry import preview_tool
 from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 from cmdop_tui.tui.vocabulary.messages import Agent
@@ -267,7 +268,7 @@ async def test_the_card_shows_the_diff_then_the_result() -> None:
         text = str(card.render())
         assert "+1 -1" in text and "-b" in text and "+Bred" in text and "--- x.txt" not in text
         assert not CONTROL.search(text)
-        record.finish("edited x.txt: replaced 1 occurrence (line 2)", False, 0.1)
+        record.finish("edited x.txt: replaced 1 occurrence (line 2)", OK, 0.1)
         card.refresh()
         await pilot.pause()
         assert str(card.render()).endswith("edited x.txt: replaced 1 occurrence (line 2)")
@@ -289,7 +290,7 @@ async def test_the_panel_shows_the_diff_of_the_highlighted_call() -> None:
         await pilot.pause()
         shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")
         assert shown == ["@@ -1,4 +1,3 @@", "-0", " 1", " 2", " 3", "… 5 more lines (Enter shows all)"]
-        record.finish("wrote 21 bytes to n.txt (replaced)", False, 0.1)
+        record.finish("wrote 21 bytes to n.txt (replaced)", OK, 0.1)
         panel.on_agent_tool_ended(Agent.ToolEnded(ToolEnd("t1", "write_file", record.output, False, 0.1), record))
         await pilot.pause()
         shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")

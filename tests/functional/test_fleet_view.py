@@ -16,6 +16,7 @@ from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.tools.base import ToolContext
 from cmdop_tui.tools.fanout import RUN_ON_MACHINES
+from cmdop_tui.tools.outcome import OK
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.vocabulary.tool_records import HOST_OUTPUT_CHARS, ToolRecord
@@ -81,7 +82,7 @@ async def test_enter_on_a_host_shows_its_own_output():
     record = ToolRecord("t1", "run_on_machines", {"machines": ["web1", "web2"]}, "2 machines")
     record.add_nested({"type": "host", "hostname": "web1", "state": "done", "line": "ok", "text": "web1 says hi\nok\n"})
     record.add_nested({"type": "host", "hostname": "web2", "state": "failed", "line": "no", "text": "web2 broke\nno\n"})
-    record.finish("2 hosts: 1 exit 0, 1 other", False, 1.0)
+    record.finish("2 hosts: 1 exit 0, 1 other", OK, 1.0)
     app = OutputApp(record)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -131,6 +132,6 @@ async def test_the_view_follows_a_call_whose_hosts_come_later_and_keeps_a_reader
         assert area.scroll_y == 20
         area.scroll_end(animate=False, immediate=True)  # at the end: it follows
         record.add_nested({"type": "host", "hostname": "web1", "state": "done", "text": "last\n"})
-        record.finish("1 host: exit 0", False, 1.0)
+        record.finish("1 host: exit 0", OK, 1.0)
         await wait_until(pilot, lambda: area.text.endswith("last\n"))
         assert area.scroll_y == area.max_scroll_y

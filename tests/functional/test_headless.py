@@ -98,7 +98,7 @@ def test_loop_flags(fake_api, cli_env):
 def test_mutating_tools_are_denied_without_yes_and_run_with_it(fake_api, cli_env, tmp_path):
     target = tmp_path / "made"
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("no"))
-    assert run_cli(["-p", "make it"], cli_env, cwd=tmp_path).returncode == 0
+    assert run_cli(["-p", "make it"], cli_env, cwd=tmp_path).returncode == 4  # denied: no one to ask
     assert not target.exists() and "--yes" in str(fake_api.requests[1].body["messages"][-1])
 
     fake_api.enqueue(tool_reply("execute_command", {"command": f"touch {target}"}), text_reply("yes"))

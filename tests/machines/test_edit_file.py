@@ -31,6 +31,7 @@ from cmdop_tui.machines.ssh import SshOptions
 from cmdop_tui.permissions import Permissions, floor_violation
 from cmdop_tui.tools.base import ToolContext, ToolResult
 from cmdop_tui.tools.edit import EDIT_FILE
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.registry import builtin_tools, declared_tool, preview_tool, run_tool
 
 needs_bwrap = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
@@ -254,9 +255,9 @@ async def test_leaving_the_sandbox_takes_the_users_word(place: tuple[Path, Path]
     outside.write_text("draft\n")
     asked: list[str] = []
 
-    async def escalate(needs: SandboxRefusal) -> tuple[bool, str]:
+    async def escalate(needs: SandboxRefusal) -> ToolOutcome | None:
         asked.append(needs.needs)
-        return allowed, "" if allowed else "not today"
+        return None if allowed else ToolOutcome(OutcomeKind.DENIED, "not today")
 
     fleet = Fleet(Inventory.load((), None), sandbox=Sandbox(SandboxPolicy(mode="strict"), bubblewrap(), home=home))
     ctx = ToolContext(call_id="t", cwd=work, machines=fleet, escalate=escalate)
@@ -266,6 +267,7 @@ async def test_leaving_the_sandbox_takes_the_users_word(place: tuple[Path, Path]
     assert outside.read_text() == ("final\n" if allowed else "draft\n")
     if not allowed:
         assert "did not allow it outside the sandbox: not today" in result.content
+        assert result.settled.kind is OutcomeKind.REFUSED_BY_SANDBOX and "not today" in result.settled.reason
 
 
 def edit_args(path: str) -> dict[str, str]:

@@ -27,6 +27,7 @@ from cmdop_tui.tools.fanout import (
     grouped_report,
     host_ranges,
 )
+from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.tools.shell import EXECUTE_COMMAND
 
@@ -41,9 +42,9 @@ def test_neighbours_in_inventory_order_read_as_ranges():
 
 
 def test_identical_outcomes_are_grouped_in_order():
-    running_ = MachineResult("exit code: 0\n\nstdout:\nactive (running)")
+    running_ = MachineResult("exit code: 0\n\nstdout:\nactive (running)", exit_code=0)
     outcomes = [Outcome.of(f"web{i:02d}", running_) for i in range(1, 13) if i != 7]
-    outcomes.insert(6, Outcome.of("web07", MachineResult("exit code: 3\n\nstdout:\ninactive")))
+    outcomes.insert(6, Outcome.of("web07", MachineResult("exit code: 3\n\nstdout:\ninactive", exit_code=3)))
     outcomes.append(Outcome.of("db1", MachineResult.error("cannot reach db1 over ssh: Connection refused")))
     report = grouped_report(outcomes).splitlines()
     assert report[0] == "13 hosts: 11 exit 0, 2 other; 3 distinct outcomes"
@@ -119,6 +120,17 @@ async def test_outputs_are_grouped_with_exit_codes_in_inventory_order(fleet, tmp
     report = result.content
     assert result.is_error and "2 distinct outcomes" in report  # no host exited 0
     assert report.index("alpha: exit 3") < report.index("bravo: exit 3")
+    assert result.settled == ToolOutcome(OutcomeKind.FAILED, "2 of 2 hosts did not succeed: 2 exit 3")
+
+
+async def test_a_host_past_the_timeout_reads_timed_out(fleet, tmp_path):
+    nested: list = []
+    args = {"command": "echo begun; sleep 30.6121", "machines": ["alpha"], "timeout_ms": 1500}
+    result = await run_tool(RUN_ON_MACHINES, args, context(fleet, tmp_path, nested=nested))
+    assert result.settled == ToolOutcome(OutcomeKind.FAILED, "1 of 1 hosts did not succeed: 1 timed out")
+    assert [e["state"] for e in nested if e["type"] == "host"][-1] == "timed out"
+    quick = {"command": "true", "machines": ["alpha", "bravo"]}
+    assert (await run_tool(RUN_ON_MACHINES, quick, context(fleet, tmp_path))).settled.ok
 
 
 async def test_by_default_every_host_runs_at_once(fleet, remote_home, tmp_path):
@@ -303,7 +315,7 @@ async def test_host_events_feed_the_fleet_view(lab, fleet, tmp_path):
         assert shown[0] == "1 running · 2 queued" and shown[1].startswith("… alpha")
         for event in nested[4:]:
             record.add_nested(event)
-        record.finish(result.content, result.is_error, 1.0)
+        record.finish(result.content, result.settled, 1.0)
         panel.on_agent_tool_ended(Agent.ToolEnded(ToolEnd("t1", "run_on_machines", result.content, False, 1.0), record))
         await pilot.pause()
         shown = str(panel.query_one("#tool-preview", Static).render()).split("\n")

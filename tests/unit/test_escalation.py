@@ -17,13 +17,14 @@ from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import RunOptions, Settings
-from cmdop_tui.headless import HeadlessOptions, run_headless
+from cmdop_tui.headless import EXIT_NO_ONE_TO_ASK, HeadlessOptions, run_headless
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.machines.sandbox import bubblewrap
 from cmdop_tui.permissions import Decision, Permissions
 from cmdop_tui.permissions.store import audit_path
 from cmdop_tui.session.gate import NO_ESCALATION, permission_gate
 from cmdop_tui.session.operator import Operator
+from cmdop_tui.tools.outcome import OutcomeKind
 from cmdop_tui.tools.registry import builtin_tools
 
 needs_bwrap = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
@@ -103,14 +104,15 @@ async def test_a_person_only_decision_that_says_allow_still_asks(monkeypatch):
         approval = await gate_for("auto", None)(command_call("anything"))
         assert not approval.allowed and "a person must decide" in approval.reason
     monkeypatch.setattr(Permissions, "decide", lambda *a, **k: Decision("deny", "no", floor=True, person_only=True))
-    assert await gate_for("auto", None)(command_call("anything")) == Approval(False, "no")
+    floor = OutcomeKind.REFUSED_BY_FLOOR
+    assert await gate_for("auto", None)(command_call("anything")) == Approval(False, "no", denied_as=floor)
 
 
 async def test_leaving_the_sandbox_is_never_answered_by_rules_or_auto_mode():
     refusal = SandboxRefusal("write", ("/etc/hosts",), "only /work is writable here")
     for mode, rules in (("auto", ()), ("default", ("execute_command(*)",)), ("auto", ("*",))):
         approval = await gate_for(mode, None, *rules)(command_call("touch /etc/hosts", escalation=refusal))
-        assert approval == Approval(False, NO_ESCALATION)
+        assert approval == Approval(False, NO_ESCALATION, denied_as=OutcomeKind.NO_ONE_TO_ASK)
 
 
 async def test_the_floor_refuses_outside_the_sandbox_without_asking(monkeypatch):
@@ -122,7 +124,9 @@ async def test_the_floor_refuses_outside_the_sandbox_without_asking(monkeypatch)
 
     monkeypatch.setattr(Permissions, "decide", lambda *a, **k: Decision("deny", "catastrophic", floor=True))
     refusal = SandboxRefusal("write", ("/",))
-    assert await gate_for("auto", ask)(command_call("rm -rf /", escalation=refusal)) == Approval(False, "catastrophic")
+    assert await gate_for("auto", ask)(command_call("rm -rf /", escalation=refusal)) == Approval(
+        False, "catastrophic", denied_as=OutcomeKind.REFUSED_BY_FLOOR
+    )
     assert asked == []
 
 
@@ -252,10 +256,11 @@ async def test_yes_does_not_answer_what_the_floor_leaves_to_a_person(
     fake_api.enqueue(tool_reply("execute_command", {"command": f"eval 'touch {marker}'"}), text_reply("not run"))
     settings = Settings(run=RunOptions(auto_approve=True))
     code = await run_headless(settings, HeadlessOptions("go", "stream-json"))
-    assert code == 0 and not marker.exists()
+    assert code == EXIT_NO_ONE_TO_ASK and not marker.exists()
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     (end,) = [event for event in events if event["type"] == "tool_end"]
     assert end["is_error"] and "a person must decide" in end["output"]
+    assert end["outcome"]["kind"] == "no_one_to_ask" and "a person must decide" in end["outcome"]["reason"]
 
 
 def test_the_audit_log_says_a_person_was_needed(fake_api, anthropic_env, tmp_path, person_only):

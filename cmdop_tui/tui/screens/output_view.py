@@ -90,6 +90,11 @@ class OutputScreen(ModalScreen[None]):
             background: $surface;
         }
 
+        #output-reason {
+            width: 1fr;
+            color: $text-error;
+        }
+
         #output-text {
             height: 1fr;
         }
@@ -136,6 +141,7 @@ class OutputScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="output-dialog"):
             yield Label(self._title(), id="output-title")
+            yield Label(self._reason(), id="output-reason")
             hosts = OptionList(*self._host_options(), id="output-hosts")
             hosts.display = bool(self.record.hosts)  # shown once the call names hosts
             yield hosts
@@ -144,18 +150,26 @@ class OutputScreen(ModalScreen[None]):
             yield Input(placeholder="Search: Enter finds, Esc closes", id="output-search")
             yield Label(Content.styled(self._hint(), "$text-muted"), id="output-status")
 
+    def _title(self) -> Content:
+        """The call, where it ran, how it ended (by kind) and how long it took."""
+        record = self.record
+        return Content.assemble(
+            (f"{record.glyph} {record.name}", "bold"),
+            f" @{record.machine}  {record.summary}  ",
+            (record.outcome_label, "$text-success" if record.status == "ok" else "$text-error"),
+            f" {record.elapsed}",
+        )
+
+    def _reason(self) -> Content:
+        """Why it ended so, whole (it wraps); empty for a call that is running or ok."""
+        outcome = self.record.outcome
+        return Content("" if outcome is None or outcome.ok else outcome.described())
+
     def on_mount(self) -> None:
         self.query_one("#output-note").display = bool(self._note())
         (self.query_one(OptionList) if self.record.hosts else self.query_one(OutputPager)).focus()
         if self.record.status == "running":
             self._ticker = self.set_interval(FOLLOW_EVERY_S, self._follow)
-
-    def _title(self) -> Content:
-        """The call, where it ran, what it did and how long it took (one place, kept small)."""
-        record = self.record
-        return Content.assemble(
-            (f"{record.glyph} {record.name}", "bold"), f" @{record.machine}  {record.summary}  {record.elapsed}"
-        )
 
     def _hint(self) -> str:
         return f"Enter shows a host's own output · {HINT}" if self.record.hosts else HINT
@@ -220,6 +234,8 @@ class OutputScreen(ModalScreen[None]):
         self.query_one("#output-title", Label).update(self._title())
         if self.record.status != "running" and self._ticker is not None:
             self._ticker.stop()
+            self.query_one("#output-title", Label).update(self._title())
+            self.query_one("#output-reason", Label).update(self._reason())
 
     def _update_hosts(self) -> None:
         hosts = self.query_one(OptionList)

@@ -13,12 +13,21 @@ from textual.content import Content
 from cmdop_tui.support.diffs import diff_counts
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line, strip_terminal_sequences
+from cmdop_tui.tools.outcome import OK, OutcomeKind, ToolOutcome
 
 Status = Literal["running", "ok", "error"]
 
 # A host of a call that runs on many (run_on_machines): the states, the most telling first.
-HOST_ORDER = ("failed", "offline", "denied", "running", "done", "queued")
-HOST_GLYPHS = {"queued": "·", "running": "…", "done": "✓", "failed": "✗", "offline": "⊘", "denied": "⊘"}
+HOST_ORDER = ("failed", "timed out", "offline", "denied", "running", "done", "queued")
+HOST_GLYPHS = {
+    "queued": "·",
+    "running": "…",
+    "done": "✓",
+    "failed": "✗",
+    "timed out": "✗",
+    "offline": "⊘",
+    "denied": "⊘",
+}
 
 LIVE_OUTPUT_LIMIT = 256 * 1024  # characters of live output kept per call while it runs
 REMOTE_TEXT_CHARS = 2000
@@ -48,15 +57,43 @@ def describe_nested(kind: object, event: dict[str, Any]) -> str:
         arguments = event.get("input")
         return f"▶ {name} {short_arguments(name, arguments if isinstance(arguments, dict) else {}, 50)}"
     if kind == "tool_end":
-        mark = "✗" if event.get("is_error") else "✓"
+        outcome = nested_outcome(event)
+        said = "" if outcome.ok else f" {outcome.word}"
         duration = event.get("duration_s")
         seconds = f" {duration:.1f}s" if isinstance(duration, int | float) and not isinstance(duration, bool) else ""
-        return f"{mark} {name}{seconds}"
+        return f"{outcome_glyph(outcome)} {name}{said}{seconds}"
     if kind == "final":
         return "✓ answered"
     if kind in ("error", "cancelled"):
         return f"✗ {inert_line(str(event.get('message', kind)))}"
     return ""
+
+
+def nested_outcome(event: dict[str, Any]) -> ToolOutcome:
+    """A remote agent's tool_end outcome (its `outcome` field, checked), else ok or failed by its
+    `is_error`: a remote agent's words are shown, never trusted to be well formed."""
+    said = event.get("outcome")
+    kind = said.get("kind") if isinstance(said, dict) else None
+    if isinstance(said, dict) and isinstance(kind, str) and kind in OutcomeKind.__members__.values():
+        code = said.get("exit_code")
+        exit_code = code if isinstance(code, int) and not isinstance(code, bool) else None
+        return ToolOutcome(OutcomeKind(kind), inert_line(str(said.get("reason") or "")), exit_code)
+    return ToolOutcome(OutcomeKind.FAILED) if event.get("is_error") else OK
+
+
+def stored_outcome(is_error: bool) -> ToolOutcome:
+    """The outcome of a call read back from a conversation, which keeps only whether the model
+    got an error: failed, or ok."""
+    return ToolOutcome(OutcomeKind.FAILED, "the stored result says it failed") if is_error else OK
+
+
+def outcome_glyph(outcome: ToolOutcome) -> str:
+    """✓ ok, ✗ ran and failed, ⊘ not run (denied, refused), ■ stopped."""
+    if outcome.ok:
+        return "✓"
+    if outcome.kind is OutcomeKind.CANCELLED:
+        return "■"
+    return "✗" if outcome.kind.ran else "⊘"
 
 
 @dataclass
@@ -123,6 +160,7 @@ class ToolRecord:
     output: str = ""
     remote_text: dict[str, str] = field(default_factory=dict)  # what remote agents are writing
     diff: str | None = None  # what a write or an edit would change (ToolStart.preview), masked
+    outcome: ToolOutcome | None = None  # how it ended (None while it runs)
     hosts: dict[str, HostView] = field(default_factory=dict)  # the fleet of a fan-out call, by host
     streamed: int = 0  # characters of live output heard, of which `live_output` holds the last
 
@@ -175,10 +213,27 @@ class ToolRecord:
         if len(self.live_output) > LIVE_OUTPUT_LIMIT:
             self.live_output = self.live_output[-LIVE_OUTPUT_LIMIT // 2 :]
 
-    def finish(self, output: str, is_error: bool, duration_s: float) -> None:
+    def finish(self, output: str, outcome: ToolOutcome, duration_s: float) -> None:
         self.output = output
-        self.status = "error" if is_error else "ok"
+        self.outcome = outcome
+        self.status = "ok" if outcome.ok else "error"
         self.duration_s = duration_s
+
+    @property
+    def applied_diff(self) -> str | None:
+        """The diff as the change it made: while the call runs (what it would do) and once it
+        succeeded; None when it ended otherwise (denied, refused, failed: not applied)."""
+        return self.diff if self.outcome is None or self.outcome.ok else None
+
+    @property
+    def outcome_word(self) -> str:
+        """For a narrow row: `exit 1`, `denied`...; '' while it runs."""
+        return "" if self.outcome is None else self.outcome.word
+
+    @property
+    def outcome_label(self) -> str:
+        """For a card or a header: `failed (exit code 1)`, `denied by you`...; `running` while it runs."""
+        return "running" if self.outcome is None else self.outcome.label
 
     @property
     def summary(self) -> str:
@@ -186,17 +241,21 @@ class ToolRecord:
 
     @property
     def shown_output(self) -> str:
-        """The diff if there is one, then the result once finished, the live output while
-        running (secrets masked)."""
+        """The diff if there is one (said not applied when the call did not succeed), then the
+        result once finished, the live output while running (secrets masked)."""
         output = self._shown(brief=False)
-        return f"{self.diff}\n\n{output}" if self.diff else output
+        if not self.diff:
+            return output
+        if self.applied_diff is None:
+            return f"[not applied: the call {self.outcome_label}; this is the change it asked for]\n{self.diff}\n\n{output}"
+        return f"{self.diff}\n\n{output}"
 
     @property
     def diff_summary(self) -> str:
-        """`+3 -1` for a diff, else empty."""
-        if not self.diff:
+        """`+3 -1` for a diff applied (or about to be), else empty."""
+        if not self.applied_diff:
             return ""
-        added, removed = diff_counts(self.diff)
+        added, removed = diff_counts(self.applied_diff)
         return f"+{added} -{removed}" if added or removed else ""
 
     def _shown(self, brief: bool) -> str:
@@ -228,7 +287,7 @@ class ToolRecord:
 
     @property
     def glyph(self) -> str:
-        return {"running": "…", "ok": "✓", "error": "✗"}[self.status]
+        return "…" if self.outcome is None else outcome_glyph(self.outcome)
 
 
 def diff_content(diff: str, *, lines: int | None = None, width: int | None = None, headers: bool = True) -> Content:

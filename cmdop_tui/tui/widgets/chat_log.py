@@ -29,7 +29,7 @@ from cmdop_tui.agent.messages import (
     result_content_text,
 )
 from cmdop_tui.tui.vocabulary.messages import Agent
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, stored_outcome
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.compaction_item import CompactionItem
 from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
@@ -197,7 +197,7 @@ class ChatLog(VerticalScroll, can_focus=True):
             self._cards[used.call_id] = card
             return card
         if is_tool_result(block) and (answered := self._records.get(block.get("tool_use_id", ""))):
-            answered.finish(result_content_text(block.get("content")), bool(block.get("is_error")), 0.0)
+            answered.finish(result_content_text(block.get("content")), stored_outcome(bool(block.get("is_error"))), 0.0)
         return None
 
     # --- streaming -----------------------------------------------------------------------------

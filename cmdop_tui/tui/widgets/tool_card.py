@@ -50,14 +50,32 @@ class ToolCard(Widget, can_focus=True):
             (f" @{record.machine} ", "$text-muted"),
         )
         counts = f"  {record.diff_summary}" if record.diff_summary else ""
-        tail = Content.styled(f"{counts}  {record.status} {record.elapsed}".rstrip(), "$text-muted")
+        tail = Content.styled(f"{counts}  {record.outcome_label} {record.elapsed}".rstrip(), "$text-muted")
+        if record.status == "error":  # a failure stands out
+            tail = Content.assemble(
+                (f"{counts}  ", "$text-muted"),
+                (record.outcome_label, STATUS_STYLE["error"]),
+                (f" {record.elapsed}", "$text-muted"),
+            )
         room = max(8, self.size.width - lead.cell_length - tail.cell_length)
         summary = record.summary
         if len(summary) > room:
             summary = summary[: room - 1] + "…"
         parts = [Content.assemble(lead, summary, tail)]
-        if record.diff:
-            parts.append(diff_content(record.diff, lines=DIFF_LINES, width=max(8, self.size.width), headers=False))
+        outcome = record.outcome
+        if outcome is not None and not outcome.kind.ran:  # why it did not run, whole (it wraps)
+            parts.append(Content.styled(outcome.described(), STATUS_STYLE["error"]))
+            if record.diff:
+                parts.append(
+                    Content.styled("The change was not applied (Enter shows the diff it asked for).", "$text-muted")
+                )
+            return Content("\n").join(parts)
+        if record.applied_diff:
+            parts.append(
+                diff_content(record.applied_diff, lines=DIFF_LINES, width=max(8, self.size.width), headers=False)
+            )
+        elif record.diff:
+            parts.append(Content.styled("The change was not applied (Enter shows the diff).", "$text-muted"))
         preview = record.preview(PREVIEW_LINES, width=max(8, self.size.width))
         if preview:
             parts.append(Content.styled(preview, "$text-muted"))

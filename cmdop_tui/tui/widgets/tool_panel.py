@@ -6,6 +6,7 @@ edit, then its result) shows below the table; Enter opens the whole output.
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -20,7 +21,7 @@ from cmdop_tui.tui.widgets.side_panel import SidePanel
 PREVIEW_LINES = 6
 
 
-class ToolTable(DataTable[str | Content]):
+class ToolTable(DataTable[str | Text]):
     """The table of calls: Textual's, with Enter said for what it does here (/help, footer)."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Output", tooltip="the tool panel: the call's whole output")]
@@ -68,12 +69,20 @@ class ToolPanel(SidePanel):
         yield Static("", id="tool-preview", markup=False)
 
     @property
-    def table(self) -> DataTable[str | Content]:
+    def table(self) -> DataTable[str | Text]:
         return self.query_one("#tool-table", DataTable)
 
-    def _cells(self, record: ToolRecord) -> tuple[Content | str, ...]:
-        style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
-        return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, record.summary
+    def _cells(self, record: ToolRecord) -> tuple[Text | str, ...]:
+        return self._mark(record), record.name, record.machine, record.elapsed, record.summary
+
+    def _mark(self, record: ToolRecord) -> Text:
+        """The glyph, and how a call that did not end ok ended (`✗ exit 1`, `⊘ denied`): a rich
+        Text in the theme's colour, which the table measures (a Content cell counts as 1 column,
+        and the word would be cut)."""
+        theme = self.app.current_theme
+        colour = {"running": theme.warning, "ok": theme.success, "error": theme.error}[record.status]
+        word = record.outcome_word if record.status == "error" else ""  # ok says nothing more
+        return Text(f"{record.glyph} {word}".rstrip(), style=colour or "")
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
@@ -94,16 +103,18 @@ class ToolPanel(SidePanel):
     def on_agent_hook_ran(self, message: Agent.HookRan) -> None:
         """A hook's run: a row of its own (no output to open); a PreToolUse row comes just before its call's."""
         hook = message.event
-        style = "$error" if "blocked" in hook.decision else "$warning" if "failed" in hook.decision else "$text-muted"
+        theme = self.app.current_theme
+        colour = theme.error if "blocked" in hook.decision else theme.warning if "failed" in hook.decision else None
         said = f"{hook.decision}: {hook.reason}" if hook.reason else hook.decision
-        cells = (Content.styled("⚑", style), f"hook {hook.event}", hook.machine or "", f"{hook.duration_s:.2f}s")
+        cells = (Text("⚑", style=colour or "dim"), f"hook {hook.event}", hook.machine or "", f"{hook.duration_s:.2f}s")
         self.table.add_row(*cells, inert_line(mask(f"{said} · {hook.command}")), key=f"hook-{self.table.row_count}")
 
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:
             return
-        for column, value in zip(self.table.columns, self._cells(record), strict=True):
-            self.table.update_cell(record.call_id, column, value)
+        for index, (column, value) in enumerate(zip(self.table.columns, self._cells(record), strict=True)):
+            # the first column widens to an outcome's word (`✗ exit 1`), which comes after the row
+            self.table.update_cell(record.call_id, column, value, update_width=index == 0)
         self._show_preview()
 
     def highlighted(self) -> ToolRecord | None:
@@ -118,9 +129,13 @@ class ToolPanel(SidePanel):
         preview = self.query_one("#tool-preview", Static)
         if record is None:
             preview.update("")
-        elif record.diff:
+        elif record.outcome is not None and not record.outcome.ok and not record.hosts:  # the reason whole
+            said = Content.styled(record.outcome.described(), "$text-error")
+            tail = record.preview(PREVIEW_LINES - 2) if record.outcome.kind.ran else ""  # a failure's output
+            preview.update(Content("\n").join([said, Content(tail)]) if tail else said)
+        elif record.applied_diff:
             tail = record.preview(1)  # the result's last line, under the diff
-            parts = [diff_content(record.diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
+            parts = [diff_content(record.applied_diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
             preview.update(Content("\n").join([*parts, Content(tail)] if tail else parts))
         else:
             preview.update(Content(record.preview(PREVIEW_LINES)))
