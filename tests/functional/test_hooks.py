@@ -23,6 +23,7 @@ from cmdop_tui.agent.events import HookRan, ToolEnd
 from cmdop_tui.config.loading import settings_from
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
+from cmdop_tui.tools.outcome import OutcomeKind
 
 PYTHON = sys.executable
 
@@ -99,16 +100,20 @@ async def test_a_changed_input_is_what_runs_and_the_floor_still_judges_it(fake_a
 
     await one_call(fake_api, settings, tmp_path, "echo wipe")  # the hook makes it rm -rf /
     result = last_result(fake_api)
-    assert result["is_error"] and "denied" in result["content"]  # the floor refused the changed call
+    assert (
+        result["is_error"] and "refused by the safety floor" in result["content"]
+    )  # the floor refused the changed call
     assert (tmp_path / "second").exists()
 
 
 async def test_exit_2_blocks_with_stderr_as_the_reason(fake_api, anthropic_env, tmp_path):
     block = hook_script(tmp_path, "block", "sys.stderr.write('use the staging host first')\nsys.exit(2)\n")
-    await one_call(fake_api, hooked(pre_tool_use(block)), tmp_path, "touch made")
+    events = await one_call(fake_api, hooked(pre_tool_use(block)), tmp_path, "touch made")
     result = last_result(fake_api)
     assert result["is_error"] and "use the staging host first" in result["content"]
     assert not (tmp_path / "made").exists()
+    [end] = events.of(ToolEnd)  # drawn as a hook's denial, not a person's nor a failure
+    assert end.outcome.kind == OutcomeKind.DENIED_BY_HOOK and "use the staging host first" in end.outcome.reason
 
 
 @pytest.mark.parametrize("on_failure", ["block", "continue"])

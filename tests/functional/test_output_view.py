@@ -15,6 +15,7 @@ from tui_helpers import finish_turn, make_app, submit, wait_until
 from cmdop_tui.config.paths import data_dir
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
+from cmdop_tui.tools.outcome import OK
 from cmdop_tui.transcripts import KeptOutputs
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
@@ -166,7 +167,7 @@ def test_the_view_searching_at_80x24(snap_compare, tmp_path: Path) -> None:
     kept = KeptOutputs(tmp_path / "s.outputs")
     kept.write("toolu_1", "".join(f"{n}\tline {n}\n" for n in range(1, 2001)))
     record = ToolRecord("toolu_1", "execute_command", {"command": "seq 1 2000 | sed ..."}, "local")
-    record.finish("exit code: 0", False, 1.5)
+    record.finish("exit code: 0", OK, 1.5)
 
     async def run_before(pilot) -> None:
         await pilot.press("slash", *"line 19", "enter", "n")
@@ -179,7 +180,7 @@ async def test_a_mouse_selection_gives_the_lines_as_shown(tmp_path: Path) -> Non
     kept = KeptOutputs(tmp_path / "s.outputs")
     kept.write("toolu_1", "".join(f"{n}\tline {n}\n" for n in range(1, 2001)) + "\x1b[31mred\n")
     record = ToolRecord("toolu_1", "execute_command", {"command": "seq"}, "local")
-    record.finish("exit code: 0", False, 1.5)
+    record.finish("exit code: 0", OK, 1.5)
     app = ViewApp(record, kept)
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
@@ -212,4 +213,4 @@ async def test_a_running_call_is_followed_from_memory_then_from_its_file(tmp_pat
         await wait_until(pilot, lambda: pager.paged.line_count == 1001)
         assert visible(pager)[0] == "1"  # one who went back stays there
         assert pager.paged is paged
-        record.finish("exit code: 0", False, 1.0)
+        record.finish("exit code: 0", OK, 1.0)

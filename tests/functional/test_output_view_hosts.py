@@ -18,7 +18,7 @@ from cmdop_tui.tools.fanout import RUN_ON_MACHINES
 from cmdop_tui.tools.registry import run_tool
 from cmdop_tui.transcripts import KeptOutputs
 from cmdop_tui.tui.screens.output_view import OutputScreen
-from cmdop_tui.tui.vocabulary.tool_records import HOST_OUTPUT_CHARS, ToolRecord
+from cmdop_tui.tui.vocabulary.tool_records import HOST_OUTPUT_CHARS, ToolRecord, stored_outcome
 from cmdop_tui.tui.widgets.output_pager import OutputPager
 
 WHOLE = "".join(f"{n}\n" for n in range(1, 100001))
@@ -61,7 +61,7 @@ async def test_each_host_s_whole_stream_is_kept_and_paged(fleet, tmp_path: Path)
     record = ToolRecord("t1", "run_on_machines", {"machines": ["alpha", "bravo"]}, "2 machines")
     for event in nested:
         record.add_nested(event)
-    record.finish(result.content, result.is_error, 1.0)
+    record.finish(result.content, stored_outcome(result.is_error), 1.0)
     assert len(record.host_output("alpha")) <= HOST_OUTPUT_CHARS  # memory holds a tail only
     app = OutputApp(record, kept)
     async with app.run_test(size=(80, 24)) as pilot:

@@ -160,6 +160,13 @@ class OutputScreen(ModalScreen[None]):
             f" {record.elapsed}",
         )
 
+    def _show_reason(self) -> None:
+        """The reason's line, shown only when there is a reason (an ok call has none)."""
+        reason = self._reason()
+        label = self.query_one("#output-reason", Label)
+        label.update(reason)
+        label.display = bool(reason.plain)
+
     def _reason(self) -> Content:
         """Why it ended so, whole (it wraps); empty for a call that is running or ok."""
         outcome = self.record.outcome
@@ -167,6 +174,7 @@ class OutputScreen(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#output-note").display = bool(self._note())
+        self._show_reason()
         (self.query_one(OptionList) if self.record.hosts else self.query_one(OutputPager)).focus()
         if self.record.status == "running":
             self._ticker = self.set_interval(FOLLOW_EVERY_S, self._follow)
@@ -235,7 +243,7 @@ class OutputScreen(ModalScreen[None]):
         if self.record.status != "running" and self._ticker is not None:
             self._ticker.stop()
             self.query_one("#output-title", Label).update(self._title())
-            self.query_one("#output-reason", Label).update(self._reason())
+            self._show_reason()
 
     def _update_hosts(self) -> None:
         hosts = self.query_one(OptionList)
