@@ -34,6 +34,7 @@ from cmdop_tui.tui.commands import (
     model_alias_entries,
 )
 from cmdop_tui.tui.custom_slash import add_custom_commands
+from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
@@ -316,6 +317,9 @@ def build_registry() -> CommandRegistry:
     registry.slash("/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries)(
         slash_model
     )
+    registry.slash(
+        "/local", "start the local model (no API key needed)", palette=(PaletteEntry("Start the local model"),)
+    )(slash_local)
     registry.slash(
         "/loop on|off",
         "loop mode: keep going until a breaker phrase",
