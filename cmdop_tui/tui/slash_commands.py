@@ -25,7 +25,7 @@ from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.text import inert_line
-from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
+from cmdop_tui.transcripts import SessionError, export_markdown
 from cmdop_tui.tui.commands import (
     CommandHost,
     CommandRegistry,
@@ -37,7 +37,7 @@ from cmdop_tui.tui.custom_slash import add_custom_commands
 from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
-from cmdop_tui.tui.screens.sessions import SessionsScreen
+from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages
 
 if TYPE_CHECKING:
     from cmdop_tui.session.session import Session
@@ -230,7 +230,7 @@ async def slash_sessions(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
-    app.push_screen(SessionsScreen(list_sessions(), recorder.session_id), partial(resume_chosen, app))
+    app.push_screen(SessionsScreen(sessions_with_messages(), recorder.session_id), partial(resume_chosen, app))
 
 
 async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
@@ -276,7 +276,13 @@ async def slash_export(app: CommandHost, argument: str) -> None:
     await app.chat.add_notice(f"Exported this session to {path}")
 
 
+NOTHING_TO_STOP = "Nothing to stop: no turn is running."
+
+
 async def slash_stop(app: CommandHost, argument: str) -> None:
+    if not app.running:
+        await app.chat.add_notice(NOTHING_TO_STOP)
+        return
     app.action_stop()
 
 
