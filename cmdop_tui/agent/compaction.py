@@ -6,7 +6,13 @@
     compact():
         head, tail = split(history)        # tail: the last `tail_tokens`, from a clean boundary
         summary    = one model call: previous summary + head, rendered as text -> new summary
-        history    = [summary (+ the current prompt, verbatim, when it fell in the head)] + tail
+        history    = [summary (+ the current prompt, bounded, when it fell in the head)] + tail
+
+A compaction is applied only when it makes the next request smaller: before and after are
+counted the same way (`count`, the meter's estimate of a request holding those messages), and
+one that would not shrink it is reported as such and leaves the conversation as it was. A huge
+current prompt (a paste of thousands of lines) is kept in the summary by its start and end, the
+cut said; the transcript holds it whole and `recall` brings it back.
 
 Summaries are incremental (the previous one is rewritten with the turns that just became old)
 and capped, so they never grow from one compaction to the next. Every default scales with the
@@ -16,6 +22,7 @@ more record in it (see `Conversation.compact`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -24,8 +31,15 @@ from typing import Literal
 
 from cmdop_tui.agent.cancel import Operation
 from cmdop_tui.agent.context_usage import estimate_tokens, message_tokens
-from cmdop_tui.agent.events import Compacted, CompactionStarted, Event, Retrying, Usage
-from cmdop_tui.agent.history import Conversation, previous_summary, summary_block, summary_of, without_summaries
+from cmdop_tui.agent.events import Compacted, CompactionFailed, CompactionStarted, Event, Retrying, Usage
+from cmdop_tui.agent.history import (
+    Conversation,
+    merge_adjacent,
+    previous_summary,
+    summary_block,
+    summary_of,
+    without_summaries,
+)
 from cmdop_tui.agent.llm import ModelClient
 from cmdop_tui.agent.llm_errors import ContextOverflow, describe_error
 from cmdop_tui.agent.messages import (
@@ -42,6 +56,8 @@ from cmdop_tui.agent.reduction import result_text
 from cmdop_tui.support.text import truncate_middle
 
 EventSink = Callable[[Event], None]
+Counter = Callable[[Sequence[Message]], int]  # a request's size, holding these messages
+Keeper = Callable[[str, str], bool]  # keep a text whole under an id for `recall`; False: nowhere to
 Trigger = Literal["auto", "manual", "too_long"]
 
 FALLBACK_WINDOW = 200_000  # when nobody said what the model's window is
@@ -168,6 +184,33 @@ def _tail_has_prompt(messages: Sequence[Message], prompt: str | None) -> bool:
     )
 
 
+def request_id(prompt: str) -> str:
+    """The id under which a cut request is kept whole for `recall` (the same prompt, the same id)."""
+    return "request_" + hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def bounded_request(prompt: str, limit_chars: int, keep: Keeper | None = None) -> str:
+    """`prompt` as the summary carries it: whole when it fits in `limit_chars`, else its start and
+    its end around a line that says what was cut and where the whole is (kept for `recall`)."""
+    if len(prompt) <= limit_chars:
+        return prompt
+    half = max(1, limit_chars // 2)
+    head, tail = prompt[:half], prompt[-half:]
+    if "\n" in head:
+        head = head.rsplit("\n", 1)[0]  # whole lines
+    if "\n" in tail:
+        tail = tail.split("\n", 1)[1]
+    cut = prompt[len(head) : len(prompt) - len(tail)]
+    call_id = request_id(prompt)
+    where = (
+        f'the whole request is in the session transcript: recall("{call_id}") brings it back, a page at a time'
+        if keep is not None and keep(call_id, prompt)
+        else "this session has no transcript, so the cut part is not kept"
+    )
+    lines = max(0, cut.count("\n") - 1)
+    return f"{head}\n[... {len(cut):,} characters ({lines:,} lines) of the request cut here; {where} ...]\n{tail}"
+
+
 class NothingToCompact(Exception):
     """The conversation is already as short as a compaction could make it."""
 
@@ -186,6 +229,8 @@ class Compactor:
     model: ModelClient
     policy: CompactionPolicy
     account: Callable[[Usage, EventSink], None]  # what the summary cost
+    count: Counter  # before and after are counted by it alike
+    keep: Keeper | None = None  # where a cut request is kept whole
 
     async def compact(
         self,
@@ -194,10 +239,8 @@ class Compactor:
         window: int,
         models: Sequence[str],
         trigger: Trigger,
-        tokens_before: int,
         emit: EventSink,
         operation: Operation,
-        measure_after: Callable[[], int],
         current_prompt: str | None = None,
         instructions: str = "",
         reason: str = "",
@@ -210,6 +253,7 @@ class Compactor:
         previous = previous_summary(messages)
         if split.at == 0 or (split.at == 1 and summary_of(messages) is not None):
             raise NothingToCompact("the conversation is already as short as compaction can make it")
+        tokens_before = self.count(messages)
         emit(CompactionStarted(trigger=trigger, tokens_before=tokens_before, reason=reason))
         started = time.monotonic()
         head = render_head(messages[: split.at], self.policy.output_chars, budget_chars=window * 2)
@@ -218,17 +262,19 @@ class Compactor:
         if not summary:
             raise NothingToCompact("the model wrote an empty summary; nothing was compacted")
         prompt = None if _tail_has_prompt(messages[split.at :], current_prompt) else current_prompt
+        block = summary_block(
+            summary, current_request=prompt and bounded_request(prompt, summary_tokens * 4, self.keep)
+        )
+        tokens_after = self.count(merge_adjacent([{"role": "user", "content": [block]}, *messages[split.at :]]))
+        if tokens_after >= tokens_before:
+            raise self._no_smaller(trigger, tokens_before, tokens_after, emit)
         conversation.compact(
-            summary_block(summary, current_request=prompt),
-            split.at,
-            trigger=trigger,
-            tokens_before=tokens_before,
-            summarised_messages=split.at,
+            block, split.at, trigger=trigger, tokens_before=tokens_before, summarised_messages=split.at
         )
         event = Compacted(
             trigger=trigger,
             tokens_before=tokens_before,
-            tokens_after=measure_after(),
+            tokens_after=tokens_after,
             summary=summary,
             summary_tokens=estimate_tokens(summary),
             messages=split.at,
@@ -236,6 +282,16 @@ class Compactor:
         )
         emit(event)
         return event
+
+    @staticmethod
+    def _no_smaller(trigger: Trigger, before: int, after: int, emit: EventSink) -> NothingToCompact:
+        """Said, not applied: the summary and the tail would cost as much as the conversation."""
+        message = (
+            f"not compacted: the summary would not make the conversation smaller (about {before:,} → "
+            f"{after:,} tokens); it was left as it was"
+        )
+        emit(CompactionFailed(trigger=trigger, message=message))
+        return NothingToCompact(message)
 
     async def _summarise(
         self,

@@ -9,15 +9,24 @@ then on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from cmdop_tui.agent.agent_config import AgentConfig, LoopConfig
 from cmdop_tui.agent.cancel import Operation
-from cmdop_tui.agent.compaction import FALLBACK_WINDOW, Compactor, NothingToCompact, Trigger, overflow_reason
+from cmdop_tui.agent.compaction import (
+    FALLBACK_WINDOW,
+    Compactor,
+    NothingToCompact,
+    Trigger,
+    bounded_request,
+    overflow_reason,
+)
 from cmdop_tui.agent.context import SessionFacts, build_system_prompt
 from cmdop_tui.agent.context_usage import ContextUsage, estimate_tokens, measure
 from cmdop_tui.agent.events import Compacted, CompactionFailed, Usage
-from cmdop_tui.agent.history import Conversation, sanitize, summary_block, summary_of
+from cmdop_tui.agent.executor import OutputArchive
+from cmdop_tui.agent.history import Conversation, sanitize, summary_block, summary_of, without_summaries
 from cmdop_tui.agent.hook_points import before_compaction
 from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
@@ -62,6 +71,7 @@ class MeterHost(Protocol):
     facts: SessionFacts
     conversation: Conversation
     hooks: Hooks | None
+    archive: OutputArchive | None  # where a request cut in a summary is kept whole
 
 
 class ContextMeter:
@@ -86,12 +96,21 @@ class ContextMeter:
 
     # --- measuring -----------------------------------------------------------------------------
 
-    def context_usage(self) -> ContextUsage:
-        """What the next request would hold, by part (estimated: see agent/context_usage.py)."""
+    def context_usage(self, messages: Sequence[Message] | None = None) -> ContextUsage:
+        """What the next request would hold, by part (estimated: see agent/context_usage.py), with
+        the conversation's messages or these; a summary is counted once, as the summary."""
         tools = resolve_tools(self.host.tools, turn=2, policy=self.config.tool_policy)  # past turn 1's allowlist
-        messages = self.conversation.messages
+        messages = self.conversation.messages if messages is None else messages
         summary = summary_of(messages) or ""
-        return measure(self.system_prompt(tools), [tool.definition() for tool in tools], messages, summary)
+        rest = without_summaries(messages)
+        return measure(self.system_prompt(tools), [tool.definition() for tool in tools], rest, summary)
+
+    def _count(self, messages: Sequence[Message]) -> int:
+        return self.context_usage(messages).total
+
+    def _keep(self, call_id: str, text: str) -> bool:
+        archive = self.host.archive
+        return archive is not None and archive.keep(call_id, text)
 
     @property
     def last_context_tokens(self) -> int | None:
@@ -182,7 +201,7 @@ class ContextMeter:
         still fit, and if it does not, the endpoint's refusal leads to one more try.
         """
         request, size = self.build_request(tools)
-        if self._should_compact(size) and await self.try_compact(emit, operation, "auto", tokens_before=size):
+        if self._should_compact(size) and await self.try_compact(emit, operation, "auto"):
             request, _ = self.build_request(tools)
         return request
 
@@ -242,23 +261,22 @@ class ContextMeter:
         operation: Operation,
         trigger: Trigger,
         *,
-        tokens_before: int | None = None,
         instructions: str = "",
         reason: str = "",
     ) -> Compacted:
         """Summarise the head of the conversation (one model call); the history changes only
         when the summary has come (a cancel or a failure leaves it as it was)."""
         await before_compaction(self.host.hooks, trigger, instructions)
-        compactor = Compactor(self.host.model, self.config.compaction, account=self._ledger.account_summary)
+        compactor = Compactor(
+            self.host.model, self.config.compaction, self._ledger.account_summary, self._count, self._keep
+        )
         event = await compactor.compact(
             self.conversation,
             window=self.config.context_window or FALLBACK_WINDOW,
             models=list(dict.fromkeys(m for m in (self.config.summary_model, self.config.model) if m)),
             trigger=trigger,
-            tokens_before=tokens_before or self.context_usage().total,
             emit=emit,
             operation=operation,
-            measure_after=lambda: self.context_usage().total,
             current_prompt=self.prompt,
             instructions=instructions,
             reason=reason,
@@ -279,8 +297,10 @@ class ContextMeter:
             return  # a compaction that failed: the endpoint treats it as nothing
         dropped = len(self.conversation.messages)
         before = reply.usage.total_input_tokens
+        limit = self.config.compaction.limits(self.config.context_window or FALLBACK_WINDOW)[1] * 4
+        request = self.prompt and bounded_request(self.prompt, limit, self._keep)
         self.conversation.compact(
-            summary_block(summary, current_request=self.prompt), dropped, trigger="auto", tokens_before=before
+            summary_block(summary, current_request=request), dropped, trigger="auto", tokens_before=before
         )
         after = self.context_usage().total
         event = Compacted("auto", before, after, summary, estimate_tokens(summary), dropped, server=True)

@@ -344,7 +344,7 @@ class ModelClient:
                     break
                 said.cancel()
                 assembler.feed(event)
-                wait = self.stream.idle_timeout_s
+                wait = self.stream.idle_timeout_for(str(request.get("model", "")))
         if not assembler.finished:
             raise DeadStreamError("the stream ended before message_stop")
         return assembler.reply()

@@ -6,7 +6,8 @@ Plain settings, importable without loading the model SDK (the TUI starts before 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -38,3 +39,9 @@ class StreamPolicy:
     waiting_notice_s: float = 9.0  # no first event this long: said (the Waiting event), within 10 s
     near_deadline_s: float = 30.0  # a dead stream with less time left falls back to one plain call
     request_timeout_s: float = 600.0
+    # Per model id (`[models."ID"] idle_timeout_s`): an endpoint on a CPU pauses longer under load.
+    idle_timeouts: Mapping[str, float] = field(default_factory=dict)
+
+    def idle_timeout_for(self, model: str) -> float:
+        """How long a stream of `model` may go quiet after its first event."""
+        return self.idle_timeouts.get(model, self.idle_timeout_s)

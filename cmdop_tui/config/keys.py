@@ -40,20 +40,7 @@ _TOKENS = "a number of tokens (>= 256)"
 _WRONG = "{place}: {key!r} must be {what}"
 _SECTION_UNKNOWN = "{place} has no setting {key!r}"
 
-_TABLES = (
-    "agents",
-    "aliases",
-    "prices",
-    "models",
-    "machines",
-    "context",
-    "sandbox",
-    "checkpoints",
-    "notify",
-    "groups",
-    "inventory",
-    "hooks",
-)
+_TABLES = tuple("agents aliases prices models machines context sandbox checkpoints notify groups inventory hooks".split())
 TOP_LEVEL = TableKeys(
     (
         Key(
@@ -242,8 +229,20 @@ MODEL = TableKeys(
             help="in tokens, when the endpoint's Models API does not say (otherwise 200,000)",
             example=32768,
         ),
+        Key(
+            "idle_timeout_s",
+            (int, float),
+            "a number of seconds (> 0, at most 3600)",
+            high=3600,
+            positive=True,
+            help=(
+                "how long its reply may pause before the stream counts as dead and is retried; a model "
+                "on a CPU needs more (default 10, 120 for the local model of --local)"
+            ),
+            example=60,
+        ),
     ),
-    unknown="{place} takes context_window only",
+    unknown="{place} takes context_window and idle_timeout_s",
     wrong="{place} {key} must be {what}",
 )
 
@@ -336,7 +335,7 @@ SECTIONS = (
     Section(
         "notify", "desktop notifications (needs focus reporting: tmux set -g focus-events on)", NOTIFY, NotifySettings()
     ),
-    Section("models", "a model's context window", MODEL, each='"my-local-model"'),
+    Section("models", "a model's context window and stream idle timeout", MODEL, each='"my-local-model"'),
     Section("prices", "a model's price, for the cost estimate and budgets", PRICE, each='"claude-sonnet-5-5"'),
     Section(
         "machines", "Host entries of ~/.ssh/config are machines too", MACHINE, MachineSpec("web1", "web1"), each="web1"

@@ -95,7 +95,8 @@ def settings_from(data: Mapping[str, Any], source: Path | None = None) -> Settin
         settings,
         aliases=_aliases(_table(data, "aliases", where)),
         prices=_prices(data, where),
-        context_windows=_context_windows(data, where),
+        context_windows=_model_values(data, where, "context_window"),
+        idle_timeouts={model: float(s) for model, s in _model_values(data, where, "idle_timeout_s").items()},
         context=_context(data, where),
         sandbox=_sandbox(data, where),
         checkpoints=_checkpoints(data, where),
@@ -191,17 +192,18 @@ def _context(data: Mapping[str, Any], where: str) -> ContextSettings:
     )
 
 
-def _context_windows(data: Mapping[str, Any], where: str) -> dict[str, int]:
-    """`[models."ID"] context_window = N`: the window of a model the Models API does not describe."""
-    windows: dict[str, int] = {}
+def _model_values(data: Mapping[str, Any], where: str, key: str) -> dict[str, Any]:
+    """`[models."ID"] KEY = V` for every model that sets KEY: `context_window`, the window of a
+    model the Models API does not describe; `idle_timeout_s`, how long its stream may go quiet."""
+    values: dict[str, Any] = {}
     for model, table in _table(data, "models", where).items():
         place = f'{where}: [models."{model}"]'
         if not isinstance(table, dict):
             raise SettingsError(MODEL.unknown.format(place=place))
         MODEL.check(table, place)
-        if "context_window" in table:
-            windows[model] = table["context_window"]
-    return windows
+        if key in table:
+            values[model] = table[key]
+    return values
 
 
 def _prices(data: Mapping[str, Any], where: str) -> dict[str, tuple[float, float]]:

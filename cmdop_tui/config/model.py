@@ -125,6 +125,7 @@ class Settings:
     aliases: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_ALIASES))
     prices: Mapping[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_PRICES))
     context_windows: Mapping[str, int] = field(default_factory=dict)  # [models."ID"] context_window
+    idle_timeouts: Mapping[str, float] = field(default_factory=dict)  # [models."ID"] idle_timeout_s
     context: ContextSettings = field(default_factory=lambda: ContextSettings())  # [context]: compaction
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # [sandbox]
     checkpoints: CheckpointSettings = field(default_factory=lambda: CheckpointSettings())  # [checkpoints]

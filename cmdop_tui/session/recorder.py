@@ -52,6 +52,8 @@ class SessionRecorder:
         self.secrets = configured_secrets() if secrets is None else secrets
         self.transcript: Transcript | None = None
         self.listeners: list[Callable[[TranscriptNotice], None]] = []  # the surfaces say these at once
+        # told of a session resumed, they take back what it kept (session/kept_state.py); their notes are said
+        self.resume_listeners: list[Callable[[transcripts.LoadedSession], list[str]]] = []
         self.records_lost = 0  # records a closed transcript never got written
         self._failing: OSError | None = None  # the write failure being waited out
         self._dropped_seen = 0  # records the transcript let go that were already counted lost
@@ -114,10 +116,11 @@ class SessionRecorder:
         self.runner.conversation.replace(loaded.messages)  # not recorded: the file already has it
         self.runner.forget_measurements()
         self.transcript = transcript
-        shown = f"{len(loaded.whole)} messages"
+        shown = transcripts.messages_count(len(loaded.whole))
         if summary_of(loaded.messages) is not None:
             shown += f"; compacted: the model sees a summary and the last {len(loaded.messages) - 1}"
-        return [f"resumed session {loaded.id} ({shown})", *loaded.notes, *unwritable]
+        restored = [note for listener in self.resume_listeners for note in listener(loaded)]
+        return [f"resumed session {loaded.id} ({shown})", *restored, *loaded.notes, *unwritable]
 
     def whole_history(self) -> list[Message]:
         """Every message of this session, those a compaction summarised too (for /export)."""
@@ -161,6 +164,10 @@ class SessionRecorder:
             outputs.write(call_id, text)
         self._write(lambda transcript: transcript.event(transcripts.KEPT_OUTPUT_EVENT, call_id=call_id, text=text))
         return True
+
+    def event(self, kind: str, **fields: Any) -> None:
+        """Store an event of the session in its transcript (not history: see `transcripts.Transcript.event`)."""
+        self._write(lambda transcript: transcript.event(kind, **fields))
 
     def close(self) -> None:
         """Close the transcript, made durable first; what it still holds is lost, and said."""

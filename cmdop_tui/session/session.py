@@ -44,6 +44,7 @@ from cmdop_tui.session.gate import host_rules, load_permissions, permission_gate
 from cmdop_tui.session.going_back import GoingBack
 from cmdop_tui.session.hook_setup import SessionHookPoints, build_hooks, hook_blocked, name_the_session
 from cmdop_tui.session.inventory import inventory_of
+from cmdop_tui.session.kept_state import StateKeeper
 from cmdop_tui.session.local_model import LocalModelServer
 from cmdop_tui.session.modes import CYCLE, next_mode
 from cmdop_tui.session.recorder import SessionRecorder
@@ -211,6 +212,7 @@ class Session(GoingBack):
             session=lambda: recorder.session_id,
         )
         runner.changes = self.checkpoints
+        StateKeeper(self)  # its model, agent, mode and spend kept in the transcript, and taken back on resume
         await asyncio.to_thread(prune_checkpoints, self.settings.checkpoints.keep_days)
 
     def _make_client(self) -> anthropic.AsyncAnthropic:
@@ -477,6 +479,7 @@ class Session(GoingBack):
             mode=self.permissions.mode if self.permissions else "default",
             loop_enabled=config.loop.enabled,
             max_loops=config.loop.max_loops,
+            cost_usd=self.spent_usd or None,
         )
 
     async def context_report(self) -> ContextReport:

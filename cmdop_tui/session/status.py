@@ -23,6 +23,7 @@ class SessionStatus:
     mode: str  # the permission mode: how freely the model may act (PERMISSION_MODES)
     loop_enabled: bool
     max_loops: int
+    cost_usd: float | None = None  # what the session has cost so far (None: nothing known yet)
 
 
 @dataclass(frozen=True)

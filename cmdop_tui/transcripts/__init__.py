@@ -17,7 +17,7 @@ The package, a module per concern:
 
 from cmdop_tui.transcripts.errors import HeldLimitError, SessionError, SessionLockedError, SessionNotFoundError
 from cmdop_tui.transcripts.export import export_markdown
-from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions
+from cmdop_tui.transcripts.listing import SessionInfo, info, latest, list_sessions, messages_count
 from cmdop_tui.transcripts.load import LoadedSession, load, resume, tool_output
 from cmdop_tui.transcripts.outputs import KeptOutputs, outputs_dir
 from cmdop_tui.transcripts.paths import resolve, sessions_dir
@@ -40,6 +40,7 @@ __all__ = [
     "info",
     "latest",
     "list_sessions",
+    "messages_count",
     "load",
     "outputs_dir",
     "repair",

@@ -67,6 +67,11 @@ def info(path: Path) -> SessionInfo:
     )
 
 
+def messages_count(count: int) -> str:
+    """`1 message`, `2 messages`."""
+    return f"{count:,} message" if count == 1 else f"{count:,} messages"
+
+
 def list_sessions(directory: Path | str | None = None) -> list[SessionInfo]:
     """Every session in `directory` (default `sessions_dir()`), most recently updated first."""
     infos = []

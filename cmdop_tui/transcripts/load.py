@@ -35,6 +35,7 @@ from cmdop_tui.transcripts.repair import repair_history
 from cmdop_tui.transcripts.transcript import Transcript
 
 _NumberedRecord = tuple[int, OperationRecord]  # (line number from 1, record)
+RUN_END_EVENTS = ("final", "error", "cancelled")  # the events a run ends with, as the recorder stores them
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class _Replay:
     events: list[OperationRecord]
     whole: list[Message]
     unstored: int  # records the writer said, after the last history record, it could not write
+    ended: OperationRecord | None  # how the last run ended, when it ended after the last history record
 
 
 def load(session: str | Path, directory: Path | str | None = None) -> LoadedSession:
@@ -79,7 +81,7 @@ def load(session: str | Path, directory: Path | str | None = None) -> LoadedSess
     replay = _replay(records, notes)
     if not replay.header:
         notes.append("no session header; the id is taken from the file name")
-    repaired = repair_history(replay.messages, unstored=replay.unstored)
+    repaired = repair_history(replay.messages, unstored=replay.unstored, ended=replay.ended)
     return LoadedSession(
         id=str(replay.header.get("id") or path.stem),
         path=path,
@@ -149,6 +151,7 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
     events: list[OperationRecord] = []
     compacted: list[Message] = []  # what compactions took out of the conversation, with their summaries
     unstored = 0
+    ended: OperationRecord | None = None
     for number, record in records:
         op = record["op"]
         if op == "session":
@@ -159,12 +162,14 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
         elif op == "event":
             if record.get("kind") != KEPT_OUTPUT_EVENT:  # only `tool_output` reads those, not replay
                 events.append(record)
+            if record.get("kind") in RUN_END_EVENTS:
+                ended = record
             if record.get("kind") == UNSTORED_EVENT and isinstance(count := record.get("records"), int):
                 unstored = count
         elif op in ("append", "replace", "clear", "compact", "retract"):
             if unstored:  # the session went on after it: the gap is behind
                 notes.append(f"line {number}: {unstored} record(s) before it were never written (the disk was full)")
-            unstored = 0
+            unstored, ended = 0, None
             before = list(conversation.messages)
             problem = _apply(conversation, record)
             if problem:
@@ -176,7 +181,7 @@ def _replay(records: list[_NumberedRecord], notes: list[str]) -> _Replay:
         else:
             notes.append(f"line {number}: unknown record {op!r}; skipped")
     whole = compacted + without_summaries(conversation.messages)
-    return _Replay(header, conversation.messages, events, whole, unstored)
+    return _Replay(header, conversation.messages, events, whole, unstored, ended)
 
 
 def _taken_by_compaction(before: list[Message], record: OperationRecord) -> list[Message]:

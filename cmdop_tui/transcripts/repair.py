@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from cmdop_tui.agent.history import Conversation, sanitize, tool_result_ids, tool_use_ids
@@ -34,13 +34,16 @@ def repair(messages: Sequence[Message]) -> list[Message]:
     return repair_history(messages).messages
 
 
-def repair_history(messages: Sequence[Message], *, unstored: int = 0) -> RepairedHistory:
+def repair_history(
+    messages: Sequence[Message], *, unstored: int = 0, ended: Mapping[str, object] | None = None
+) -> RepairedHistory:
     """Close the tool calls a dead process left open, then `sanitize` whatever else is off.
 
     Open calls are those of the last assistant message with no result after it: the app died
     while they ran (or while their results were coming in). Each gets an ``is_error`` result
     saying the session was interrupted; or, when the file says its last `unstored` records were
-    never written (a disk full to the end), saying their results were not stored.
+    never written (a disk full to the end), saying their results were not stored. `ended`: the
+    event the last run ended with, when it was stored after the history (a budget stop, an error).
     """
     conversation = Conversation(messages=[m.copy() for m in messages])
     records: list[OperationRecord] = []
@@ -65,10 +68,23 @@ def repair_history(messages: Sequence[Message], *, unstored: int = 0) -> Repaire
     if not missing and conversation.messages and conversation.messages[-1]["role"] == "user":
         # Valid as it is (the next prompt joins this user turn), but worth telling.
         if any(is_text(b) for b in blocks_of(conversation.messages[-1])):
-            notes.append("the last prompt has no answer (the session stopped before the reply was stored)")
+            notes.append(_unanswered(ended))
         else:
             notes.append("the session stopped before the model answered the last tool results")
     return RepairedHistory(conversation.messages, records, notes)
+
+
+def _unanswered(ended: Mapping[str, object] | None) -> str:
+    """Why the last prompt has no answer: how its run ended, when the transcript says."""
+    kind, code, message = (ended or {}).get("kind"), (ended or {}).get("code"), (ended or {}).get("message")
+    why = f": {message}" if isinstance(message, str) and message else ""
+    if kind == "error" and code == "budget":
+        return f"the last prompt has no answer: the turn was stopped by the budget{why} (/budget raises it)"
+    if kind == "error":
+        return f"the last prompt has no answer: the turn ended with an error{why}"
+    if kind == "cancelled":
+        return f"the last prompt has no answer: the turn was stopped{why}"
+    return "the last prompt has no answer (the session stopped before the reply was stored)"
 
 
 def _open_tool_calls(messages: Sequence[Message]) -> list[str]:

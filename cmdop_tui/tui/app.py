@@ -40,7 +40,7 @@ from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
-from cmdop_tui.tui.slash_commands import build_registry
+from cmdop_tui.tui.slash_commands import NOTHING_TO_STOP, build_registry
 from cmdop_tui.tui.submission import submit
 from cmdop_tui.tui.themes import apply_theme
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
@@ -270,7 +270,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         if self.running:
             self.action_stop()
         else:
-            self.action_help_quit()
+            self.call_later(self.chat.add_notice, f"{NOTHING_TO_STOP} ctrl+q quits.")
 
     async def action_request_quit(self) -> None:
         if (question := TypeAhead(self).quit_question()) is None:

@@ -30,6 +30,14 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
 WidgetT = TypeVar("WidgetT", bound=Widget)
 
 
+class LocalStarter(Protocol):
+    """What `/local` uses of the session's opener (tui/session_life.py `SessionOpener`)."""
+
+    local_starting: bool
+
+    def start_local(self) -> None: ...
+
+
 class CommandHost(Protocol):
     """What a command may use of the app it runs in (mypy holds the app to it where it runs one)."""
 
@@ -38,6 +46,8 @@ class CommandHost(Protocol):
     session_ready: asyncio.Event
     commands: CommandRegistry
 
+    @property
+    def opener(self) -> LocalStarter: ...
     @property
     def session(self) -> Session | None: ...
     @property

@@ -47,8 +47,10 @@ LOCAL_OFFER = (
 )
 NO_KEY_HELP = (
     "No API key. Set ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN) in the environment and start "
-    "cmdop-tui again; for another Anthropic-compatible endpoint also set ANTHROPIC_BASE_URL."
+    "cmdop-tui again; for another Anthropic-compatible endpoint also set ANTHROPIC_BASE_URL. "
+    "Or use a local model with no key: /local here, or cmdop-tui --local."
 )
+NOT_NOW = "Not now: /local starts the local model whenever you want it."
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class SessionOpener:
         self.ready = asyncio.Event()  # set once the first attempt has ended, either way
         self.pending: Session | None = None  # a session still opening (its model stops on quit)
         self._previewed: tuple[str, int] | None = None  # a resumed session drawn from its transcript
+        self.local_starting = False  # the local model is being started (/local or the offer)
 
     def start(self) -> None:
         """After the first paint: draw a resumed session's tail, and open the session."""
@@ -134,12 +137,25 @@ class SessionOpener:
 
     def _local_offer_answered(self, start: bool | None) -> None:
         if start:
-            self.host.settings = self.host.settings.with_run(local=True)
-            self.host.run_worker(self.open_local(), group="setup", exit_on_error=False)
+            self.start_local()
+        else:
+            self.host.run_worker(self.host.chat.add_notice(NOT_NOW), group="setup", exit_on_error=False)
+
+    def start_local(self) -> None:
+        """Open the session again, now with the local model (the offer accepted, or /local)."""
+        self.local_starting = True
+        self.host.settings = self.host.settings.with_run(local=True)
+        self.host.run_worker(self.open_local(), group="setup", exit_on_error=False)
 
     async def open_local(self) -> None:
         """After the offer: open the session again, now with the local model."""
-        await self._opened(*await self._open(load_session_class()))
+        try:
+            state, notes = await self._open(load_session_class())
+        finally:
+            self.local_starting = False
+        if state.error is not None:  # not started: /local may try again, a prompt says what failed
+            self.host.settings = self.host.settings.with_run(local=False)
+        await self._opened(state, notes)
 
     async def close(self) -> None:
         """Close the session, and one still opening (its local model stops)."""

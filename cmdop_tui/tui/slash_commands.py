@@ -24,7 +24,7 @@ from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.text import inert_line
-from cmdop_tui.transcripts import SessionError, export_markdown, list_sessions
+from cmdop_tui.transcripts import SessionError, export_markdown
 from cmdop_tui.tui.commands import (
     CommandHost,
     CommandRegistry,
@@ -34,9 +34,10 @@ from cmdop_tui.tui.commands import (
 )
 from cmdop_tui.tui.custom_slash import add_custom_commands
 from cmdop_tui.tui.keys import key_tables
+from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
-from cmdop_tui.tui.screens.sessions import SessionsScreen
+from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
 if TYPE_CHECKING:
@@ -219,7 +220,7 @@ async def slash_sessions(app: CommandHost, argument: str) -> None:
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
-    app.push_screen(SessionsScreen(list_sessions(), recorder.session_id), partial(resume_chosen, app))
+    app.push_screen(SessionsScreen(sessions_with_messages(), recorder.session_id), partial(resume_chosen, app))
 
 
 async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
@@ -265,7 +266,13 @@ async def slash_export(app: CommandHost, argument: str) -> None:
     await app.chat.add_notice(f"Exported this session to {path}")
 
 
+NOTHING_TO_STOP = "Nothing to stop: no turn is running."
+
+
 async def slash_stop(app: CommandHost, argument: str) -> None:
+    if not app.running:
+        await app.chat.add_notice(NOTHING_TO_STOP)
+        return
     app.action_stop()
 
 
@@ -306,6 +313,9 @@ def build_registry() -> CommandRegistry:
     registry.slash("/model NAME", "switch model (an id or @fast, @balanced, @smart)", palette=model_alias_entries)(
         slash_model
     )
+    registry.slash(
+        "/local", "start the local model (no API key needed)", palette=(PaletteEntry("Start the local model"),)
+    )(slash_local)
     registry.slash(
         "/loop on|off",
         "loop mode: keep going until a breaker phrase",

@@ -27,8 +27,11 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
 
+from textual.app import App
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+from cmdop_tui.config.choices import chosen_theme, save_theme
 
 DEFAULT_THEME = "cmdop-dark"
 BUILTIN_PACKAGE = "cmdop_tui.themes"
@@ -65,13 +68,6 @@ class ThemeError(Exception):
 
 class _ThemeHost(Protocol):
     def register_theme(self, theme: Theme) -> None: ...
-
-
-class _ThemedApp(_ThemeHost, Protocol):
-    theme: str
-
-    @property
-    def available_themes(self) -> dict[str, Theme]: ...
 
 
 def builtin_themes_dir() -> Traversable:
@@ -224,15 +220,27 @@ def register_themes(app: _ThemeHost, themes: Iterable[Theme]) -> None:
         app.register_theme(theme)
 
 
-def apply_theme(app: _ThemedApp, wanted: str) -> list[str]:
-    """Register the built-in and the user's themes with `app` and use `wanted` (else the default);
-    what went wrong, for the user."""
+def apply_theme(app: App[Any], configured: str) -> list[str]:
+    """Register the built-in and the user's themes with `app` and use the one last chosen in the
+    app, else `configured` (the settings'), else the default; a theme chosen from now on is kept
+    for the next launch (config/choices.py). What went wrong, for the user."""
     themes, problems = load_themes()
     register_themes(app, themes)
+    wanted = chosen_theme(configured)
+    if wanted not in app.available_themes:
+        wanted = configured  # a chosen theme whose file is gone
     if wanted in app.available_themes:
         app.theme = wanted
     else:
         app.theme = DEFAULT_THEME
         known = ", ".join(sorted(app.available_themes))
         problems.append(f"Unknown theme {wanted!r}; using {DEFAULT_THEME}. Themes: {known}")
+    in_effect = [app.theme]
+
+    def chosen(theme: Theme) -> None:
+        if theme.name != in_effect[0]:  # the palette's choice (not the first one, published late)
+            in_effect[0] = theme.name
+            save_theme(theme.name, configured)
+
+    app.theme_changed_signal.subscribe(app, chosen)
     return problems

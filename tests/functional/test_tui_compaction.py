@@ -17,6 +17,7 @@ from cmdop_tui.tui.widgets.status_line import StatusLine
 from cmdop_tui.tui.widgets.user_message import UserMessage
 
 SIZE = (100, 30)
+FIRST = "First answer. " + "It goes on at length. " * 100  # so that a summary makes the conversation smaller
 SUMMARY = "## Findings\n- host **alpha** runs nginx 1.24\n- the disk on /srv is 91% full"
 
 
@@ -39,9 +40,7 @@ async def two_exchanges(pilot) -> None:
 
 
 async def test_compact_shows_an_item_that_unfolds_to_the_summary_and_the_next_request_starts_with_it(fake_api):
-    fake_api.enqueue(
-        text_reply("First answer."), text_reply("Second answer."), text_reply(SUMMARY), text_reply("Third answer.")
-    )
+    fake_api.enqueue(text_reply(FIRST), text_reply("Second answer."), text_reply(SUMMARY), text_reply("Third answer."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)
@@ -151,9 +150,7 @@ async def test_the_status_line_context_follows_the_compaction(fake_api):
 
 async def test_export_after_a_compaction_has_the_whole_history(fake_api, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    fake_api.enqueue(
-        text_reply("First answer."), text_reply("Second answer."), text_reply(SUMMARY), text_reply("Third answer.")
-    )
+    fake_api.enqueue(text_reply(FIRST), text_reply("Second answer."), text_reply(SUMMARY), text_reply("Third answer."))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)
@@ -171,7 +168,7 @@ async def test_export_after_a_compaction_has_the_whole_history(fake_api, tmp_pat
 
 
 async def test_a_resumed_compacted_conversation_starts_with_the_folded_summary(fake_api):
-    fake_api.enqueue(text_reply("First answer."), text_reply("Second answer."), text_reply(SUMMARY))
+    fake_api.enqueue(text_reply(FIRST), text_reply("Second answer."), text_reply(SUMMARY))
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await two_exchanges(pilot)

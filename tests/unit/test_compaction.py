@@ -206,7 +206,8 @@ async def test_the_summary_uses_the_fast_model_and_falls_back_when_the_endpoint_
 @pytest.mark.parametrize("status", [413])
 async def test_a_request_too_large_is_compacted_and_retried(fake_api, tmp_path, status):
     runner = make_runner(fake_api, cwd=tmp_path, context_window=200_000)
-    runner.conversation.messages[:] = history(4) + [{"role": "assistant", "content": [text_block("ok")]}]
+    # more than the 20k-token tail, so a summary makes it smaller
+    runner.conversation.messages[:] = history(12) + [{"role": "assistant", "content": [text_block("ok")]}]
     fake_api.enqueue(error_reply(status), text_reply("the summary"), text_reply("fine"))
     events = Recorder()
     assert (await runner.run("go on", events)).text == "fine"
@@ -306,3 +307,20 @@ def test_an_endpoint_that_refuses_server_compaction_gets_ours(fake_api, anthropi
     assert not any("context_management" in r.body for r in fake_api.requests[1:])
     assert fake_api.too_long == [] and not fake_api.server_compactions
     assert [e["server"] for e in events if e["type"] == "compaction"][:1] == [False]
+
+
+async def test_a_compaction_that_would_not_shrink_the_conversation_says_so_and_changes_nothing(fake_api, tmp_path):
+    runner = make_runner(fake_api, cwd=tmp_path, context_window=200_000)
+    runner.conversation.messages[:] = [
+        {"role": "user", "content": [text_block("hi")]},
+        {"role": "assistant", "content": [text_block("hello")]},
+        {"role": "user", "content": [text_block("and?")]},
+        {"role": "assistant", "content": [text_block("ok")]},
+    ]
+    before = json.dumps(runner.conversation.messages)
+    fake_api.enqueue(text_reply("## Findings\n" + "- a long-winded summary line\n" * 40))
+    events = Recorder()
+    result = await runner.compact(events)
+    assert result.status == "error" and result.code == "nothing_to_compact"
+    assert "would not make the conversation smaller" in result.message and not events.of(Compacted)
+    assert json.dumps(runner.conversation.messages) == before

@@ -643,3 +643,12 @@ async def test_no_price_means_no_enforcement_and_no_cost(fake_api):
     runner, events = make_runner(fake_api, max_budget_usd=0.000001), Recorder()
     result = await runner.run("hi", events)
     assert result.status == "final" and events.of(Usage)[0].cost_usd is None
+
+
+async def test_a_models_own_idle_timeout_judges_its_stream(fake_api):
+    fake_api.enqueue(text_reply("never finished " * 10, stall_after=4), text_reply("complete"))
+    stream = StreamPolicy(idle_timeout_s=3600, idle_timeouts={"claude-sonnet-5-5": 0.2})  # the one in use
+    runner, events = make_runner(fake_api, stream=stream), Recorder()
+    result = await runner.run("hi", events)
+    assert result.text == "complete"
+    assert "no event for 0.2 s" in events.of(Retrying)[0].reason

@@ -136,3 +136,22 @@ def test_each_key_is_declared_once_beside_its_field():
     assert set(MACHINE.names) <= {f.name for f in fields(MachineSpec)}
     for key in (*CONTEXT.names, *SANDBOX.names):
         assert f"# {key} = " in FIRST_RUN_TEMPLATE  # the template shows every key of its sections
+
+
+def test_a_models_stream_idle_timeout_is_set_per_model_and_the_local_model_waits_longer(tmp_path):
+    from cmdop_tui.config.template import FIRST_RUN_TEMPLATE as template
+    from cmdop_tui.session.assembly import local_settings, stream_policy
+    from cmdop_tui.session.local_model import LOCAL_IDLE_TIMEOUT_S
+
+    settings = settings_with(tmp_path, '[models."slow-box"]\nidle_timeout_s = 45\ncontext_window = 8192\n')
+    assert settings.idle_timeouts == {"slow-box": 45.0} and settings.context_windows == {"slow-box": 8192}
+    stream = stream_policy(settings)
+    assert stream.idle_timeout_for("slow-box") == 45.0 and stream.idle_timeout_for("claude-sonnet-5-5") == 10.0
+    local = local_settings(settings, "SmolLM2-135M-Instruct.Q4_1", 8192)
+    assert stream_policy(local).idle_timeout_for(local.agent.model) == LOCAL_IDLE_TIMEOUT_S > 10.0
+    chosen = local_settings(settings_with(tmp_path, '[models."local:tiny"]\nidle_timeout_s = 300\n'), "tiny", 4096)
+    assert stream_policy(chosen).idle_timeout_for("local:tiny") == 300.0  # the user's word wins
+    for bad in ('[models."m"]\nidle_timeout_s = 0\n', '[models."m"]\nidle_timeout_s = "long"\n'):
+        with pytest.raises(SettingsError, match=r'\[models\."m"\] idle_timeout_s must be a number of seconds'):
+            settings_with(tmp_path, bad)
+    assert "# idle_timeout_s = 60" in template and "a model on a CPU needs more" in template

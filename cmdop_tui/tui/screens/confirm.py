@@ -11,6 +11,11 @@ from cmdop_tui.tui.screens.question import QuestionScreen
 
 
 class ConfirmScreen(QuestionScreen[bool]):
+    DEFAULT_CSS = """
+    ConfirmScreen #confirm-dialog > Label {
+        width: 100%;  /* a long question wraps in the box instead of being cut at its edge */
+    }
+    """
     BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
 
     def __init__(self, question: str, yes: str = "Yes", no: str = "No") -> None:

@@ -11,7 +11,12 @@ from textual.widgets import Label, OptionList
 from textual.widgets.option_list import Option
 
 from cmdop_tui.support.text import inert_line
-from cmdop_tui.transcripts import SessionInfo
+from cmdop_tui.transcripts import SessionInfo, list_sessions, messages_count
+
+
+def sessions_with_messages() -> list[SessionInfo]:
+    """The sessions worth resuming: a launch that sent nothing is left out."""
+    return [info for info in list_sessions() if info.messages]
 
 
 class SessionsScreen(ModalScreen[str | None]):
@@ -55,7 +60,7 @@ class SessionsScreen(ModalScreen[str | None]):
         prompt = Content.assemble(
             (f"{when}  ", "$text-muted"),
             (inert_line(info.title or "(no prompt)"), "bold"),
-            (f"  {info.messages} messages · {info.id}{mark}", "$text-muted"),
+            (f"  {messages_count(info.messages)} · {info.id}{mark}", "$text-muted"),
         )
         return Option(prompt, id=info.id)
 

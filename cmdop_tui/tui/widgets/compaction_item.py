@@ -41,7 +41,7 @@ def compacted_line(event: ev.Compacted) -> str:
 
 def failed_line(message: str) -> str:
     message = inert_line(mask(message)).strip() or "no reason given"
-    if message.lower().startswith("compaction failed"):
+    if message.lower().startswith(("compaction failed", "not compacted")):
         return message[0].upper() + message[1:]
     return f"Compaction failed: {message}"
 
