@@ -40,7 +40,9 @@ _TOKENS = "a number of tokens (>= 256)"
 _WRONG = "{place}: {key!r} must be {what}"
 _SECTION_UNKNOWN = "{place} has no setting {key!r}"
 
-_TABLES = tuple("agents aliases prices models machines context sandbox checkpoints notify groups inventory hooks".split())
+_TABLES = tuple(
+    "agents aliases prices models machines context sandbox checkpoints notify groups inventory hooks".split()
+)
 TOP_LEVEL = TableKeys(
     (
         Key(
