@@ -102,6 +102,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
         terminal = sys.platform != "win32" and not textual_constants.DRIVER
         super().__init__(driver_class=PromptEscapeDriver if terminal else None)
         self.settings = settings
+        self.theme_problems = apply_theme(self, settings.theme)  # before the first style pass, not after it
         self.commands = commands or build_registry()
         self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
         self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
@@ -126,13 +127,12 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
-        problems = [*apply_theme(self, self.settings.theme), *self.commands.notices]  # said once, at start
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE
         self.query_one(PromptInput).focus()
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
-        for problem in problems:
+        for problem in [*self.theme_problems, *self.commands.notices]:  # said once, at start
             await self.chat.add_notice(problem, "warning")
         self.opener.start()
 
