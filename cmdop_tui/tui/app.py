@@ -134,7 +134,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
         for problem in [*self.theme_problems, *self.commands.notices]:  # said once, at start
             await self.chat.add_notice(problem, "warning")
-        self.opener.start()
+        self.call_after_refresh(self.opener.start)  # the first frame is not kept waiting by the SDK's import
 
     def watch_session_state(self, state: SessionState) -> None:
         """The session opened (or failed): the status line, the panels and the window follow it."""
