@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Horizontal
 from textual.reactive import reactive
-from textual.widgets import Button, Footer
+from textual.widgets import Button
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent.cancel import UICancel
@@ -44,6 +44,7 @@ from cmdop_tui.tui.themes import apply_theme
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
+from cmdop_tui.tui.widgets.footer import AppFooter
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
@@ -123,7 +124,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, AttentiveApp):
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
             yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
-        yield Footer()
+        yield AppFooter()
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
