@@ -33,9 +33,10 @@ WORDS = (
 ).split()
 
 
-def paced_reply() -> str:
-    """About 4,000 characters of varied lines, as a real reply has (a repeated line would let
-    a screen that shifts by a line change almost no cell, and flatter the figures)."""
+def paced_reply(blocks: int = 16) -> str:
+    """About 250 characters a block (4,000 by default) of varied lines, as a real reply has (a
+    repeated line would let a screen that shifts by a line change almost no cell, and flatter the
+    figures)."""
     draw = random.Random(7)
 
     def sentence() -> str:
@@ -46,8 +47,8 @@ def paced_reply() -> str:
             return "\n".join(f"- {sentence()}" for _ in range(3))
         return " ".join(sentence() for _ in range(3))
 
-    blocks = [paragraph() for _ in range(16)]
-    return "\n\n".join([*blocks[:8], MIDDLE, *blocks[8:], END])
+    drawn = [paragraph() for _ in range(blocks)]
+    return "\n\n".join([*drawn[: blocks // 2], MIDDLE, *drawn[blocks // 2 :], END])
 
 
 def measure(server: FakeAnthropic, size: tuple[int, int], low_bandwidth: bool) -> float:

@@ -35,7 +35,8 @@ class Layout:
 
 def layout_of(screen_rows: list[str], model: str = "claude-") -> Layout:
     """The regions of the app's screen, read off what it shows."""
-    status = next(row for row, text in enumerate(screen_rows) if model in text and "turn" in text)
+    # the lowest row naming the model (at 80 columns the status line may leave out the turn count)
+    status = max(row for row, text in enumerate(screen_rows) if model in text)
     top = screen_rows[0]
     side_x = top.index("╭─ Machines") if "╭─ Machines" in top else None
     return Layout(side_x, status, len(screen_rows) - 1)

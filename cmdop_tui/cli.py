@@ -268,10 +268,15 @@ def prepare_terminal(settings: Settings, environ: MutableMapping[str, str] = os.
 
 
 GIL_SWITCH_S = 0.001  # the UI thread waits at most this for threads busy in Python (5 ms by default)
+# Textual paints on a grid of 1/FPS: a key typed just after a frame (a streaming reply paints 25
+# a second) waited up to 17 ms at 60 to be echoed. Frames come only when something changed, and a
+# streaming reply paces its own, so a finer grid adds few frames.
+ECHO_FPS = "200"
 
 
 def run_tui(settings: Settings) -> int:
     prepare_terminal(settings)
+    os.environ.setdefault("TEXTUAL_FPS", ECHO_FPS)  # after prepare_terminal: a slow link keeps its 12
     # A key's echo passes from the input thread to the event loop to the writer thread; while the
     # SDK imports in a thread (or a stream is parsed), each hand-over waited up to 5 ms for the GIL.
     sys.setswitchinterval(GIL_SWITCH_S)

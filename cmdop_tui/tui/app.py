@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal
 from textual.reactive import reactive
-from textual.widgets import Button, Footer
+from textual.widgets import Button
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent.cancel import UICancel
@@ -46,6 +46,7 @@ from cmdop_tui.tui.themes import apply_theme
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
+from cmdop_tui.tui.widgets.footer import AppFooter
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
@@ -96,6 +97,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         terminal = sys.platform != "win32" and not textual_constants.DRIVER
         super().__init__(driver_class=PromptEscapeDriver if terminal else None)
         self.settings = settings
+        self.theme_problems = apply_theme(self, settings.theme)  # before the first style pass, not after it
         self.commands = commands or build_registry()
         self.commands.palette_action("Toggle the tool-activity panel", "F2", self.action_toggle_tools)
         self.commands.palette_action("Toggle the machines panel", "F3", self.action_toggle_machines)
@@ -116,19 +118,18 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
             yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
-        yield Footer()
+        yield AppFooter()
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
-        problems = [*apply_theme(self, self.settings.theme), *self.commands.notices]  # said once, at start
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE
         self.query_one(PromptInput).focus()
         await self.chat.add_notice(WELCOME.format(host=self.query_one(MachinesPanel).machine.name))
-        for problem in problems:
+        for problem in [*self.theme_problems, *self.commands.notices]:  # said once, at start
             await self.chat.add_notice(problem, "warning")
-        self.opener.start()
+        self.call_after_refresh(self.opener.start)  # the first frame is not kept waiting by the SDK's import
 
     def watch_session_state(self, state: SessionState) -> None:
         """The session opened (or failed): the status line, the panels and the window follow it."""

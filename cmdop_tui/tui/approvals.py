@@ -13,17 +13,17 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.screen import Screen
 
-from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
-from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.tools.outcome import OutcomeKind
-from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
-from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
+# The dialogs and what they answer are imported when the first is asked for: the loop (which
+# loads them with the session) asks, never the first paint.
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
+    from cmdop_tui.agent.approval import Approval, ToolCall
+    from cmdop_tui.mcp.asks import ElicitationRequest, Elicited
     from cmdop_tui.session.session import Session
+    from cmdop_tui.tui.screens.approval import ApprovalChoice
 
 
 class ApprovalHost(Protocol):
@@ -43,6 +43,9 @@ class ApprovalHost(Protocol):
 
 async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
     """The approval modal, awaited by the loop. Stop dismisses it."""
+    from cmdop_tui.agent.approval import Approval
+    from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
+
     answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()
     screen = ApprovalScreen(
         call.name,
@@ -95,6 +98,9 @@ class Questions:
 async def ask_elicitation(host: ApprovalHost, request: ElicitationRequest) -> Elicited:
     """The dialog of an MCP server's question, awaited by its connection; a Stop of the call that
     led to it (the connection cancels the question) closes it."""
+    from cmdop_tui.mcp.asks import Elicited
+    from cmdop_tui.tui.screens.elicitation import ElicitationScreen
+
     answer: asyncio.Future[Elicited | None] = asyncio.get_running_loop().create_future()
     screen = ElicitationScreen(request)
 
@@ -113,6 +119,8 @@ async def ask_elicitation(host: ApprovalHost, request: ElicitationRequest) -> El
 async def remember_allowed(host: ApprovalHost, call: ToolCall, *, session: bool) -> None:
     """The rule "This session" or "Always" makes; a rule that cannot be written as it would
     read back is not saved, and the call is still allowed this once."""
+    from cmdop_tui.permissions import PermissionsError
+
     permissions = host.session.permissions if host.session is not None else None
     if permissions is None:
         return

@@ -23,8 +23,6 @@ from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.frames import MirroredApp
 from cmdop_tui.tui.mode_keys import switch_mode
 from cmdop_tui.tui.notify import Notifier
-from cmdop_tui.tui.screens.approval import ApprovalScreen
-from cmdop_tui.tui.screens.elicitation import ElicitationScreen
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
@@ -102,6 +100,10 @@ class AttentiveApp(MirroredApp):
         self.notifier.tool_finished(event.name, shown, event.duration_s, not event.outcome.ok)
 
     def _screen_changed(self, screen: Screen[Any]) -> None:
+        # Imported here, not before the first paint: the dialogs' code comes with the session.
+        from cmdop_tui.tui.screens.approval import ApprovalScreen
+        from cmdop_tui.tui.screens.elicitation import ElicitationScreen
+
         if isinstance(screen, ApprovalScreen):
             self.notifier.tell(f"Approval needed: {screen.tool} on {screen.machine}")
         elif isinstance(screen, ElicitationScreen):

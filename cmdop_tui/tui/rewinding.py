@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cmdop_tui.machines.spec import MachineError
-from cmdop_tui.session.rewind import RewindError, Rewound
-from cmdop_tui.tui.screens.rewind import RewindChoice, RewindScreen
-from cmdop_tui.tui.screens.rewind_diff import RewindDiffScreen
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
+# The screens and the session's rewinding are imported by /rewind itself (with a session open
+# they are loaded already), not before the app's first paint.
 if TYPE_CHECKING:
+    from cmdop_tui.session.rewind import Rewound
     from cmdop_tui.session.session import Session
     from cmdop_tui.tui.commands import CommandHost
+    from cmdop_tui.tui.screens.rewind import RewindChoice
 
 NO_TURNS = "Nothing to rewind: this session has no turns yet."
 TURN_RUNNING = "A turn is running: wait for it, or press Esc to stop it."
@@ -30,6 +30,9 @@ TURN_RUNNING = "A turn is running: wait for it, or press Esc to stop it."
 
 async def rewind(app: CommandHost, session: Session) -> None:
     """The whole of /rewind; a failure is said, never raised (this runs as a worker)."""
+    from cmdop_tui.machines.spec import MachineError
+    from cmdop_tui.session.rewind import RewindError
+
     try:
         await choose_and_rewind(app, session)
     except (RewindError, MachineError, OSError) as exc:
@@ -39,6 +42,9 @@ async def rewind(app: CommandHost, session: Session) -> None:
 
 
 async def choose_and_rewind(app: CommandHost, session: Session) -> None:
+    from cmdop_tui.tui.screens.rewind import RewindScreen
+    from cmdop_tui.tui.screens.rewind_diff import RewindDiffScreen
+
     turns = await session.turns()
     if not turns:
         await app.chat.add_notice(NO_TURNS)

@@ -16,19 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from cmdop_tui import transcripts
-from cmdop_tui.agent.approval import Approver
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings, SettingsError
-from cmdop_tui.machines.spec import MachineError
-from cmdop_tui.mcp.asks import Elicitor
-from cmdop_tui.permissions import PermissionsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
-from cmdop_tui.session.local_model import LocalModelError, LocalModelServer, local_model_available
-from cmdop_tui.transcripts import SessionError
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.notice import Notice
@@ -37,8 +30,12 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
     import anthropic
     from textual.timer import Timer
 
+    from cmdop_tui.agent.approval import Approver
+    from cmdop_tui.mcp.asks import Elicitor
+    from cmdop_tui.session.local_model import LocalModelServer
     from cmdop_tui.session.recorder import TranscriptNotice
     from cmdop_tui.session.session import Session
+    from cmdop_tui.transcripts import LoadedSession
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 LOCAL_OFFER = (
@@ -112,14 +109,10 @@ class SessionOpener:
     async def preview(self) -> None:
         """Draw the tail of the session being resumed from its transcript, while the session
         (and the SDK) still load: a long session is on screen at once."""
-        session_id = self.host.settings.run.resume or await asyncio.to_thread(transcripts.latest)
-        if session_id is None:
-            return
-        try:
-            loaded = await asyncio.to_thread(transcripts.load, session_id)
-        except (OSError, transcripts.SessionError):
-            return  # the session's own opening says what is wrong
-        if self.host.session_state.session is None:  # else the session was quicker and has drawn it
+        loaded = await asyncio.to_thread(_read_transcript, self.host.settings.run.resume)
+        if (
+            loaded is not None and self.host.session_state.session is None
+        ):  # else the session was quicker and has drawn it
             self._previewed = (loaded.id, len(loaded.messages))
             await self.host.chat.show_messages(loaded.messages, self.host.tool_records)
 
@@ -131,6 +124,8 @@ class SessionOpener:
         finally:
             self.ready.set()
         await self._opened(state, notes)
+        from cmdop_tui.session.local_model import local_model_available  # loaded with the session
+
         if state.error == NO_KEY_HELP and self.opening.offer_local_model and local_model_available(self.host.settings):
             offer = ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now")
             self.host.push_screen(offer, self._local_offer_answered)
@@ -187,6 +182,8 @@ class SessionOpener:
             await session.close()
             return SessionState("failed", error=error), []
         notes = list(session.mcp_notes)  # a .mcp.json waiting for trust, a broken one (the status line has the sandbox)
+        from cmdop_tui.transcripts import SessionError  # loaded with the session
+
         try:
             notes += session.start_transcript()
         except SessionError as exc:
@@ -238,8 +235,27 @@ class SessionOpener:
         return loaded
 
 
+def _read_transcript(session_id: str | None) -> LoadedSession | None:
+    """The transcript of the session being resumed (by default the latest); None when there is
+    none or it cannot be read (the session's own opening says why). Run in a thread: the
+    transcripts' code is imported there, not before the first paint."""
+    from cmdop_tui import transcripts
+
+    session_id = session_id or transcripts.latest()
+    if session_id is None:
+        return None
+    try:
+        return transcripts.load(session_id)
+    except (OSError, transcripts.SessionError):
+        return None
+
+
 async def _open_or_explain(session: Session) -> str | None:
     """Open `session`; None when it opened, else why not, for the user."""
+    from cmdop_tui.machines.spec import MachineError  # these three are loaded with the session
+    from cmdop_tui.permissions import PermissionsError
+    from cmdop_tui.session.local_model import LocalModelError
+
     try:
         await session.open()
     except MissingKeyError:

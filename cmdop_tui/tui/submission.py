@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol
 
-from cmdop_tui.session.user_commands import user_command
 from cmdop_tui.tui.commands import CommandHost, parse_slash
 from cmdop_tui.tui.rewinding import TURN_RUNNING
 
@@ -31,6 +30,8 @@ class PromptHost(CommandHost, Protocol):
 
 async def submit(host: PromptHost, text: str) -> None:
     """Send `text` where it goes (see the module's docstring)."""
+    from cmdop_tui.session.user_commands import user_command  # loaded with the session, not before the first paint
+
     command = user_command(text)
     if command is not None:
         await run_user_command(host, command)

@@ -7,6 +7,7 @@ from textual.app import App, ComposeResult
 from tui_helpers import wait_until
 
 from cmdop_tui.tui.vocabulary.markdown_blocks import split_finished
+from cmdop_tui.tui.vocabulary.rich_markdown import parsed_markdown
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply, estimate_height
 
 REPLY = "\n\n".join(
@@ -35,6 +36,20 @@ REPLY = "\n\n".join(
 )
 def test_split_finished(text, blocks, rest):
     assert split_finished(text) == (blocks, rest)
+
+
+@pytest.mark.parametrize("code_theme", ["monokai", "default"])
+def test_the_shared_parser_renders_as_rich_s_own_markdown(code_theme):
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console(width=60, color_system="truecolor", force_terminal=True)
+    for text in [REPLY, "| a | b |\n|---|---|\n| 1 | ~~2~~ |", "plain", ""]:
+        ours = console.render_lines(parsed_markdown(text, code_theme), pad=False)
+        rich_s = console.render_lines(Markdown(text, code_theme=code_theme), pad=False)
+        assert ours == rich_s
+    assert parsed_markdown("a", code_theme).markup == "a"  # each call its own, the shared one unchanged
+    assert parsed_markdown("b", code_theme).markup == "b"
 
 
 def test_estimate_is_exact_for_code_and_short_paragraphs():

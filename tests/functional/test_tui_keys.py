@@ -101,7 +101,7 @@ def test_keys_in_one_write_to_a_real_terminal_are_applied_in_order(fake_api, ant
         app.wait_for(b"Ask the operator", timeout=20)
         for keys, shown in cases:
             app.write(keys)
-            app.wait_for_screen(lambda shown=shown: prompt_row(app) == shown, timeout=10)
+            app.wait_until_screen(lambda shown=shown: prompt_row(app) == shown, timeout=10)
             app.wait_quiet(0.3)
             assert prompt_row(app) == shown, keys
             app.write(END + BACKSPACE * 20)
@@ -109,7 +109,7 @@ def test_keys_in_one_write_to_a_real_terminal_are_applied_in_order(fake_api, ant
         app.write(b"\t")  # focus to the chat: what is typed next still goes into the prompt
         app.wait_quiet(0.3)
         app.write(b"typed")
-        app.wait_for_screen(lambda: prompt_row(app) == "typed", timeout=10)
+        app.wait_until_screen(lambda: prompt_row(app) == "typed", timeout=10)
         app.wait_quiet(0.3)
         assert prompt_row(app) == "typed"
         app.write(BACKSPACE * 5)

@@ -7,7 +7,9 @@ cells that change, so a word on screen need not appear whole in the byte stream.
 
 from __future__ import annotations
 
+import bisect
 import fcntl
+import math
 import os
 import pty
 import select
@@ -38,6 +40,7 @@ class PtyApp:
         self.sync = sync
         self.columns, self.rows = size
         self.output = bytearray()
+        self.arrivals: list[tuple[int, float]] = []  # (output length after a read, when it was read)
         self.changed = threading.Condition()
         self.started = time.perf_counter()
         pid, fd = pty.fork()
@@ -68,6 +71,7 @@ class PtyApp:
                     self.changed.notify_all()
                     return
                 self.output += data
+                self.arrivals.append((len(self.output), time.perf_counter()))
                 self.changed.notify_all()
             if self.sync and SYNC_QUERY in data:
                 os.write(self.fd, SYNC_SUPPORTED)
@@ -117,7 +121,7 @@ class PtyApp:
                 self.changed.wait(left)
             return time.perf_counter()
 
-    def wait_for_screen(self, holds: Callable[[], bool], timeout: float = 30.0) -> float:
+    def wait_until_screen(self, holds: Callable[[], bool], timeout: float = 30.0) -> float:
         """Block until `holds()` (which reads `self.screen`) is true; return the time then."""
         deadline = time.perf_counter() + timeout
         with self.changed:
@@ -129,6 +133,32 @@ class PtyApp:
                 self.changed.wait(left)
                 self.screen_text()
             return time.perf_counter()
+
+    def wait_for_screen(self, text: str, start: int = 0, timeout: float = 30.0, *, gone: bool = False) -> float:
+        """Block until `text` is on the emulated screen (within one row), or with `gone` is not,
+        through output read after offset `start`; return when the read that did it arrived (the
+        emulator is fed one read at a time, so its own speed does not count)."""
+        deadline = time.perf_counter() + timeout
+        with self.changed:
+            self.screen_text_upto(start)
+            read = bisect.bisect_right(self.arrivals, (self._fed, math.inf))
+            while True:
+                while read < len(self.arrivals):
+                    end, arrived = self.arrivals[read]
+                    read += 1
+                    if (text in self.screen_text_upto(end)) != gone:
+                        return arrived
+                left = deadline - time.perf_counter()
+                if left <= 0 or self.closed:
+                    raise TimeoutError(f"{text!r} is not on screen; it shows:\n{self.screen_text()}")
+                self.changed.wait(left)
+
+    def screen_text_upto(self, end: int) -> str:
+        """What the terminal showed once the output up to `end` was written (`changed` held)."""
+        if end > self._fed:
+            self._terminal.feed(bytes(self.output[self._fed : end]))
+            self._fed = end
+        return "\n".join(self.screen.display)
 
     def wait_quiet(self, seconds: float) -> None:
         """Block until nothing has been written for `seconds`."""

@@ -24,7 +24,6 @@ import time
 from dataclasses import dataclass
 
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.style import Style
 from rich.theme import Theme
@@ -38,6 +37,7 @@ from textual.widget import Widget
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tui.vocabulary.markdown_blocks import FENCE, split_finished
+from cmdop_tui.tui.vocabulary.rich_markdown import parsed_markdown
 
 
 def markdown_theme(theme: TextualTheme) -> Theme:
@@ -283,7 +283,7 @@ class AssistantReply(Widget):
             )
             self._code_theme = "monokai" if theme.dark else "default"
         options = self._markdown_console.options.update(width=self._width)
-        markdown = Markdown(mask(text), code_theme=self._code_theme)  # secrets never reach the screen
+        markdown = parsed_markdown(mask(text), self._code_theme)  # secrets never reach the screen
         lines = self._markdown_console.render_lines(markdown, options, pad=False)
         return trim_blank_edges(lines)
 

@@ -1,0 +1,38 @@
+"""What the app imports before its first paint: the TUI and what it draws, not the code that
+only an open session, a reply or a dialog needs (each costs start-up time: the session loads
+it in a thread after the first paint, or the first reply or dialog does)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+AFTER_THE_FIRST_PAINT = (
+    "markdown_it",  # a reply's Markdown (tui/vocabulary/rich_markdown.py)
+    "pygments",
+    "rich.markdown",
+    "cmdop_tui.agent.approval",  # the approval dialog (tui/approvals.py)
+    "cmdop_tui.permissions",
+    "cmdop_tui.tui.screens.approval",
+    "cmdop_tui.tui.screens.elicitation",
+    "cmdop_tui.session.local_model",  # opening the session (tui/session_life.py)
+    "urllib.request",
+    "cmdop_tui.session.rewind",  # /rewind (tui/rewinding.py)
+    "cmdop_tui.session.user_commands",  # !command (tui/submission.py)
+)
+
+
+@pytest.fixture(scope="module")
+def imported_at_start() -> set[str]:
+    probe = "import sys, cmdop_tui.cli, cmdop_tui.tui.app; print(' '.join(sys.modules))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return set(done.stdout.split())
+
+
+@pytest.mark.parametrize("module", AFTER_THE_FIRST_PAINT)
+def test_the_app_draws_without(module, imported_at_start):
+    assert "cmdop_tui.tui.widgets.prompt_input" in imported_at_start  # the probe saw the app
+    assert module not in imported_at_start
