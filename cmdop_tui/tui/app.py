@@ -42,7 +42,7 @@ from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import NOTHING_TO_STOP, build_registry
 from cmdop_tui.tui.submission import submit
-from cmdop_tui.tui.themes import apply_theme
+from cmdop_tui.tui.themes import apply_theme, keep_theme_choices
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
@@ -123,6 +123,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
+        keep_theme_choices(self, self.settings.theme)
         if self.settings.low_bandwidth_mode():
             self.chat.pace = LOW_BANDWIDTH_PACE
         self.query_one(PromptInput).focus()

@@ -4,7 +4,6 @@ session already open on an API stays as it is (starting the app with `--local` s
 
 from __future__ import annotations
 
-from cmdop_tui.session.local_model import local_model_available
 from cmdop_tui.tui.commands import CommandHost
 
 NO_LOCAL_MODEL = (
@@ -29,6 +28,8 @@ async def slash_local(app: CommandHost, argument: str) -> None:
     if not app.session_ready.is_set() or app.opener.local_starting:
         await app.chat.add_notice("The session is still opening: try again in a moment.", "warning")
         return
+    from cmdop_tui.session.local_model import local_model_available  # not before the first paint
+
     if not local_model_available(app.settings):
         await app.chat.add_notice(NO_LOCAL_MODEL, "error")
         return

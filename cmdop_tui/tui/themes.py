@@ -222,8 +222,7 @@ def register_themes(app: _ThemeHost, themes: Iterable[Theme]) -> None:
 
 def apply_theme(app: App[Any], configured: str) -> list[str]:
     """Register the built-in and the user's themes with `app` and use the one last chosen in the
-    app, else `configured` (the settings'), else the default; a theme chosen from now on is kept
-    for the next launch (config/choices.py). What went wrong, for the user."""
+    app, else `configured` (the settings'), else the default; what went wrong, for the user."""
     themes, problems = load_themes()
     register_themes(app, themes)
     wanted = chosen_theme(configured)
@@ -235,6 +234,12 @@ def apply_theme(app: App[Any], configured: str) -> list[str]:
         app.theme = DEFAULT_THEME
         known = ", ".join(sorted(app.available_themes))
         problems.append(f"Unknown theme {wanted!r}; using {DEFAULT_THEME}. Themes: {known}")
+    return problems
+
+
+def keep_theme_choices(app: App[Any], configured: str) -> None:
+    """From now on (the app running), a theme chosen in the palette is kept for the next launch
+    (config/choices.py), tied to `configured`, the settings' theme it replaces."""
     in_effect = [app.theme]
 
     def chosen(theme: Theme) -> None:
@@ -243,4 +248,3 @@ def apply_theme(app: App[Any], configured: str) -> list[str]:
             save_theme(theme.name, configured)
 
     app.theme_changed_signal.subscribe(app, chosen)
-    return problems
