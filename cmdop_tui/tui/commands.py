@@ -172,10 +172,11 @@ class CommandRegistry:
         commands = [(c.usage, c.help) for c in self._slash_commands.values()]
         width = max(len(name) for name, _ in commands + keys)  # one column for both tables
         lines = ["Commands:"]
-        lines += [f"  {usage:<{width}} {help}" for usage, help in commands]
+        # Two spaces at least between the columns: where a folded row's continuation hangs.
+        lines += [f"  {usage:<{width}}  {help}" for usage, help in commands]
         lines += self.help_notes
         lines.append("Keys:")
-        lines += [f"  {key:<{width}} {description}" for key, description in keys]
+        lines += [f"  {key:<{width}}  {description}" for key, description in keys]
         return "\n".join(lines)
 
     def palette_commands(self, app: CommandHost) -> list[PaletteCommand]:

@@ -37,6 +37,7 @@ from cmdop_tui.tui.custom_slash import add_custom_commands
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen
+from cmdop_tui.tui.widgets.notice import TableNotice
 
 if TYPE_CHECKING:
     from cmdop_tui.session.session import Session
@@ -55,7 +56,7 @@ async def slash_help(app: CommandHost, argument: str) -> None:
         ("Esc Esc", "rewind (at an empty prompt, between turns)"),
     ]
     keys += [(b.key, b.description) for b in app.BINDINGS if isinstance(b, Binding)]
-    await app.chat.add_notice(app.commands.help_text(keys))
+    await app.chat.add(TableNotice(app.commands.help_text(keys)))  # rows wrap under their own column
 
 
 async def slash_clear(app: CommandHost, argument: str) -> None:

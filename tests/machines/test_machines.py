@@ -594,6 +594,35 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
         await wait_until(pilot, lambda: fleet.target_name is None, what="back to the local machine")
 
 
+async def test_the_local_machine_has_one_name_and_an_offline_pick_is_said_and_not_taken(fake_api, lab):
+    from tui_helpers import MACHINE, make_app, notices, wait_until
+
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
+    from cmdop_tui.tui.widgets.status_line import StatusLine
+
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config))
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.query_one(MachinesPanel)
+        fleet = await _fleet_of(app, pilot)
+        local = str(panel.options.get_option("local").prompt)
+        assert local.split()[:3] == ["▶", "●", "local"]  # the name the tools and --machine take
+        assert MACHINE.name in local  # the hostname, as a fact of it
+        assert "local" in str(app.query_one(StatusLine).render())
+        offline = lab.offline_alias
+        await wait_until(pilot, lambda: panel.health.get(offline, None) is not None, what="the probes")
+        await wait_until(pilot, lambda: panel.health[offline].state == "offline", what="offline")
+        panel.options.focus()
+        panel.options.highlighted = [o.id for o in panel.options.options].index(offline)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: notices(app, "warning"), what="the notice")
+        (said,) = notices(app, "warning")
+        assert said.startswith(f"{offline} is offline (checked ") and "Still working on local" in said
+        assert fleet.target_name is None and not any(f"Working on {offline}" in n for n in notices(app))
+        await pilot.press("home", "enter")  # the local machine, by the same name
+        await wait_until(pilot, lambda: any("Working on local (this machine) now" in n for n in notices(app)))
+
+
 async def _fleet_of(app, pilot):
     from tui_helpers import wait_until
 

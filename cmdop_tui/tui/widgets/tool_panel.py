@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from cmdop_tui.support.folding import fit_words
 from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 from cmdop_tui.tui.widgets.side_panel import SidePanel
@@ -53,7 +54,7 @@ class ToolPanel(SidePanel):
 
     def compose(self) -> ComposeResult:
         table: DataTable[str | Content] = DataTable(cursor_type="row", zebra_stripes=False, id="tool-table")
-        table.add_columns("", "tool", "on", "time", "args")
+        *_, self._args = table.add_columns("", "tool", "on", "time", "args")
         yield table
         yield Static("", id="tool-preview", markup=False)
 
@@ -63,12 +64,30 @@ class ToolPanel(SidePanel):
 
     def _cells(self, record: ToolRecord) -> tuple[Content | str, ...]:
         style = {"running": "$warning", "ok": "$success", "error": "$error"}[record.status]
-        return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, record.summary
+        return Content.styled(record.glyph, style), record.name, record.machine, record.elapsed, self._args_cell(record)
+
+    def _args_cell(self, record: ToolRecord) -> str:
+        """The arguments in the room the other columns leave, cut after a whole word: the panel
+        cuts nothing itself (its edge would show `system` for `systemctl`)."""
+        table = self.table
+        if not table.size.width:  # not laid out yet: fitted on the first resize
+            return record.summary
+        others = sum(column.get_render_width(table) for key, column in table.columns.items() if key != self._args)
+        return fit_words(record.summary, table.scrollable_content_region.width - others - 2 * table.cell_padding)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_args, list(self.records.values()))
+
+    def _fit_args(self, records: list[ToolRecord]) -> None:
+        for record in records:
+            if record.call_id in self.records:
+                self.table.update_cell(record.call_id, self._args, self._args_cell(record), update_width=True)
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
         self.records[record.call_id] = record
         self.table.add_row(*self._cells(record), key=record.call_id)
+        self.call_after_refresh(self._fit_args, [record])
         self.table.move_cursor(row=self.table.row_count - 1)
         self._show_preview()
 
@@ -85,7 +104,9 @@ class ToolPanel(SidePanel):
         if record.call_id not in self.records:
             return
         for column, value in zip(self.table.columns, self._cells(record), strict=True):
-            self.table.update_cell(record.call_id, column, value)
+            # A column grows to what it holds: a time or a machine name is never cut (`11.7` for `11.7 s`).
+            self.table.update_cell(record.call_id, column, value, update_width=True)
+        self.call_after_refresh(self._fit_args, [record])  # in the room the grown columns left
         self._show_preview()
 
     def highlighted(self) -> ToolRecord | None:
