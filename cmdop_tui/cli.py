@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 
 from cmdop_tui.config.flags import apply_flags, parser
 from cmdop_tui.config.settings import (
@@ -51,31 +52,11 @@ def entry() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["permissions"]:
-        return permissions_command(argv[1:])
-    if argv[:1] == ["config"]:
-        return config_command(argv[1:])
-    if argv[:1] == ["mcp"]:
-        return mcp_command(argv[1:])
-    if argv[:1] == ["hooks"]:
-        return hooks_command(argv[1:])
-    if argv[:1] == ["machines"]:
-        from cmdop_tui.machines_cli import machines_main
-
-        return machines_main(argv[1:])
-    if argv[:1] == ["rewind"]:
-        from cmdop_tui.rewind_cli import rewind_main
-
-        return rewind_main(argv[1:])
-    if argv[:1] == ["acp"]:
-        from cmdop_tui.acp import acp_main
-
-        return acp_main(argv[1:])
-    if argv[:1] == ["serve"]:
-        from cmdop_tui.serve import serve_main
-
-        return serve_main(argv[1:])
+    if argv[:1] and argv[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[argv[0]](argv[1:])
     args = parser().parse_args(argv)
+    if args.prompt is None and (missing := missing_terminal()) is not None:
+        return fail(missing, EXIT_USAGE)
     ensure_config_file()
     try:
         settings = apply_flags(load_settings(), args)
@@ -221,6 +202,43 @@ def hooks_command(argv: list[str]) -> int:
     return 0
 
 
+def _machines(argv: list[str]) -> int:
+    from cmdop_tui.machines_cli import machines_main
+
+    return machines_main(argv)
+
+
+def _rewind(argv: list[str]) -> int:
+    from cmdop_tui.rewind_cli import rewind_main
+
+    return rewind_main(argv)
+
+
+def _acp(argv: list[str]) -> int:
+    from cmdop_tui.acp import acp_main
+
+    return acp_main(argv)
+
+
+def _serve(argv: list[str]) -> int:
+    from cmdop_tui.serve import serve_main
+
+    return serve_main(argv)
+
+
+# Every subcommand, by its first word; `-h` lists each (config/flags.py COMMANDS, held by a test).
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "rewind": _rewind,
+    "machines": _machines,
+    "mcp": mcp_command,
+    "hooks": hooks_command,
+    "permissions": permissions_command,
+    "config": config_command,
+    "serve": _serve,
+    "acp": _acp,
+}
+
+
 def run_headless_cli(settings: Settings, prompt: str, output_format: str, input_format: str = "text") -> int:
     from cmdop_tui.headless import HeadlessOptions, OutputError, run_headless
     from cmdop_tui.machines.spec import MachineError
@@ -233,6 +251,8 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str, input_
     try:
         code = asyncio.run(run_headless(settings, options))
     except (MissingKeyError, MachineError, SessionError, PermissionsError, LocalModelError, SettingsError) as exc:
+        if output_format == "stream-json":  # a reader of the events gets the reason as one, too
+            _error_event(SETUP_ERROR_CODES[type(exc).__name__], str(exc))
         return fail(str(exc))
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): nothing more to say to anyone.
@@ -242,6 +262,25 @@ def run_headless_cli(settings: Settings, prompt: str, output_format: str, input_
         _stdout_to_nowhere()
         return fail(str(exc))
     return code
+
+
+# The `code` of the `error` event a run that could not start ends with (stream-json).
+SETUP_ERROR_CODES = {
+    "MissingKeyError": "no_api_key",
+    "MachineError": "machine",
+    "SessionError": "session",
+    "PermissionsError": "permissions",
+    "LocalModelError": "local_model",
+    "SettingsError": "settings",
+}
+
+
+def _error_event(code: str, message: str) -> None:
+    from cmdop_tui.agent.events import Error
+    from cmdop_tui.headless import OutputError, write_json_line
+
+    with contextlib.suppress(OutputError, BrokenPipeError):  # stderr says it anyway
+        write_json_line(sys.stdout, Error(code=code, message=message).to_json())
 
 
 def _stdout_to_nowhere() -> None:
@@ -272,6 +311,22 @@ GIL_SWITCH_S = 0.001  # the UI thread waits at most this for threads busy in Pyt
 # a second) waited up to 17 ms at 60 to be echoed. Frames come only when something changed, and a
 # streaming reply paces its own, so a finer grid adds few frames.
 ECHO_FPS = "200"
+
+
+def missing_terminal() -> str | None:
+    """Why the full-screen app cannot run here (None when it can): it reads keys from standard
+    input and draws on standard error, as Textual does, so both must be a terminal. Not asked
+    of `serve`'s apps, whose driver (TEXTUAL_DRIVER) talks to a browser over pipes."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
+    not_terminals = [
+        name for name, stream in (("input", sys.stdin), ("error", sys.stderr)) if stream is None or not stream.isatty()
+    ]
+    if not not_terminals:
+        return None
+    which = " and ".join(f"standard {name}" for name in not_terminals)
+    verb = "are" if len(not_terminals) > 1 else "is"
+    return f"the app needs a terminal, and {which} {verb} not one; for a script, run one prompt with -p PROMPT"
 
 
 def run_tui(settings: Settings) -> int:

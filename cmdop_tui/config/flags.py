@@ -23,7 +23,8 @@ COMMANDS = """commands:
   cmdop-tui hooks trust                        let ./.cmdop/hooks.json's hooks run
   cmdop-tui permissions list                   the permission rules
   cmdop-tui config path | edit | keys          the settings file
-  cmdop-tui serve                              the app in a browser"""
+  cmdop-tui serve                              the app in a browser
+  cmdop-tui acp                                the agent editors drive (Agent Client Protocol)"""
 
 INPUT_FORMAT_HELP = (
     "headless input: with stream-json, each line on stdin while the prompt runs is a user message "

@@ -27,7 +27,7 @@ from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.machines.spec import LOCAL, MachineError
+from cmdop_tui.machines.spec import LOCAL
 from cmdop_tui.support.heap import settle_heap
 from cmdop_tui.tui.approvals import Questions, ask_approval
 from cmdop_tui.tui.attention import AttentiveApp
@@ -42,11 +42,12 @@ from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import NOTHING_TO_STOP, build_registry
 from cmdop_tui.tui.submission import submit
+from cmdop_tui.tui.target_choice import choose_target
 from cmdop_tui.tui.themes import apply_theme, keep_theme_choices
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
 from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
-from cmdop_tui.tui.widgets.footer import AppFooter
+from cmdop_tui.tui.widgets.fitting_footer import FittingFooter
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
 NARROW_WIDTH = 100  # below this the side column folds away, until the user chooses (F2, F3)
 GC_AFTER_TURN_S = 0.5  # after a turn, once the last frames are painted
 WELCOME = (
-    "cmdop-tui, an operator on {host}. Ask for something and press Enter; "
+    "cmdop-tui, an operator on local (this machine, {host}). Ask for something and press Enter; "
     "Esc stops a turn; /help lists commands and keys."
 )
 
@@ -118,7 +119,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
             yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
-        yield AppFooter()
+        yield FittingFooter()
 
     async def on_mount(self) -> None:
         self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
@@ -142,14 +143,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         self.query_one(McpPanel).follow(state.session.mcp if state.session else None)
 
     async def on_machines_panel_target_chosen(self, message: MachinesPanel.TargetChosen) -> None:
-        if self.session is None:
-            return
-        try:
-            target = self.session.set_target(message.name)
-        except MachineError as exc:
-            await self.chat.add_notice(str(exc), "error")
-            return
-        await self.chat.add_notice(f"Working on {target.name if target else 'this machine'} now (from the next turn).")
+        await choose_target(self.session, self.chat, message.name)
 
     async def show_history(self) -> None:
         """Draw the session's conversation (a resumed one, or after /sessions) in place of the chat."""

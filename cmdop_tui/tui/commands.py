@@ -184,11 +184,12 @@ class CommandRegistry:
         keys = [row for rows in key_tables.values() for row in rows]
         width = max(len(name) for name, _ in commands + keys)
         lines = ["Commands:"]
-        lines += [f"  {usage:<{width}} {help}" for usage, help in commands]
+        # Two spaces at least between the columns: where a folded row's continuation hangs.
+        lines += [f"  {usage:<{width}}  {help}" for usage, help in commands]
         lines += self.help_notes
         for heading, rows in key_tables.items():
             lines.append(heading)
-            lines += [f"  {key:<{width}} {description}" for key, description in rows]
+            lines += [f"  {key:<{width}}  {description}" for key, description in rows]
         return "\n".join(lines)
 
     def palette_commands(self, app: CommandHost) -> list[PaletteCommand]:

@@ -22,6 +22,7 @@ import re
 from collections.abc import Callable, Mapping
 
 from cmdop_tui.config.model import NotifyMethod, NotifySettings
+from cmdop_tui.support.figures import duration
 
 TITLE = "cmdop-tui"
 BODY_CHARS = 160
@@ -97,5 +98,4 @@ class Notifier:
         if duration_s < self.settings.min_seconds:
             return False
         what = f"`{inert(command, 80)}`" if command else name
-        took = f"{duration_s:.1f}" if duration_s < 10 else f"{duration_s:.0f}"
-        return self.tell(f"{what} {'failed' if failed else 'finished'} after {took} s")
+        return self.tell(f"{what} {'failed' if failed else 'finished'} after {duration(duration_s)}")

@@ -22,6 +22,7 @@ from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
+from cmdop_tui.support.figures import duration
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.notice import Notice
@@ -219,7 +220,7 @@ class SessionOpener:
         await self.host.chat.add(notice)
         started = time.monotonic()
         ticker = self.host.set_interval(
-            0.25, lambda: notice.update(f"Loading the local model… {time.monotonic() - started:.1f}s")
+            0.25, lambda: notice.update(f"Loading the local model… {duration(time.monotonic() - started)}")
         )
 
         def loaded(server: LocalModelServer | None) -> None:
@@ -228,7 +229,7 @@ class SessionOpener:
                 notice.update("The local model did not start.")
                 return
             notice.update(
-                f"Local model {server.gguf.stem} ready in {time.monotonic() - started:.1f}s: no API key needed "
+                f"Local model {server.gguf.stem} ready in {duration(time.monotonic() - started)}: no API key needed "
                 "(a small model answers, but seldom uses tools well)."
             )
 

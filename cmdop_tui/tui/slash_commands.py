@@ -38,6 +38,7 @@ from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
 from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages
+from cmdop_tui.tui.widgets.notice import TableNotice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
 if TYPE_CHECKING:
@@ -46,7 +47,8 @@ if TYPE_CHECKING:
 
 
 async def slash_help(app: CommandHost, argument: str) -> None:
-    await app.chat.add_notice(app.commands.help_text(key_tables(app.query_one(PromptInput))))
+    help_text = app.commands.help_text(key_tables(app.query_one(PromptInput)))
+    await app.chat.add(TableNotice(help_text))  # rows wrap under their own column
 
 
 async def slash_clear(app: CommandHost, argument: str) -> None:

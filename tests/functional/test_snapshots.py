@@ -1,4 +1,4 @@
-"""SVG snapshots of the main states at 80x24 and 120x40 (pytest-textual-snapshot).
+"""SVG snapshots of the main states at 80x24, 100x30 and 160x45 (pytest-textual-snapshot).
 
 Everything that differs between machines is pinned: host facts, load, tool durations. Update the
 pictures with `pytest tests/test_snapshots.py --snapshot-update` after checking them by eye.
@@ -13,10 +13,11 @@ from fake_anthropic import text_reply, tool_reply
 from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
+from cmdop_tui.support.figures import duration
 from cmdop_tui.tui.screens.approval import ApprovalScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 
-SIZES = [pytest.param((80, 24), id="80x24"), pytest.param((120, 40), id="120x40")]
+SIZES = [pytest.param(size, id=f"{size[0]}x{size[1]}") for size in ((80, 24), (100, 30), (160, 45))]
 
 REPLY = """Disk usage on **testhost**:
 
@@ -46,7 +47,7 @@ def test_reply_after_a_tool_call(snap_compare, fake_api, size):
             card.record.duration_s = 0.1  # pinned: real durations differ run to run
             card.refresh()
         for table in app.query("#tool-table"):
-            table.update_cell_at((0, 3), "0.1s")
+            table.update_cell_at((0, 3), duration(0.1), update_width=True)
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
@@ -59,7 +60,7 @@ def test_approval_modal(snap_compare, fake_api, size):
 
     async def run_before(pilot):
         await submit(pilot, "restart nginx")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and hasattr(app.screen, "countdown"))
         app.screen.countdown.pause()  # the picture at 60 s, however long taking it lasts
         app.screen.remaining = 60
         app.screen._tick()
@@ -85,3 +86,26 @@ def test_stopped_mid_stream(snap_compare, fake_api, size):
         gate.set()
 
     assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_help(snap_compare, fake_api, size):
+    app = make_app(fake_api)
+    # pinned: where custom commands are looked for differs from run to run (the test's home)
+    app.commands.help_notes[:] = [
+        "Custom commands: markdown files in /srv/.cmdop/commands and ~/.config/cmdop-tui/commands "
+        "(a built-in command of the same name wins)."
+    ]
+
+    async def run_before(pilot):
+        await app.session_ready.wait()
+        await submit(pilot, "/help")
+        await wait_until(pilot, lambda: any(n.startswith("Commands:") for n in notices(app)), what="/help")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=run_before)
+
+
+def test_tools_hidden_at_100x30(snap_compare):
+    """F2 at 100 columns: the machines above the chat, which keeps the whole width."""
+    assert snap_compare(make_app(), terminal_size=(100, 30), press=["f2"])

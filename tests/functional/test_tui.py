@@ -168,7 +168,7 @@ async def test_stop_during_retry_backoff(fake_api):
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "hi")
         await wait_until(pilot, lambda: notices(app, "warning"), what="the retry notice")
-        assert "Retrying in 30.0s" in notices(app, "warning")[0]
+        assert "Retrying in 30.0 s" in notices(app, "warning")[0]
         await pilot.press("escape")
         await wait_until(pilot, lambda: notices(app, "stopped"))
 
@@ -416,7 +416,7 @@ def test_a_remote_agents_steps_show_under_its_call():
     )
     record.add_nested({"type": "token", "text": "up 3 days\x1b[2J", "hostname": "alpha"})
     shown = record.shown_output
-    assert "[alpha] ▶ execute_command uptime" in shown and "[alpha] ✓ execute_command 0.2s" in shown
+    assert "[alpha] ▶ execute_command uptime" in shown and "[alpha] ✓ execute_command 0.2 s" in shown
     assert "[alpha] …up 3 days" in shown and "\x1b" not in shown
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import errno
 import json
 import os
 import pwd
@@ -393,22 +394,50 @@ async def test_a_broken_agent_there_says_what_it_printed(lab, tmp_path):
 
 
 async def test_ask_machines_fans_out_keeps_order_and_times_out_one_host(fake_api, lab, tmp_path):
-    slow = MachineSpec("slow", "bravo", cmdop="sleep 30; cmdop-tui")
-    fleet = fleet_for(lab, slow)
+    """Deterministic on a loaded machine: the hosts wait on events, not on time. The slow host's
+    agent blocks on a FIFO the test writes only once alpha's real agent has answered, however
+    long that took; then a host that never answers (the FIFO never written) times out, and the
+    call ends at its time-out instead of waiting for it."""
+    released, never = tmp_path / "released.fifo", tmp_path / "never.fifo"
+    for fifo in (released, never):
+        os.mkfifo(fifo)
+    slow = MachineSpec("slow", "bravo", cmdop=f"read -r _ < {released}; echo slow gave up >&2; false")
+    stuck = MachineSpec("stuck", "bravo", cmdop=f"read -r _ < {never}; false")
+    fleet = fleet_for(lab, slow, stuck)
     fake_api.enqueue(text_reply("alpha is fine"))
-    # Long enough for a cold agent on a loaded machine to answer; the slow one never does.
-    args = {"hostnames": ["slow", "alpha", "slow"], "prompt": "status?", "timeout_ms": 15_000}
-    loop = asyncio.get_running_loop()
-    started = loop.time()
+    events: list = []
+    no_time_out = {"timeout_ms": 110_000, "total_timeout_ms": 110_000}  # the test's own timeout comes first
+    args = {"hostnames": ["slow", "alpha", "slow"], "prompt": "status?", **no_time_out}
     try:
-        result = await run_tool(ASK_MACHINES, args, context(fleet, tmp_path))
+        fan_out = asyncio.ensure_future(run_tool(ASK_MACHINES, args, context(fleet, tmp_path, events)))
+        while not any(
+            kind == "nested" and event.get("hostname") == "alpha" and event.get("state") == "done"
+            for kind, event in events
+        ):
+            assert not fan_out.done(), fan_out.result().content  # alpha's answer comes before the call ends
+            await asyncio.sleep(0.01)
+        await asyncio.to_thread(released.write_text, "go\n")  # only now may the slow host end
+        answers = json.loads((await fan_out).content)
+        assert list(answers) == ["slow", "alpha"]  # duplicates removed, order kept
+        assert answers["alpha"] == {"ok": True, "answer": "alpha is fine"}
+        assert answers["slow"]["ok"] is False
+        stuck_args = {"hostnames": ["stuck"], "prompt": "status?", "timeout_ms": 1000}
+        timed_out = json.loads((await run_tool(ASK_MACHINES, stuck_args, context(fleet, tmp_path))).content)
     finally:
         await fleet.close()
-    answers = json.loads(result.content)
-    assert list(answers) == ["slow", "alpha"]  # duplicates removed, order kept
-    assert answers["alpha"] == {"ok": True, "answer": "alpha is fine"}
-    assert answers["slow"]["ok"] is False and "timed out" in answers["slow"]["error"]
-    assert loop.time() - started < 28  # the slow host's time-out, not its sleep 30
+    assert timed_out["stuck"]["ok"] is False and "timed out" in timed_out["stuck"]["error"]
+    while _has_reader(never):  # and its agent there was stopped, not left waiting
+        await asyncio.sleep(0.01)
+
+
+def _has_reader(fifo: Path) -> bool:
+    try:
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # nobody has it open for reading
+            return False
+        raise
+    return True
 
 
 async def test_ask_machine_through_the_loop_emits_nested_events(fake_api, lab, tmp_path):
@@ -563,6 +592,35 @@ async def test_machines_panel_shows_health_and_picks_the_target(fake_api, lab):
         assert any("Working on alpha now" in n for n in notices(app))
         await pilot.press("up", "enter")
         await wait_until(pilot, lambda: fleet.target_name is None, what="back to the local machine")
+
+
+async def test_the_local_machine_has_one_name_and_an_offline_pick_is_said_and_not_taken(fake_api, lab):
+    from tui_helpers import MACHINE, make_app, notices, wait_until
+
+    from cmdop_tui.config.settings import Settings
+    from cmdop_tui.tui.widgets.machines_panel import MachinesPanel
+    from cmdop_tui.tui.widgets.status_line import StatusLine
+
+    app = make_app(fake_api, settings=Settings(ssh_config=lab.config))
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.query_one(MachinesPanel)
+        fleet = await _fleet_of(app, pilot)
+        local = str(panel.options.get_option("local").prompt)
+        assert local.split()[:3] == ["▶", "●", "local"]  # the name the tools and --machine take
+        assert MACHINE.name in local  # the hostname, as a fact of it
+        assert "local" in str(app.query_one(StatusLine).render())
+        offline = lab.offline_alias
+        await wait_until(pilot, lambda: panel.health.get(offline, None) is not None, what="the probes")
+        await wait_until(pilot, lambda: panel.health[offline].state == "offline", what="offline")
+        panel.options.focus()
+        panel.options.highlighted = [o.id for o in panel.options.options].index(offline)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: notices(app, "warning"), what="the notice")
+        (said,) = notices(app, "warning")
+        assert said.startswith(f"{offline} is offline (checked ") and "Still working on local" in said
+        assert fleet.target_name is None and not any(f"Working on {offline}" in n for n in notices(app))
+        await pilot.press("home", "enter")  # the local machine, by the same name
+        await wait_until(pilot, lambda: any("Working on local (this machine) now" in n for n in notices(app)))
 
 
 async def _fleet_of(app, pilot):

@@ -33,10 +33,18 @@ class PtyApp:
     """`cmdop-tui` in a pty of the given size; output is read continuously with timestamps."""
 
     def __init__(
-        self, env: dict[str, str], size: tuple[int, int] = (100, 30), args: tuple[str, ...] = (), *, sync: bool = True
+        self,
+        env: dict[str, str],
+        size: tuple[int, int] = (100, 30),
+        args: tuple[str, ...] = (),
+        *,
+        sync: bool = True,
+        redirect: dict[int, str] | None = None,
     ) -> None:
         """`sync`: answer the app's query for synchronized output as modern terminals do, so that
-        every frame comes between `\\x1b[?2026h` and `\\x1b[?2026l` and can be counted."""
+        every frame comes between `\\x1b[?2026h` and `\\x1b[?2026l` and can be counted.
+        `redirect`: file descriptors of the app's (0, 1, 2) opened on a file instead of the
+        terminal, as a shell's `<` and `>` do."""
         self.sync = sync
         self.columns, self.rows = size
         self.output = bytearray()
@@ -46,6 +54,8 @@ class PtyApp:
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the app
             os.chdir(ROOT)
+            for target, path in (redirect or {}).items():
+                os.dup2(os.open(path, os.O_RDONLY if target == 0 else os.O_WRONLY | os.O_CREAT | os.O_TRUNC), target)
             os.execvpe(sys.executable, [sys.executable, "-m", "cmdop_tui", *args], env)
         self.pid, self.fd = pid, fd
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.columns, 0, 0))

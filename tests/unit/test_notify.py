@@ -72,7 +72,7 @@ def test_a_command_is_told_of_only_when_it_ran_long() -> None:
     away, written = notifier(False, method="osc9", min_seconds=30)
     assert not away.tool_finished("execute_command", "make test", 29.9, failed=False) and written == []
     assert away.tool_finished("execute_command", "make test", 42.2, failed=True)
-    assert "`make test` failed after 42 s" in written[0]
+    assert "`make test` failed after 42.2 s" in written[0]
     assert away.tool_finished("ask_machine", None, 31, failed=False) and "ask_machine finished" in written[1]
 
 

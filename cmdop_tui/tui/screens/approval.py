@@ -23,6 +23,7 @@ from textual.widgets import Button, Label, Static
 
 from cmdop_tui.machines.machine import SandboxRefusal
 from cmdop_tui.permissions import fanout_hosts, fanout_label
+from cmdop_tui.support.figures import whole_seconds
 from cmdop_tui.support.text import strip_terminal_sequences
 from cmdop_tui.tools.describe import PERSON_ONLY_MEANS, describe_arguments, refusal_lines
 from cmdop_tui.tui.screens.question import QuestionScreen
@@ -184,7 +185,7 @@ class ApprovalScreen(QuestionScreen[ApprovalChoice | None]):
             self.dismiss(None)  # no answer: the caller denies, saying why
             return
         self.query_one("#approval-countdown", Static).update(
-            f"Denied automatically in {self.remaining}s · s stops the turn"
+            f"Denied automatically in {whole_seconds(self.remaining)} · s stops the turn"
         )
         self.remaining -= 1
 

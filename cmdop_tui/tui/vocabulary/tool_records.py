@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from textual.content import Content
 
+from cmdop_tui.support import figures
 from cmdop_tui.support.diffs import diff_counts
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line, strip_terminal_sequences
@@ -60,7 +61,11 @@ def describe_nested(kind: object, event: dict[str, Any]) -> str:
         outcome = nested_outcome(event)
         said = "" if outcome.ok else f" {outcome.word}"
         duration = event.get("duration_s")
-        seconds = f" {duration:.1f}s" if isinstance(duration, int | float) and not isinstance(duration, bool) else ""
+        seconds = (
+            f" {figures.duration(duration)}"
+            if isinstance(duration, int | float) and not isinstance(duration, bool)
+            else ""
+        )
         return f"{outcome_glyph(outcome)} {name}{said}{seconds}"
     if kind == "final":
         return "✓ answered"
@@ -115,7 +120,7 @@ class HostView:
         seconds = self.elapsed_s
         if self.state == "running":
             seconds = (seconds or 0.0) + time.monotonic() - self.since  # ticks while it runs
-        return "" if seconds is None else f"{seconds:.1f}s"
+        return "" if seconds is None else figures.duration(seconds)
 
 
 def fleet_summary(hosts: dict[str, HostView]) -> str:
@@ -133,7 +138,7 @@ def fleet_rows(hosts: dict[str, HostView]) -> list[tuple[str, str]]:
     return [
         (
             name,
-            f"{HOST_GLYPHS.get(host.state, '?')} {name:<{width}} {host.state:<7} {host.elapsed():>6}  {host.line}".rstrip(),
+            f"{HOST_GLYPHS.get(host.state, '?')} {name:<{width}} {host.state:<7} {host.elapsed():>{figures.SECONDS_WIDTH}}  {host.line}".rstrip(),
         )
         for name, host in ordered
     ]
@@ -283,7 +288,7 @@ class ToolRecord:
         seconds = self.duration_s
         if seconds is None:
             return ""
-        return f"{seconds:.1f}s" if seconds < 60 else f"{int(seconds // 60)}m{int(seconds % 60):02d}s"
+        return figures.duration(seconds)
 
     @property
     def glyph(self) -> str:

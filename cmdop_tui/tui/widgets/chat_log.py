@@ -28,6 +28,7 @@ from cmdop_tui.agent.messages import (
     is_tool_use,
     result_content_text,
 )
+from cmdop_tui.support.figures import duration
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, stored_outcome
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
@@ -247,7 +248,7 @@ class ChatLog(VerticalScroll, can_focus=True):
         await self._end_reply(discard=True)
         event = message.event
         await self.add_notice(
-            f"Retrying in {event.delay_s:.1f}s (attempt {event.attempt + 1}): {event.reason}", "warning"
+            f"Retrying in {duration(event.delay_s)} (attempt {event.attempt + 1}): {event.reason}", "warning"
         )
 
     async def on_agent_waiting(self, message: Agent.Waiting) -> None:

@@ -16,6 +16,7 @@ from textual.events import Click
 from textual.widgets import Static
 
 from cmdop_tui.agent import events as ev
+from cmdop_tui.support.figures import duration
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
@@ -35,7 +36,7 @@ def compacted_line(event: ev.Compacted) -> str:
     messages = "1 message" if event.messages == 1 else f"{event.messages:,} messages"
     return (
         f"Compacted: {compact_count(event.tokens_before)} → {compact_count(event.tokens_after)} tokens"
-        f" · {messages} summarised · {event.duration_s:.1f} s"
+        f" · {messages} summarised · {duration(event.duration_s)}"
     )
 
 

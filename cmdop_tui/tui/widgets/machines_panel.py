@@ -167,9 +167,9 @@ class MachinesPanel(SidePanel):
         prompt = Content.assemble(
             self._marker(LOCAL),
             ("● ", "$success"),
-            (machine.name, "bold"),
+            (LOCAL, "bold"),  # the name the tools and --machine take; the hostname is a fact of it
             (f" {machine.status} · load {machine.load or load_average()}\n", "$text-muted"),
-            (f"    {machine.os_name} · {machine.user}", "$text-muted"),
+            (f"    {machine.name} · {machine.os_name} · {machine.user}", "$text-muted"),
         )
         return Option(prompt, id=LOCAL)
 

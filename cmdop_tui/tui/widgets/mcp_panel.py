@@ -11,13 +11,14 @@ from textual.app import ComposeResult
 from textual.content import Content
 from textual.widgets import Static
 
+from cmdop_tui.support.folding import fold
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
     from cmdop_tui.mcp import McpServers, ServerState
 
-DETAIL_WIDTH = 60
+DEFAULT_WIDTH = 40  # before the panel has a size: the side column's usual width
 GLYPH = {
     "connecting": ("◌", "$warning"),
     "connected": ("●", "$success"),
@@ -67,15 +68,22 @@ class McpPanel(SidePanel):
         self.states[state.name] = state
         self.redraw()
 
+    def on_resize(self) -> None:
+        self.redraw()  # folded to the panel's width
+
     def redraw(self) -> None:
         self.display = bool(self.states)
         if not self.is_mounted or not self.states:
             return
-        lines = [self._line(state) for state in self.states.values()]
-        self.query_one("#mcp-servers", Static).update(Content("\n").join(lines))
+        servers = self.query_one("#mcp-servers", Static)
+        width = servers.content_size.width or self.content_size.width or DEFAULT_WIDTH
+        lines = [self._line(state, width) for state in self.states.values()]
+        servers.update(Content("\n").join(lines))
 
     @staticmethod
-    def _line(state: ServerState) -> Content:
+    def _line(state: ServerState, width: int) -> Content:
+        """Two lines a server, folded to `width` without cutting a word (a path breaks after a
+        `/`): its name and state, then the reason it failed or where it runs."""
         glyph, style = GLYPH.get(state.status, ("?", "$text-muted"))
         count = len(state.tools)
         facts = f"{count} tool{'s' if count != 1 else ''}" if state.status == "connected" else state.status
@@ -85,9 +93,17 @@ class McpPanel(SidePanel):
             facts = "not trusted yet · /mcp trust"
         problem = state.reason if state.status in ("failed", "crashed") else ""
         detail = problem or f"{state.transport}: {state.target}"
-        return Content.assemble(
-            (f"{glyph} ", style),
-            (inert_line(state.name), "bold"),
-            (f" {facts}\n", "$text-muted"),
-            (f"  {inert_line(detail)[:DETAIL_WIDTH]}", "$error" if problem else "$text-muted"),
-        )
+        name = inert_line(state.name)
+        head = fold(f"{glyph} {name} {facts}", width, hang=2)
+        first = head[0]
+        rows = [
+            Content.assemble((f"{glyph} ", style), (name, "bold"), (first[len(glyph) + 1 + len(name) :], "$text-muted"))
+            if first.startswith(f"{glyph} {name}")
+            else Content.styled(first, "bold"),
+            *(Content.styled(row, "$text-muted") for row in head[1:]),
+            *(
+                Content.styled(row, "$error" if problem else "$text-muted")
+                for row in fold(f"  {inert_line(detail)}", width, hang=4)
+            ),
+        ]
+        return Content("\n").join(rows)

@@ -36,6 +36,7 @@ class SideColumn(Vertical):
         self.query_one(ToolPanel).set_class(not tools, "-folded")
         self.query_one(MachinesPanel).set_class(not machines, "-folded")
         self.set_class(not (tools or machines), "-folded")
+        self.set_class(machines and not tools, "-tools-folded")  # app.tcss: above the chat, across it
 
     @property
     def shown(self) -> Shown:

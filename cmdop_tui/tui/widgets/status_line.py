@@ -17,6 +17,7 @@ from textual.widget import Widget
 
 from cmdop_tui.agent.budget import cache_read_share, format_usd
 from cmdop_tui.agent.events import UsageTotals
+from cmdop_tui.machines.spec import LOCAL
 from cmdop_tui.tui.vocabulary.messages import Agent
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class StatusFacts:
     model: str = ""
-    machine: str = "local"
+    machine: str = LOCAL
     turn: int = 0
     max_turns: int = 0
     loop_enabled: bool = False
@@ -78,12 +79,16 @@ class StatusLine(Widget):
 
     def _parts(self) -> list[tuple[int, str, str]]:
         """(rank, text, style) of each fact, in the line's order; the highest rank goes first
-        when the line is too narrow, rank 0 never (what runs, the mode and the sandbox)."""
+        when the line is too narrow, rank 0 never (what runs, the mode and the sandbox), the cost
+        (rank 1) last of the others."""
         facts = self.facts
         usage = facts.usage
         total_in = usage.total_input_tokens
         parts = [(0, "● working · ", "$warning")] if facts.running else []
-        parts += [(3, f"{facts.model} · ", "bold"), (4, f"{facts.machine} · ", "")]
+        if facts.model:  # none while the session opens
+            parts.append((4, f"{facts.model} · ", "bold"))
+        # This machine is where work goes by default: said when there is room; another is kept longer.
+        parts.append((5 if facts.machine == LOCAL else 3, f"{facts.machine} · ", ""))
         parts.append((0, MODE_LABELS.get(facts.mode, facts.mode), MODE_STYLES.get(facts.mode, "")))
         if facts.sandbox:
             calm = facts.sandbox.startswith(("sandbox workspace", "sandbox strict"))
@@ -91,16 +96,16 @@ class StatusLine(Widget):
         if facts.turn:
             parts.append((6, f" · turn {facts.turn}/{facts.max_turns}", ""))
         if facts.loop_enabled:
-            parts.append((2, f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
+            parts.append((3, f" · loop {facts.loop}/{facts.max_loops}", "$accent"))
         if facts.context_window and facts.context_tokens:
             share = facts.context_tokens / facts.context_window
-            parts.append((1, f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
+            parts.append((2, f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
         parts.append((7, f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}", ""))
         if total_in:
             parts.append((8, f" · cache {cache_read_share(usage):.0%}", ""))
         if facts.cost_usd is not None or facts.budget_usd is not None:
             budget = "/" + format_usd(facts.budget_usd).lstrip("$") if facts.budget_usd is not None else ""
-            parts.append((5, f" · {format_usd(facts.cost_usd or 0)}{budget}", ""))
+            parts.append((1, f" · {format_usd(facts.cost_usd or 0)}{budget}", ""))  # money: the last to go
         return parts
 
     def update_facts(self, **changes: object) -> None:
@@ -114,7 +119,7 @@ class StatusLine(Widget):
     def show_session(self, status: SessionStatus | None) -> None:
         """What the session says of itself (None: no session is open)."""
         if status is None:
-            self.update_facts(model="(no model)", machine="local", sandbox="", budget_usd=None, loop_enabled=False)
+            self.update_facts(model="(no model)", machine=LOCAL, sandbox="", budget_usd=None, loop_enabled=False)
             return
         self.update_facts(**asdict(status))  # each of its facts is one of the line's, by name
 

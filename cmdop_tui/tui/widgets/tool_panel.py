@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Static
 
+from cmdop_tui.support.folding import fit_words
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
@@ -64,7 +65,7 @@ class ToolPanel(SidePanel):
 
     def compose(self) -> ComposeResult:
         table = ToolTable(cursor_type="row", zebra_stripes=False, id="tool-table")
-        table.add_columns("", "tool", "on", "time", "args")
+        *_, self._args = table.add_columns("", "tool", "on", "time", "args")
         yield table
         yield Static("", id="tool-preview", markup=False)
 
@@ -73,7 +74,7 @@ class ToolPanel(SidePanel):
         return self.query_one("#tool-table", DataTable)
 
     def _cells(self, record: ToolRecord) -> tuple[Text | str, ...]:
-        return self._mark(record), record.name, record.machine, record.elapsed, record.summary
+        return self._mark(record), record.name, record.machine, record.elapsed, self._args_cell(record)
 
     def _mark(self, record: ToolRecord) -> Text:
         """The glyph, and how a call that did not end ok ended (`✗ exit 1`, `⊘ denied`): a rich
@@ -84,10 +85,28 @@ class ToolPanel(SidePanel):
         word = record.outcome_word if record.status == "error" else ""  # ok says nothing more
         return Text(f"{record.glyph} {word}".rstrip(), style=colour or "")
 
+    def _args_cell(self, record: ToolRecord) -> str:
+        """The arguments in the room the other columns leave, cut after a whole word: the panel
+        cuts nothing itself (its edge would show `system` for `systemctl`)."""
+        table = self.table
+        if not table.size.width:  # not laid out yet: fitted on the first resize
+            return record.summary
+        others = sum(column.get_render_width(table) for key, column in table.columns.items() if key != self._args)
+        return fit_words(record.summary, table.scrollable_content_region.width - others - 2 * table.cell_padding)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._fit_args, list(self.records.values()))
+
+    def _fit_args(self, records: list[ToolRecord]) -> None:
+        for record in records:
+            if record.call_id in self.records:
+                self.table.update_cell(record.call_id, self._args, self._args_cell(record), update_width=True)
+
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
         self.records[record.call_id] = record
         self.table.add_row(*self._cells(record), key=record.call_id)
+        self.call_after_refresh(self._fit_args, [record])
         self.table.move_cursor(row=self.table.row_count - 1)
         self._show_preview()
 
@@ -112,9 +131,10 @@ class ToolPanel(SidePanel):
     def _update(self, record: ToolRecord) -> None:
         if record.call_id not in self.records:
             return
-        for index, (column, value) in enumerate(zip(self.table.columns, self._cells(record), strict=True)):
-            # the first column widens to an outcome's word (`✗ exit 1`), which comes after the row
-            self.table.update_cell(record.call_id, column, value, update_width=index == 0)
+        for column, value in zip(self.table.columns, self._cells(record), strict=True):
+            # A column grows to what it holds: a time or a machine name is never cut (`11.7` for `11.7 s`).
+            self.table.update_cell(record.call_id, column, value, update_width=True)
+        self.call_after_refresh(self._fit_args, [record])  # in the room the grown columns left
         self._show_preview()
 
     def highlighted(self) -> ToolRecord | None:

@@ -1,0 +1,42 @@
+"""The footer's keys, whole at every width: when they do not fit the line (a narrow terminal, a
+focused panel adding its own), the footer goes compact, and if that is not enough the last keys
+are left out, never cut mid-word (Textual's footer would draw `f4 Copy re▏`). Every key is in
+/help and the palette anyway."""
+
+from __future__ import annotations
+
+from rich.cells import cell_len
+from textual.widgets._footer import FooterKey  # the footer's own key widget: no public name
+
+from cmdop_tui.tui.widgets.footer import AppFooter
+
+
+class FittingFooter(AppFooter):
+    async def recompose(self) -> None:  # the keys change with the focus
+        await super().recompose()
+        self.fit()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Compact when the keys overflow; then leave out the last until the rest fit."""
+        keys = list(self.query(FooterKey))
+        palette = [key for key in keys if key.has_class("-command-palette")]
+        shown = [key for key in keys if key not in palette]
+        room = self.size.width
+
+        def overflows(compact: bool) -> bool:
+            return sum(key_width(key, compact) for key in shown + palette) + len(palette) > room
+
+        self.compact = overflows(compact=False)
+        for key in shown:
+            key.display = True
+        while shown and overflows(self.compact):
+            shown.pop().display = False
+
+
+def key_width(key: FooterKey, compact: bool) -> int:
+    """The cells a key takes, by the footer's own styles (textual/widgets/_footer.py): ` ^q Quit `
+    with one cell on either side, or `^q Quit` and a cell of margin when compact."""
+    return cell_len(key.key_display) + cell_len(key.description) + (2 if compact else 3)
