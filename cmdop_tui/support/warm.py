@@ -35,7 +35,7 @@ IDLE_ENV = "CMDOP_TUI_WARM_IDLE_S"
 DEFAULT_IDLE_S = 900.0  # an idle agent leaves after 15 minutes
 LOG_NAME = "agent.log"  # one line per start, run served or refused, and exit, of every agent there
 # The console script's subcommands; only `-p` runs warm (the TUI never does).
-SUBCOMMANDS = frozenset({"permissions", "config", "mcp", "serve", "machines", "rewind"})
+SUBCOMMANDS = frozenset({"permissions", "config", "mcp", "hooks", "serve", "machines", "rewind", "acp"})
 FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 JOB_SIGNALS = (signal.SIGTSTP, signal.SIGCONT)  # Ctrl-Z and `fg` on a terminal: the run follows us
 HEADER = struct.Struct("!I")  # the request's length, before its JSON
