@@ -75,8 +75,8 @@ async def test_the_footer_leaves_out_whole_keys_when_a_panel_adds_its_own():
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
-        await pilot.press("f2")  # the tool panel, focused: its `c Copy output` joins the keys
-        await wait_until(pilot, lambda: "c Copy output" in screen_rows(app)[-1], what="the panel's key")
+        await pilot.press("f2")  # the tool panel, focused: its `f4 Copy output` takes F4's place
+        await wait_until(pilot, lambda: "f4 Copy output" in screen_rows(app)[-1], what="the panel's key")
         for width in WIDTHS:
             await pilot.resize_terminal(width, 24)
             await pilot.pause()
@@ -85,7 +85,7 @@ async def test_the_footer_leaves_out_whole_keys_when_a_panel_adds_its_own():
                 assert key in last, (width, last)
             assert "^p palette" in last
             assert not re.search(r"\S▏", last), last  # no key runs into the palette's: none is cut
-            assert "f4 Copy reply" in last or width < 82
+            assert "f4 Copy output" in last or width < 82
 
 
 async def test_f2_at_100_columns_gives_the_chat_the_whole_width():
@@ -146,6 +146,8 @@ async def test_the_mcp_panel_folds_a_path_between_its_names():
     state = ServerState("files", "settings", "stdio", f"{long_path} /srv/data/projects", "connected", ("read",))
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
+        # the session's own servers (none: it has no key) are shown first, then this one
+        await wait_until(pilot, lambda: app.session_state.phase != "loading", what="the session's state")
         panel = app.query_one(McpPanel)
         panel.set_state(state)
         await pilot.pause()
@@ -161,21 +163,34 @@ async def test_the_mcp_panel_folds_a_path_between_its_names():
 @pytest.mark.parametrize("width", [80, 100, 160])
 async def test_help_wraps_each_row_under_its_own_column(width):
     app = make_app()
-    async with app.run_test(size=(width, 60)) as pilot:
+    async with app.run_test(size=(width, 120)) as pilot:
         await submit(pilot, "/help")
         await wait_until(pilot, lambda: app.query(TableNotice), what="/help")
         await pilot.pause()
         notice = app.query_one(TableNotice)
         rows = [row.rstrip() for row in widget_rows(app, notice)]
-        keys_at = next(i for i, row in enumerate(rows) if row.strip() == "Keys:")
-        table = [row for row in rows[keys_at + 1 :] if row.strip()]
-        column = re.search(r"\S {2,}(?=\S)", table[0]).end()  # where the first row's description starts
-        continued = [row for row in table if not row[:column].strip()]
+
+        def table_after(heading: str) -> list[str]:
+            """The rows under `heading` up to the next line that is not a row (a heading, a note)."""
+            start = next(i for i, row in enumerate(rows) if row.strip() == heading) + 1
+            table = []
+            for row in rows[start:]:
+                if row.strip() and not row.startswith("  "):
+                    break
+                table.append(row)
+            return [row for row in table if row.strip()]
+
+        commands, keys = table_after("Commands:"), table_after("Keys at the prompt:")
+        continued = []
+        for table in (commands, keys):
+            column = re.search(r"\S {2,}(?=\S)", table[0]).end()  # where the first row's description starts
+            continued += [(column, row) for row in table if not row[:column].strip()]
         if width < 100:
             assert continued, rows  # some descriptions did not fit: they continue...
-        for row in continued:
+        for column, row in continued:
             assert len(row) - len(row.lstrip()) == column, rows  # ...under their column, not at the edge
-        assert_whole(str(notice.content).split("Keys:")[1], "\n".join(rows[keys_at:]))
+        keys_at = next(i for i, row in enumerate(rows) if row.strip() == "Keys at the prompt:")
+        assert_whole(str(notice.content).split("Keys at the prompt:")[1], "\n".join(rows[keys_at:]))
 
 
 async def test_the_tool_panel_cuts_arguments_after_a_whole_word(fake_api):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import threading
 
 import pytest
@@ -32,7 +33,9 @@ async def test_a_prompt_streams_a_markdown_reply(fake_api):
         await finish_turn(pilot)
         assert replies(app) == ["# Result\n\nAll **good** here."]
         assert fake_api.requests[0].body["messages"][0]["content"][0]["text"] == "how are things?"
-        assert "↓" in status_text(app) and "turn 1/30" in status_text(app)
+        assert "turn 1/30" in status_text(app)
+        await pilot.resize_terminal(140, 30)  # the tokens, with their unit, where there is room
+        await wait_until(pilot, lambda: re.search(r"↑[\d.]+k? ↓[\d.]+k? tok", status_text(app)), what="tokens")
         assert app.query_one("#prompt").text == ""
 
 

@@ -100,7 +100,7 @@ class StatusLine(Widget):
         if facts.context_window and facts.context_tokens:
             share = facts.context_tokens / facts.context_window
             parts.append((2, f" · ctx {share:.0%}", "$warning" if share >= CONTEXT_WARN_AT else ""))
-        parts.append((7, f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)}", ""))
+        parts.append((7, f" · ↑{compact_count(total_in)} ↓{compact_count(usage.output_tokens)} tok", ""))
         if total_in:
             parts.append((8, f" · cache {cache_read_share(usage):.0%}", ""))
         if facts.cost_usd is not None or facts.budget_usd is not None:
