@@ -17,8 +17,22 @@ Nothing imported here loads the SDK.
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from .configured import configured_servers
 from .server_tables import McpServerSpec, settings_servers
-from .servers import McpServers, ServerState
+
+if TYPE_CHECKING:
+    from .servers import McpServers, ServerState
+
+
+def __getattr__(name: str) -> Any:
+    """`McpServers` and `ServerState` load with the session: `servers` brings the tool registry
+    and every machine's code, which the first paint (and /mcp's listing) does without."""
+    if name not in ("McpServers", "ServerState"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(".servers", __name__), name)
+
 
 __all__ = ["McpServerSpec", "McpServers", "ServerState", "configured_servers", "settings_servers"]

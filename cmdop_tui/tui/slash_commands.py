@@ -21,10 +21,8 @@ from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE
 from cmdop_tui.mcp.specs import project_servers
 from cmdop_tui.mcp.trust import trust as trust_mcp_project
 from cmdop_tui.session.memory import user_memory_path
-from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.text import inert_line
-from cmdop_tui.transcripts import SessionError, export_markdown
 from cmdop_tui.tui.commands import (
     CommandHost,
     CommandRegistry,
@@ -37,7 +35,6 @@ from cmdop_tui.tui.keys import key_tables
 from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
-from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages
 from cmdop_tui.tui.widgets.notice import TableNotice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
@@ -127,6 +124,8 @@ async def slash_memory(app: CommandHost, argument: str) -> None:
 
 
 async def slash_skills(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir  # not at start
+
     cwd = app.session.working_dir if app.session is not None else Path.cwd()
     found = find_skills(cwd)
     if found.skills:
@@ -219,6 +218,8 @@ async def slash_agent(app: CommandHost, argument: str) -> None:
 
 
 async def slash_sessions(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages  # not at start
+
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
@@ -226,6 +227,8 @@ async def slash_sessions(app: CommandHost, argument: str) -> None:
 
 
 async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
+    from cmdop_tui.transcripts import SessionError  # with the transcripts, loaded after the first paint
+
     recorder = app.session.recorder if app.session is not None else None
     if session_id is None or recorder is None or session_id == recorder.session_id:
         return
@@ -251,6 +254,8 @@ async def slash_rewind(app: CommandHost, argument: str) -> None:
 
 
 async def slash_export(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.transcripts import export_markdown  # loaded after the first paint
+
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
