@@ -16,10 +16,6 @@ from textual.app import SuspendNotSupported
 
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
-from cmdop_tui.mcp.configured import UNTRUSTED_REASON, configured
-from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE
-from cmdop_tui.mcp.specs import project_servers
-from cmdop_tui.mcp.trust import trust as trust_mcp_project
 from cmdop_tui.session.memory import user_memory_path
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.text import inert_line
@@ -141,6 +137,10 @@ async def slash_skills(app: CommandHost, argument: str) -> None:
 
 
 async def slash_mcp(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE  # /mcp's code: not at start
+    from cmdop_tui.mcp.specs import project_servers
+    from cmdop_tui.mcp.trust import trust as trust_mcp_project
+
     cwd = app.session.working_dir if app.session is not None else Path.cwd()
     if argument.strip() == "trust":
         servers, notes = project_servers(cwd)
@@ -167,6 +167,8 @@ def mcp_lines(app: CommandHost, cwd: Path) -> list[str]:
     """Each MCP server and its state (and the tools it is not offered, with why): the session's
     once it is open; before that (or when it could not open) what the settings and the project
     configure, not started yet."""
+    from cmdop_tui.mcp.configured import UNTRUSTED_REASON, configured  # not at start
+
     if app.session is not None and app.session.mcp is not None:
         return [
             line

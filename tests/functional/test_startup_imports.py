@@ -29,6 +29,7 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.machines.ssh",
     "cmdop_tui.tools.registry",
     "cmdop_tui.mcp.servers",  # opening the session (mcp/__init__.py loads it on use)
+    "cmdop_tui.mcp.configured",  # /mcp (the CLI checks only the settings' server tables)
     "cmdop_tui.machines.path_index",  # the first `@` (widgets/prompt_completion.py)
     "cmdop_tui.transcripts",  # /export, /sessions, the output view
     "cmdop_tui.session.skills",  # /skills, a custom command's front matter
