@@ -27,7 +27,7 @@ from cmdop_tui.config.model import (
     NotifySettings,
     Settings,
 )
-from cmdop_tui.machines.sandbox import MODES, SandboxPolicy
+from cmdop_tui.machines.sandbox_policy import MODES, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
 MCP_TABLES = ("mcp", "mcp_servers", "mcpServers")  # [mcp.NAME]; the other spellings other tools use

@@ -41,7 +41,7 @@ from cmdop_tui.config.model import (
 )
 from cmdop_tui.config.paths import config_path
 from cmdop_tui.hooks.shape import HookShapeError, HookTable, from_settings
-from cmdop_tui.machines.sandbox import SandboxPolicy
+from cmdop_tui.machines.sandbox_policy import SandboxPolicy
 from cmdop_tui.machines.spec import MachineError, MachineSpec
 
 

@@ -23,7 +23,7 @@ from cmdop_tui.config.defaults import (
     DEFAULT_PRICES,
 )
 from cmdop_tui.hooks.shape import HookTable
-from cmdop_tui.machines.sandbox import MODES, SandboxMode, SandboxPolicy
+from cmdop_tui.machines.sandbox_policy import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.spec import MachineSpec
 
 # How freely the model may act (cmdop_tui/permissions/decisions.py decides by it). The names are

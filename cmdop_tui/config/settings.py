@@ -30,7 +30,7 @@ from cmdop_tui.config.model import (
 )
 from cmdop_tui.config.paths import APP_NAME, CONFIG_ENV, config_dir, config_path, data_dir
 from cmdop_tui.config.template import FIRST_RUN_TEMPLATE, ensure_config_file, first_run_template, keys_help
-from cmdop_tui.machines.sandbox import SandboxPolicy
+from cmdop_tui.machines.sandbox_policy import SandboxPolicy
 
 __all__ = [
     "APP_NAME",

@@ -12,9 +12,33 @@ ask, a changed input, context; exit 2 blocks; a failure blocks with `on_failure 
 The loop calls them at its points (agent/hook_points.py); the session builds `Hooks`.
 """
 
-from cmdop_tui.hooks.decisions import HookVerdict, HookWord
-from cmdop_tui.hooks.engine import HookRecord, Hooks, SessionFacts
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
 from cmdop_tui.hooks.shape import EVENTS, PROJECT_FILE, HookCommand, HookGroup, HookShapeError, HookTable
+
+if TYPE_CHECKING:
+    from cmdop_tui.hooks.decisions import HookVerdict, HookWord
+    from cmdop_tui.hooks.engine import HookRecord, Hooks, SessionFacts
+
+# The settings read `shape` before the first paint; the engine (and through it every machine's
+# code) loads when a session first asks for it.
+_LOADED_ON_USE = {
+    "HookVerdict": "cmdop_tui.hooks.decisions",
+    "HookWord": "cmdop_tui.hooks.decisions",
+    "HookRecord": "cmdop_tui.hooks.engine",
+    "Hooks": "cmdop_tui.hooks.engine",
+    "SessionFacts": "cmdop_tui.hooks.engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LOADED_ON_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_LOADED_ON_USE[name]), name)
+
 
 __all__ = [
     "EVENTS",

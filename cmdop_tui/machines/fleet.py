@@ -19,9 +19,10 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from cmdop_tui.machines.health import local_health, probe_facts
+from cmdop_tui.machines.health import probe_facts
 from cmdop_tui.machines.inventory import Inventory
 from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.local_load import local_health
 from cmdop_tui.machines.machine import Machine
 from cmdop_tui.machines.remote import RemoteMachine
 from cmdop_tui.machines.remote_sandbox import RemoteFacts, RemoteSandbox

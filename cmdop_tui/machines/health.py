@@ -8,11 +8,10 @@ machine before a probe has said what sandbox it has.
 
 from __future__ import annotations
 
-import os
-import platform
 import time
 
 from cmdop_tui.machines.agent import agent_probe, parse_agent
+from cmdop_tui.machines.local_load import judge
 from cmdop_tui.machines.remote_sandbox import FACT_PREFIXES, REMOTE_PROBE, RemoteFacts
 from cmdop_tui.machines.spec import Health, MachineError
 from cmdop_tui.machines.ssh import SshTransport
@@ -21,23 +20,13 @@ PROBE_SCRIPT = (
     "uname -sr; cat /proc/loadavg 2>/dev/null || uptime; cat /proc/uptime 2>/dev/null; nproc 2>/dev/null; "
     + REMOTE_PROBE
 )
-SLOW_MS = 1_000.0  # an answer slower than this marks the machine degraded
 PROBE_TIMEOUT_S = 8.0
-BUSY_LOAD_PER_CPU = 2.0  # so does a 1-minute load above this many runnable tasks per CPU
 
 
 def format_uptime(seconds: float) -> str:
     days, rest = divmod(int(seconds), 86_400)
     hours, rest = divmod(rest, 3_600)
     return f"{days}d{hours}h" if days else f"{hours}h{rest // 60:02d}m"
-
-
-def judge(latency_ms: float, load1: float | None, cpus: int | None) -> str:
-    if latency_ms > SLOW_MS:
-        return "degraded"
-    if load1 is not None and cpus and load1 > BUSY_LOAD_PER_CPU * cpus:
-        return "degraded"
-    return "online"
 
 
 def parse_probe(output: str, latency_ms: float) -> Health:
@@ -87,17 +76,3 @@ async def probe_facts(transport: SshTransport, timeout_s: float = PROBE_TIMEOUT_
     except MachineError as exc:
         return Health(state="offline", error=str(exc)), None
     return parse_probe_facts(result.stdout.decode("utf-8", "replace"), (time.perf_counter() - started) * 1000)
-
-
-def local_health() -> Health:
-    try:
-        one, five, fifteen = os.getloadavg()
-        load = f"{one:.2f} {five:.2f} {fifteen:.2f}"
-    except OSError:
-        one, load = 0.0, ""
-    return Health(
-        state=judge(0.0, one, os.cpu_count()),  # type: ignore[arg-type]
-        latency_ms=0.0,
-        os_name=f"{platform.system()} {platform.release()}",
-        load=load,
-    )

@@ -32,10 +32,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from cmdop_tui.machines import bubblewrap as bwrap
 from cmdop_tui.machines.denials import READ_ONLY, denied_path
+from cmdop_tui.machines.sandbox_policy import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.sandbox_state import SandboxState
 from cmdop_tui.machines.sandbox_view import PROTECTED_NAMES, SandboxView, within
 from cmdop_tui.machines.secret_index import Found, SecretIndex
@@ -55,23 +55,9 @@ __all__ = [
     "denied_path",
 ]
 
-SandboxMode = Literal["off", "workspace", "strict"]
-MODES: tuple[SandboxMode, ...] = ("off", "workspace", "strict")
 SECRET_PATHS = HOME_STORES  # credential stores under a home (support/secret_kinds.py has them all)
 SCAN_WAIT_S = 60.0  # a command waits this long at most for the first scan of secrets; then none runs
 LANDLOCK_SCRIPT = Path(__file__).with_name("landlock.py")
-
-
-@dataclass(frozen=True)
-class SandboxPolicy:
-    """What commands may do: `[sandbox]` in the settings, `--sandbox`, per profile and machine."""
-
-    mode: SandboxMode = "workspace"
-    writable: tuple[str, ...] = ()  # more writable roots (`~` allowed)
-    network: bool = True
-    hidden: tuple[str, ...] = ()  # more paths to hide (the app adds its config and data dirs)
-    protected: tuple[str, ...] = ()  # more read-only paths inside writable roots (what MCP servers run)
-    data: str = ""  # the app's data folder: the scratch workspace is there (default: the session's own)
 
 
 @dataclass(frozen=True)

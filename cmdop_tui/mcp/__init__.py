@@ -17,8 +17,30 @@ Nothing imported here loads the SDK.
 
 from __future__ import annotations
 
-from .configured import configured_servers
-from .server_tables import McpServerSpec, settings_servers
-from .servers import McpServers, ServerState
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .configured import configured_servers
+    from .server_tables import McpServerSpec, settings_servers
+    from .servers import McpServers, ServerState
+
+# Loaded on use: the CLI checks the settings' tables (server_tables) before the first paint,
+# which needs neither the project's files and trust (configured) nor `servers`, which brings
+# the tool registry and every machine's code.
+_LOADED_ON_USE = {
+    "configured_servers": ".configured",
+    "McpServerSpec": ".server_tables",
+    "settings_servers": ".server_tables",
+    "McpServers": ".servers",
+    "ServerState": ".servers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LOADED_ON_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(_LOADED_ON_USE[name], __name__), name)
+
 
 __all__ = ["McpServerSpec", "McpServers", "ServerState", "configured_servers", "settings_servers"]

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from cmdop_tui.config.settings import config_path
-from cmdop_tui.session.skills import split_front_matter
 from cmdop_tui.support.text import inert_line
 
 if TYPE_CHECKING:  # the runner brings the model SDK: the TUI reads these before it loads
@@ -148,6 +147,8 @@ def _read_command(folder: Path, path: Path, source: Source, notes: list[str]) ->
     except OSError as exc:
         notes.append(f"{path}: cannot be read ({exc.strerror or exc}); skipped")
         return None
+    from cmdop_tui.session.skills import split_front_matter  # with the tools, only when a command exists
+
     front, body = split_front_matter(text)
     meta = _front_matter(path, front, notes)
     if meta is None:

@@ -38,7 +38,6 @@ from cmdop_tui.tui.events import EventRouter
 from cmdop_tui.tui.keys import APP_BINDINGS
 from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
-from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import NOTHING_TO_STOP, build_registry
 from cmdop_tui.tui.submission import submit
@@ -219,6 +218,8 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         return None
 
     def on_tool_output_requested(self, message: ToolOutputRequested) -> None:
+        from cmdop_tui.tui.screens.output_view import OutputScreen  # not before the first paint
+
         self.push_screen(OutputScreen.of_session(message.record, self.session))
 
     # --- the agent -----------------------------------------------------------------------------

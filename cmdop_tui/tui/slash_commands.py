@@ -16,15 +16,9 @@ from textual.app import SuspendNotSupported
 
 from cmdop_tui.agent.budget import format_usd
 from cmdop_tui.config.settings import SettingsError
-from cmdop_tui.mcp.configured import UNTRUSTED_REASON, configured
-from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE
-from cmdop_tui.mcp.specs import project_servers
-from cmdop_tui.mcp.trust import trust as trust_mcp_project
 from cmdop_tui.session.memory import user_memory_path
-from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir
 from cmdop_tui.support.editor import editor_argv
 from cmdop_tui.support.text import inert_line
-from cmdop_tui.transcripts import SessionError, export_markdown
 from cmdop_tui.tui.commands import (
     CommandHost,
     CommandRegistry,
@@ -37,7 +31,6 @@ from cmdop_tui.tui.keys import key_tables
 from cmdop_tui.tui.local_command import slash_local
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
-from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages
 from cmdop_tui.tui.widgets.notice import TableNotice
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
@@ -127,6 +120,8 @@ async def slash_memory(app: CommandHost, argument: str) -> None:
 
 
 async def slash_skills(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.session.skills import PROJECT_DIR, SKILL_FILE, find_skills, user_skills_dir  # not at start
+
     cwd = app.session.working_dir if app.session is not None else Path.cwd()
     found = find_skills(cwd)
     if found.skills:
@@ -142,6 +137,10 @@ async def slash_skills(app: CommandHost, argument: str) -> None:
 
 
 async def slash_mcp(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.mcp.specs import PROJECT_FILE as PROJECT_MCP_FILE  # /mcp's code: not at start
+    from cmdop_tui.mcp.specs import project_servers
+    from cmdop_tui.mcp.trust import trust as trust_mcp_project
+
     cwd = app.session.working_dir if app.session is not None else Path.cwd()
     if argument.strip() == "trust":
         servers, notes = project_servers(cwd)
@@ -168,6 +167,8 @@ def mcp_lines(app: CommandHost, cwd: Path) -> list[str]:
     """Each MCP server and its state (and the tools it is not offered, with why): the session's
     once it is open; before that (or when it could not open) what the settings and the project
     configure, not started yet."""
+    from cmdop_tui.mcp.configured import UNTRUSTED_REASON, configured  # not at start
+
     if app.session is not None and app.session.mcp is not None:
         return [
             line
@@ -219,6 +220,8 @@ async def slash_agent(app: CommandHost, argument: str) -> None:
 
 
 async def slash_sessions(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.tui.screens.sessions import SessionsScreen, sessions_with_messages  # not at start
+
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder
@@ -226,6 +229,8 @@ async def slash_sessions(app: CommandHost, argument: str) -> None:
 
 
 async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
+    from cmdop_tui.transcripts import SessionError  # with the transcripts, loaded after the first paint
+
     recorder = app.session.recorder if app.session is not None else None
     if session_id is None or recorder is None or session_id == recorder.session_id:
         return
@@ -251,6 +256,8 @@ async def slash_rewind(app: CommandHost, argument: str) -> None:
 
 
 async def slash_export(app: CommandHost, argument: str) -> None:
+    from cmdop_tui.transcripts import export_markdown  # loaded after the first paint
+
     if (session := await app.ready_session()) is None:
         return
     recorder = session.recorder

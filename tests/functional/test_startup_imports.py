@@ -21,6 +21,20 @@ AFTER_THE_FIRST_PAINT = (
     "urllib.request",
     "cmdop_tui.session.rewind",  # /rewind (tui/rewinding.py)
     "cmdop_tui.session.user_commands",  # !command (tui/submission.py)
+    "cmdop_tui.hooks.engine",  # the settings read only hooks/shape.py
+    "cmdop_tui.machines.sandbox",  # the settings read only machines/sandbox_policy.py
+    "cmdop_tui.machines.fleet",  # opening the session; the panel draws this machine (local_load.py)
+    "cmdop_tui.machines.health",
+    "cmdop_tui.machines.remote_sandbox",  # the first remote machine in the panel
+    "cmdop_tui.machines.ssh",
+    "cmdop_tui.tools.registry",
+    "cmdop_tui.mcp.servers",  # opening the session (mcp/__init__.py loads it on use)
+    "cmdop_tui.mcp.configured",  # /mcp (the CLI checks only the settings' server tables)
+    "cmdop_tui.machines.path_index",  # the first `@` (widgets/prompt_completion.py)
+    "cmdop_tui.transcripts",  # /export, /sessions, the output view
+    "cmdop_tui.session.skills",  # /skills, a custom command's front matter
+    "cmdop_tui.tui.screens.output_view",  # a tool's whole output
+    "cmdop_tui.tui.screens.sessions",  # /sessions
 )
 
 

@@ -17,8 +17,7 @@ from textual.widgets.option_list import Option
 
 from cmdop_tui.agent.context import current_user
 from cmdop_tui.machines.agent import agent_label
-from cmdop_tui.machines.health import local_health
-from cmdop_tui.machines.remote_sandbox import sandbox_label
+from cmdop_tui.machines.local_load import local_health
 from cmdop_tui.machines.spec import LOCAL, Health, MachineError
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.side_panel import SidePanel
@@ -174,6 +173,8 @@ class MachinesPanel(SidePanel):
         return Option(prompt, id=LOCAL)
 
     def _remote_option(self, name: str) -> Option:
+        from cmdop_tui.machines.remote_sandbox import sandbox_label  # with the first remote, not at start
+
         health = self.health.get(name, Health())
         # Most telling first on each line: a narrow panel cuts the ends (nowrap, ellipsis).
         facts: list[str] = [health.state]

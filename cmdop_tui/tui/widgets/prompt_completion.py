@@ -24,12 +24,12 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import TextArea
 
-from cmdop_tui.machines.path_index import PathIndex, RemoteIndex
 from cmdop_tui.machines.spec import LOCAL, MachineError
 from cmdop_tui.tui.widgets.completion_menu import Choice, CompletionMenu
 
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
+    from cmdop_tui.machines.path_index import PathIndex, RemoteIndex
 
 LIMIT = 50  # choices listed
 WAIT_POLL_S = 0.03  # how often a list still being made is looked at
@@ -195,6 +195,8 @@ class PromptCompletion:
         session: SessionView | None = getattr(self.prompt.app, "session", None)
         root = session.working_dir if session is not None else Path.cwd()
         if root not in self._indexes:
+            from cmdop_tui.machines.path_index import PathIndex  # at the first `@`, not at start
+
             self._indexes[root] = PathIndex(root)
         index = self._indexes[root]
         if self._word is not None and (self._word.query == "" or not index.ready.is_set()):
@@ -216,6 +218,8 @@ class PromptCompletion:
                 return str(exc)  # not kept: it may be reachable at the next `@`
             if machine is None:
                 return None
+            from cmdop_tui.machines.path_index import RemoteIndex
+
             self._remotes[key] = RemoteIndex(machine)
             self.prompt.run_worker(self._remotes[key].fetch(), group="completion", exit_on_error=False)
         return self._remotes[key]
