@@ -10,6 +10,7 @@ logs. Each editor session is one `Session`, driving the one loop as every surfac
 * `replay.py`: a loaded transcript told again as notifications;
 * `commands.py`: the slash commands an editor lists and runs;
 * `client_files.py`: reads and writes of the working tree through the editor (`fs/*`);
+* `client_terminal.py`: commands in the editor's terminal where our sandbox would not hold them;
 * `prompts.py`, `mcp_servers.py`: a prompt's blocks as text; the editor's MCP servers as ours;
 * `tool_calls.py`: a tool call's kind, title, locations, diff and output, for all of them.
 """
@@ -30,6 +31,12 @@ def parser() -> argparse.ArgumentParser:
         description="Speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim) and Toad.",
     )
     p.add_argument("--agent", metavar="NAME", help="the agent profile to use (default: the settings')")
+    p.add_argument(
+        "--sandbox",
+        choices=["off", "workspace", "strict"],
+        help="what commands may touch (default: the settings'); off lets an editor that offers its "
+        "terminal run commands on this machine there",
+    )
     return p
 
 
@@ -41,6 +48,8 @@ def acp_main(argv: Sequence[str]) -> int:
         settings = load_settings()
         if args.agent:
             settings = settings.with_agent(args.agent)
+        if args.sandbox:
+            settings = settings.with_run(sandbox_mode=args.sandbox)
         settings.resolve_model(settings.agent.model)
     except SettingsError as exc:
         sys.stderr.write(f"cmdop-tui: {exc}\n")

@@ -159,7 +159,7 @@ class OperatorAgent:
         from cmdop_tui.acp.opening import open_session
 
         editor = EditorSession(self.client, folder)
-        await open_session(editor, settings, self.client_capabilities.fs)
+        await open_session(editor, settings, self.client_capabilities)
         self.sessions[editor.id] = editor
         editor.updates.put(update_available_commands(editor.slash_commands.available()))
         return editor
