@@ -10,6 +10,7 @@ logs. Each editor session is one `Session`, driving the one loop as every surfac
 * `replay.py`: a loaded transcript told again as notifications;
 * `commands.py`: the slash commands an editor lists and runs;
 * `client_files.py`: reads and writes of the working tree through the editor (`fs/*`);
+* `first_answer.py`: `initialize` answered before the SDK loads (a cold start's most);
 * `client_terminal.py`: commands in the editor's terminal where our sandbox would not hold them;
 * `prompts.py`, `mcp_servers.py`: a prompt's blocks as text; the editor's MCP servers as ours;
 * `tool_calls.py`: a tool call's kind, title, locations, diff and output, for all of them.
@@ -54,10 +55,13 @@ def acp_main(argv: Sequence[str]) -> int:
     except SettingsError as exc:
         sys.stderr.write(f"cmdop-tui: {exc}\n")
         return 1
+    from cmdop_tui.acp.first_answer import answer_first_message
+
+    first = answer_first_message()  # `initialize` answered before the SDK loads (first_answer.py)
     from cmdop_tui.acp.agent import serve
 
     try:
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, first))
     except KeyboardInterrupt:
         return 130
     return 0
