@@ -32,6 +32,7 @@ from acp.helpers import update_available_commands, update_current_mode
 from acp.schema import (
     AuthenticateResponse,
     ClientCapabilities,
+    FileSystemCapabilities,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -225,12 +226,26 @@ async def serve(settings: Settings, first: FirstMessage) -> None:
     threading.Thread(target=load_the_session_modules, name="acp-preload", daemon=True).start()
     agent = OperatorAgent(settings)
     if first.answered:
-        agent.client_capabilities = ClientCapabilities.model_validate(first.client_capabilities or {})
+        agent.client_capabilities = offered(first.client_capabilities)
     reader, writer = await stdio_streams(first.leftover)
     try:
         await run_agent(agent, writer, reader)  # type: ignore[arg-type]  # the SDK routes to the methods an agent has
     finally:
         await agent.close()
+
+
+def offered(capabilities: dict[str, Any] | None) -> ClientCapabilities:
+    """The client capabilities of the `initialize` answered by hand; ones that do not parse are
+    said on stderr and taken as none offered (our own tools then)."""
+    try:
+        parsed = ClientCapabilities.model_validate(capabilities or {})
+    except ValueError as exc:  # pydantic's ValidationError
+        sys.stderr.write(f"cmdop-tui acp: the editor's capabilities were not understood: {exc}\n")
+        return ClientCapabilities()
+    fs: object = parsed.fs  # the schema salvages a bad `fs` as a plain dict, not as its type
+    if fs is not None and not isinstance(fs, FileSystemCapabilities):
+        parsed = parsed.model_copy(update={"fs": None})
+    return parsed
 
 
 async def stdio_streams(leftover: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -9,6 +9,7 @@ import os
 import acp
 from acp.schema import InitializeResponse
 
+from cmdop_tui.acp.agent import offered
 from cmdop_tui.acp.first_answer import PROTOCOL_VERSION, answer_first_message, initialize_answer
 
 
@@ -62,3 +63,9 @@ def test_anything_else_first_is_left_to_the_sdk_unanswered() -> None:
         assert os.read(out_read, 10) == b""  # nothing said
         os.close(in_read)
         os.close(out_read)
+
+
+def test_capabilities_that_do_not_parse_are_none_offered() -> None:
+    assert offered({"terminal": True, "fs": {"readTextFile": True}}).terminal is True
+    bad = offered({"fs": "everything", "terminal": "yes please"})
+    assert not bad.terminal and (bad.fs is None or not bad.fs.read_text_file)
