@@ -2,9 +2,10 @@
 
 The agent runs as a child process, driven by the official ACP SDK's client side
 (tests/support/acp_client.py), the model the fake API (tests/support/fake_anthropic.py):
-1. initialize → its answer, ready for session/new, on a warm agent (the process up); median,
-   limit 300 ms. Also said, cold: from the spawn to initialize answered (the session's modules,
-   the model SDK among them, load in a thread meanwhile), and to session/new answered.
+1. initialize → its answer on a warm agent (the process up, its modules loaded); median,
+   limit 300 ms. Beside it, cold: from the spawn to initialize answered, limit 500 ms (answered
+   before the ACP SDK loads: acp/first_answer.py; the SDK and the session's modules, the model
+   SDK among them, load after), and to session/new answered.
 2. session/cancel → the prompt's answer with stopReason cancelled, while the reply streams
    (the first words shown, the rest held by the fake API); median, limit 50 ms.
 """
@@ -30,6 +31,7 @@ from fake_anthropic import FakeAnthropic, text_reply  # noqa: E402
 
 ROUNDS = 5
 INITIALIZE_LIMIT_S = 0.300
+COLD_INITIALIZE_LIMIT_S = 0.500
 CANCEL_LIMIT_S = 0.050
 
 
@@ -44,11 +46,11 @@ async def one_round(api: FakeAnthropic, env: dict[str, str], cwd: Path) -> tuple
             capabilities = ClientCapabilities()
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
             cold = time.monotonic() - spawned
-            asked = time.monotonic()
-            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
-            warm = time.monotonic() - asked
             session = (await conn.new_session(cwd=str(cwd), mcp_servers=[])).session_id
             opened = time.monotonic() - spawned
+            asked = time.monotonic()  # warm: everything loaded, a session open
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
+            warm = time.monotonic() - asked
             prompt = asyncio.create_task(conn.prompt(session_id=session, prompt=[text_block("talk")]))
             await editor.wait_for(lambda: "agent_message_chunk" in editor.kinds())
             cancelled = time.monotonic()
@@ -77,10 +79,13 @@ async def main() -> None:
     finally:
         api.stop()
     cold, opened, warm, stop = (statistics.median(figures) for figures in zip(*rounds, strict=True))
-    print(f"acp: spawn -> initialize answered (cold, median of {ROUNDS}): {cold * 1000:.0f} ms")
+    print(
+        f"acp: spawn -> initialize answered (cold, median of {ROUNDS}): {cold * 1000:.0f} ms "
+        f"(limit {COLD_INITIALIZE_LIMIT_S * 1000:.0f} ms) {verdict(cold, COLD_INITIALIZE_LIMIT_S)}"
+    )
     print(f"acp: spawn -> session/new answered (cold, median of {ROUNDS}): {opened * 1000:.0f} ms")
     print(
-        f"acp: initialize -> ready for session/new (warm, median of {ROUNDS}): {warm * 1000:.1f} ms "
+        f"acp: initialize -> answered (warm, median of {ROUNDS}): {warm * 1000:.1f} ms "
         f"(limit {INITIALIZE_LIMIT_S * 1000:.0f} ms) {verdict(warm, INITIALIZE_LIMIT_S)}"
     )
     print(

@@ -10,6 +10,8 @@ logs. Each editor session is one `Session`, driving the one loop as every surfac
 * `replay.py`: a loaded transcript told again as notifications;
 * `commands.py`: the slash commands an editor lists and runs;
 * `client_files.py`: reads and writes of the working tree through the editor (`fs/*`);
+* `first_answer.py`: `initialize` answered before the SDK loads (a cold start's most);
+* `client_terminal.py`: commands in the editor's terminal where our sandbox would not hold them;
 * `prompts.py`, `mcp_servers.py`: a prompt's blocks as text; the editor's MCP servers as ours;
 * `tool_calls.py`: a tool call's kind, title, locations, diff and output, for all of them.
 """
@@ -30,6 +32,12 @@ def parser() -> argparse.ArgumentParser:
         description="Speak the Agent Client Protocol on stdin/stdout, for editors (Zed, JetBrains, Neovim) and Toad.",
     )
     p.add_argument("--agent", metavar="NAME", help="the agent profile to use (default: the settings')")
+    p.add_argument(
+        "--sandbox",
+        choices=["off", "workspace", "strict"],
+        help="what commands may touch (default: the settings'); off lets an editor that offers its "
+        "terminal run commands on this machine there",
+    )
     return p
 
 
@@ -41,14 +49,19 @@ def acp_main(argv: Sequence[str]) -> int:
         settings = load_settings()
         if args.agent:
             settings = settings.with_agent(args.agent)
+        if args.sandbox:
+            settings = settings.with_run(sandbox_mode=args.sandbox)
         settings.resolve_model(settings.agent.model)
     except SettingsError as exc:
         sys.stderr.write(f"cmdop-tui: {exc}\n")
         return 1
+    from cmdop_tui.acp.first_answer import answer_first_message
+
+    first = answer_first_message()  # `initialize` answered before the SDK loads (first_answer.py)
     from cmdop_tui.acp.agent import serve
 
     try:
-        asyncio.run(serve(settings))
+        asyncio.run(serve(settings, first))
     except KeyboardInterrupt:
         return 130
     return 0

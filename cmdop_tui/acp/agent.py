@@ -20,33 +20,32 @@ from __future__ import annotations
 import asyncio
 import importlib
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, Client, RequestError, run_agent, update_agent_message_text
+from acp import Client, RequestError, run_agent, update_agent_message_text
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.helpers import update_available_commands, update_current_mode
 from acp.schema import (
-    AgentCapabilities,
     AuthenticateResponse,
-    AuthMethodAgent,
     ClientCapabilities,
+    FileSystemCapabilities,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
     LoadSessionResponse,
-    McpCapabilities,
     NewSessionResponse,
-    PromptCapabilities,
     PromptResponse,
-    SessionCapabilities,
-    SessionListCapabilities,
     SetSessionModeResponse,
     StopReason,
 )
+from acp.stdio import _WritePipeProtocol
 
 from cmdop_tui.acp.editor_session import EditorSession
+from cmdop_tui.acp.first_answer import AUTH_METHOD, FirstMessage, initialize_answer
 from cmdop_tui.acp.listing import listed_sessions
 from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
 from cmdop_tui.acp.prompts import PromptBlock, prompt_text
@@ -54,9 +53,7 @@ from cmdop_tui.acp.replay import replay
 from cmdop_tui.agent.outcome import RunResult, Status
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.errors import KEY_ENV, TOKEN_ENV
-from cmdop_tui.support.version import VERSION
 
-AUTH_METHOD = "api-key"
 STOP_REASONS: dict[Status, StopReason] = {
     "final": "end_turn",
     "compacted": "end_turn",
@@ -95,24 +92,7 @@ class OperatorAgent:
         **kwargs: Any,
     ) -> InitializeResponse:
         self.client_capabilities = client_capabilities or ClientCapabilities()
-        return InitializeResponse(
-            protocol_version=min(protocol_version, PROTOCOL_VERSION),
-            agent_capabilities=AgentCapabilities(
-                load_session=True,
-                prompt_capabilities=PromptCapabilities(image=False, audio=False, embedded_context=True),
-                mcp_capabilities=McpCapabilities(http=True, sse=True),
-                session_capabilities=SessionCapabilities(list=SessionListCapabilities()),
-            ),
-            auth_methods=[
-                AuthMethodAgent(
-                    id=AUTH_METHOD,
-                    name="API key",
-                    description=f"The API key in {KEY_ENV} (or {TOKEN_ENV}) in the environment the editor "
-                    "starts the agent with; base_url in the settings file for another endpoint",
-                )
-            ],
-            agent_info=Implementation(name="cmdop-tui", title="CMDOP Operator", version=VERSION),
-        )
+        return InitializeResponse.model_validate(initialize_answer(protocol_version))
 
     async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:
         if method_id != AUTH_METHOD:
@@ -159,7 +139,7 @@ class OperatorAgent:
         from cmdop_tui.acp.opening import open_session
 
         editor = EditorSession(self.client, folder)
-        await open_session(editor, settings, self.client_capabilities.fs)
+        await open_session(editor, settings, self.client_capabilities)
         self.sessions[editor.id] = editor
         editor.updates.put(update_available_commands(editor.slash_commands.available()))
         return editor
@@ -239,12 +219,42 @@ def load_the_session_modules() -> None:
     importlib.import_module("cmdop_tui.acp.opening")
 
 
-async def serve(settings: Settings) -> None:
+async def serve(settings: Settings, first: FirstMessage) -> None:
     """Speak ACP on stdin/stdout until the editor closes the connection; then close every session.
-    The session's modules load in a thread meanwhile, so `initialize` is answered at once."""
+    `first`: the editor's first line, answered already when it was `initialize` (first_answer.py).
+    The session's modules load in a thread meanwhile, so `session/new` rarely waits for them."""
     threading.Thread(target=load_the_session_modules, name="acp-preload", daemon=True).start()
     agent = OperatorAgent(settings)
+    if first.answered:
+        agent.client_capabilities = offered(first.client_capabilities)
+    reader, writer = await stdio_streams(first.leftover)
     try:
-        await run_agent(agent)  # type: ignore[arg-type]  # the SDK routes to the methods an agent has
+        await run_agent(agent, writer, reader)  # type: ignore[arg-type]  # the SDK routes to the methods an agent has
     finally:
         await agent.close()
+
+
+def offered(capabilities: dict[str, Any] | None) -> ClientCapabilities:
+    """The client capabilities of the `initialize` answered by hand; ones that do not parse are
+    said on stderr and taken as none offered (our own tools then)."""
+    try:
+        parsed = ClientCapabilities.model_validate(capabilities or {})
+    except ValueError as exc:  # pydantic's ValidationError
+        sys.stderr.write(f"cmdop-tui acp: the editor's capabilities were not understood: {exc}\n")
+        return ClientCapabilities()
+    fs: object = parsed.fs  # the schema salvages a bad `fs` as a plain dict, not as its type
+    if fs is not None and not isinstance(fs, FileSystemCapabilities):
+        parsed = parsed.model_copy(update={"fs": None})
+    return parsed
+
+
+async def stdio_streams(leftover: bytes) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """The SDK's stdio streams (acp.stdio), the reader holding `leftover` first: what was read
+    of stdin by hand and not answered goes to the SDK before what follows it."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    reader.feed_data(leftover)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    protocol = _WritePipeProtocol()  # the SDK's own: what its writer drains on
+    transport, _ = await loop.connect_write_pipe(lambda: protocol, sys.stdout)
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)

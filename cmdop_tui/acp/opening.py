@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 
 from acp import RequestError
-from acp.schema import FileSystemCapabilities
+from acp.schema import ClientCapabilities
 
 from cmdop_tui.acp.client_files import EditorFiles, use_editor_files
+from cmdop_tui.acp.client_terminal import EditorTerminal, use_editor_terminal
 from cmdop_tui.acp.commands import Commands
 from cmdop_tui.acp.editor_session import EditorSession
 from cmdop_tui.acp.permission import EditorApprovals
@@ -20,9 +21,10 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
 
 
-async def open_session(editor: EditorSession, settings: Settings, files: FileSystemCapabilities | None) -> Session:
+async def open_session(editor: EditorSession, settings: Settings, offered: ClientCapabilities) -> Session:
     """Open `editor`'s Session (recorded; `settings.run.resume` names a transcript to continue),
-    its approvals asked in the editor, its files through the editor where it offers them (`files`).
+    its approvals asked in the editor, its files and commands through the editor where it offers
+    them (`offered`) and our rules let them (client_files.py, client_terminal.py).
     A session that cannot open is said in one line (RequestError); nothing is left open."""
     editor.commands = Commands(editor.cwd)
     approvals = EditorApprovals(editor.ask, editor.updates, editor.permissions)
@@ -35,8 +37,10 @@ async def open_session(editor: EditorSession, settings: Settings, files: FileSys
     editor.id = session.recorder.session_id or f"unrecorded-{id(editor):x}"
     editor.updates.start()
     editor.closing.push_async_callback(editor.updates.close)
-    if files is not None:
-        use_editor_files(session, EditorFiles(editor.client, lambda: editor.id, files))
+    if offered.fs is not None:
+        use_editor_files(session, EditorFiles(editor.client, lambda: editor.id, offered.fs))
+    if offered.terminal:
+        use_editor_terminal(session, EditorTerminal(editor.client, lambda: editor.id, editor.updates))
     for note in (*session.notes, *editor.commands.notes):
         sys.stderr.write(f"cmdop-tui acp: {note}\n")
     return session

@@ -14,11 +14,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from acp import text_block, tool_content, tool_diff_content
-from acp.schema import ContentToolCallContent, FileEditToolCallContent, PlanEntry, ToolCallLocation, ToolKind
+from acp.schema import (
+    ContentToolCallContent,
+    FileEditToolCallContent,
+    PlanEntry,
+    TerminalToolCallContent,
+    ToolCallLocation,
+    ToolKind,
+)
 
 from cmdop_tui.support.text import inert_line
 
-ToolContent = ContentToolCallContent | FileEditToolCallContent
+ToolContent = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 PlanStatus = Literal["pending", "in_progress", "completed"]
 
 # What each built-in tool does, in ACP's words; an MCP server's tool is "other" (or "fetch").
@@ -123,6 +130,11 @@ def output_content(output: str) -> list[ToolContent]:
     if len(output) > OUTPUT_CHARS:
         output = f"[… {len(output) - OUTPUT_CHARS:,} characters before]\n{output[-OUTPUT_CHARS:]}"
     return [tool_content(text_block(output))]
+
+
+def terminal_content(terminal_id: str) -> TerminalToolCallContent:
+    """The editor's terminal `terminal_id`, embedded in a call: the editor shows it live."""
+    return TerminalToolCallContent(type="terminal", terminal_id=terminal_id)
 
 
 def nested_text(machine: str, event: Mapping[str, Any]) -> str:

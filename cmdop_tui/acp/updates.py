@@ -26,6 +26,7 @@ from cmdop_tui.acp.tool_calls import (
     nested_text,
     output_content,
     plan_entries,
+    terminal_content,
     tool_kind,
     tool_locations,
     tool_title,
@@ -68,6 +69,7 @@ class Updates:
         self._running: set[str] = set()  # calls the editor was told are in progress
         self._output: dict[str, str] = {}  # the tail of each running call's output so far
         self._output_waiting: set[str] = set()  # calls whose output update is queued
+        self._terminals: dict[str, str] = {}  # call -> the editor's terminal running it
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -110,6 +112,13 @@ class Updates:
         if call_id in self._calls and call_id not in self._running:
             self._running.add(call_id)
             self.put(update_tool_call(call_id, status="in_progress"))
+
+    def terminal(self, call_id: str, terminal_id: str) -> None:
+        """Show the editor's terminal `terminal_id` in the call: it runs there, live, and stays
+        shown once the call ends."""
+        self._terminals[call_id] = terminal_id
+        self._running.add(call_id)
+        self.put(update_tool_call(call_id, status="in_progress", content=[terminal_content(terminal_id)]))
 
     def translate(self, event: Event) -> list[SessionUpdate]:
         """The notifications one event makes (none for most bookkeeping events)."""
@@ -172,10 +181,15 @@ class Updates:
         self._running.discard(event.call_id)
         self._output.pop(event.call_id, None)
         diff = [] if call is None or event.is_error else diff_content(call.name, call.input, call.machine, self.cwd)
+        terminal = self._terminals.pop(event.call_id, None)
+        shown = output_content(event.output)
+        if terminal is not None:  # the terminal shows the output; a failure says its first line too
+            said = event.output.split("\n", 1)[0] if event.is_error else ""
+            shown = [terminal_content(terminal), *output_content(said)]
         end = update_tool_call(
             event.call_id,
             status="failed" if event.is_error else "completed",
-            content=[*diff, *output_content(event.output)],
+            content=[*diff, *shown],
             raw_output={"output": event.output, "is_error": event.is_error},
         )
         return [end]

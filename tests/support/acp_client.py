@@ -1,6 +1,6 @@
 """An editor for tests and benchmarks: the official ACP SDK's client side, recording what the
 agent says, answering its permission requests as told, and serving its file requests from a
-dict of "unsaved buffers" (or the disk).
+dict of "unsaved buffers" (or the disk), and running its commands in "terminals" (acp_terminals.py).
 
     async with editor_session(env, cwd=tmp_path) as (editor, conn):
         await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=...)
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,13 +24,20 @@ from acp import spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AllowedOutcome,
+    CreateTerminalResponse,
     DeniedOutcome,
+    EnvVariable,
+    KillTerminalResponse,
     PermissionOption,
     ReadTextFileResponse,
+    ReleaseTerminalResponse,
     RequestPermissionResponse,
+    TerminalOutputResponse,
     ToolCallUpdate,
+    WaitForTerminalExitResponse,
     WriteTextFileResponse,
 )
+from acp_terminals import Terminals
 
 
 class RecordingEditor:
@@ -46,6 +53,7 @@ class RecordingEditor:
         self.writes: list[tuple[str, str]] = []
         self.asked = asyncio.Event()  # set at each permission request
         self.process: Any = None  # the agent's process, once started
+        self.terminals = Terminals()  # commands run for the agent (terminal/create), when offered
         self._changed = asyncio.Condition()
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
@@ -78,6 +86,32 @@ class RecordingEditor:
         Path(path).write_text(content)
         return WriteTextFileResponse()
 
+    async def create_terminal(
+        self,
+        command: str,
+        session_id: str,
+        args: list[str] | None = None,
+        cwd: str | None = None,
+        env: list[EnvVariable] | None = None,
+        output_byte_limit: int | None = None,
+        **kwargs: Any,
+    ) -> CreateTerminalResponse:
+        return await self.terminals.create(command, args, env, cwd, output_byte_limit)
+
+    async def terminal_output(self, session_id: str, terminal_id: str, **kwargs: Any) -> TerminalOutputResponse:
+        return await self.terminals.output(terminal_id)
+
+    async def wait_for_terminal_exit(
+        self, session_id: str, terminal_id: str, **kwargs: Any
+    ) -> WaitForTerminalExitResponse:
+        return await self.terminals.wait_for_exit(terminal_id)
+
+    async def kill_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> KillTerminalResponse:
+        return await self.terminals.kill(terminal_id)
+
+    async def release_terminal(self, session_id: str, terminal_id: str, **kwargs: Any) -> ReleaseTerminalResponse:
+        return await self.terminals.release(terminal_id)
+
     def on_connect(self, conn: Any) -> None:
         pass
 
@@ -98,17 +132,20 @@ class RecordingEditor:
 
 @asynccontextmanager
 async def editor_session(
-    env: Mapping[str, str], *, cwd: Path, editor: RecordingEditor | None = None
+    env: Mapping[str, str], *, cwd: Path, editor: RecordingEditor | None = None, args: Sequence[str] = ()
 ) -> AsyncIterator[tuple[RecordingEditor, ClientSideConnection]]:
-    """`cmdop-tui acp` started in `cwd` with `env`, and the editor connected to it; the process
+    """`cmdop-tui acp ARGS` started in `cwd` with `env`, and the editor connected to it; the process
     is ended (its stdin closed, then waited for) when the block ends."""
     editor = editor or RecordingEditor()
-    command = (sys.executable, "-m", "cmdop_tui", "acp")
+    command = (sys.executable, "-m", "cmdop_tui", "acp", *args)
     # stderr inherited: what the agent says for people shows in a failing test's output; the agent
     # is given time to close its sessions and leave by itself once its stdin is closed (the SDK's
     # 2 s before SIGTERM is short on a loaded machine)
     transport = {"stderr": None, "shutdown_timeout": 30.0}
     spawned = spawn_agent_process(editor, *command, env=dict(env), cwd=cwd, transport_kwargs=transport)
-    async with spawned as (conn, process):
-        editor.process = process
-        yield editor, conn
+    try:
+        async with spawned as (conn, process):
+            editor.process = process
+            yield editor, conn
+    finally:
+        await editor.terminals.close()

@@ -6,7 +6,8 @@
 //     node acp_ts_client.mjs          (in the folder the session works in)
 //
 // The scenario: initialize, session/new, a prompt whose write_file is asked about (allowed), a
-// prompt cancelled mid-stream, then a second agent process that loads the session. It prints
+// prompt cancelled mid-stream, then a second agent process that loads the session, then a third
+// with the sandbox off whose command runs in this editor's terminal (run for real). It prints
 // one JSON object of what it saw on stdout; the test (tests/functional/test_acp_real_client.py)
 // scripts the model and judges the object.
 
@@ -19,8 +20,8 @@ const { client, methods, ndJsonStream, PROTOCOL_VERSION } = sdk;
 const [program, ...args] = JSON.parse(process.env.ACP_AGENT);
 const cwd = process.cwd();
 
-function startAgent() {
-  const child = spawn(program, args, { cwd, stdio: ["pipe", "pipe", "inherit"] });
+function startAgent(more = []) {
+  const child = spawn(program, [...args, ...more], { cwd, stdio: ["pipe", "pipe", "inherit"] });
   const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   const exited = new Promise((resolve) => child.on("exit", (code) => resolve(code)));
   return { child, stream, exited };
@@ -44,7 +45,43 @@ function editor(seen) {
   return { app, next };
 }
 
-const report = { stopReasons: [], permissions: [], first: [], loaded: [] };
+// The editor's terminals: each command run for real, its output kept, released at the end.
+function terminals(app, seen) {
+  const made = new Map();
+  const terminal = (params) => made.get(params.terminalId);
+  return app
+    .onRequest(methods.client.terminal.create, ({ params }) => {
+      const terminalId = `term-${made.size + 1}`;
+      const child = spawn(params.command, params.args ?? [], { cwd: params.cwd, stdio: ["ignore", "pipe", "pipe"] });
+      const running = { child, output: "", status: null };
+      running.closed = new Promise((resolve) =>
+        child.on("close", (code, signal) => resolve((running.status = { exitCode: code, signal }))),
+      );
+      child.stdout.on("data", (data) => (running.output += data));
+      child.stderr.on("data", (data) => (running.output += data));
+      made.set(terminalId, running);
+      seen.push({ command: params.command, args: params.args, cwd: params.cwd, limit: params.outputByteLimit });
+      return { terminalId };
+    })
+    .onRequest(methods.client.terminal.waitForExit, async ({ params }) => await terminal(params).closed)
+    .onRequest(methods.client.terminal.output, ({ params }) => {
+      const { output, status } = terminal(params);
+      return status ? { output, truncated: false, exitStatus: status } : { output, truncated: false };
+    })
+    .onRequest(methods.client.terminal.kill, ({ params }) => {
+      terminal(params).child.kill("SIGKILL");
+      return {};
+    })
+    .onRequest(methods.client.terminal.release, async ({ params }) => {
+      const { child, closed } = terminal(params);
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await closed;
+      seen.at(-1).released = true;
+      return {};
+    });
+}
+
+const report = { stopReasons: [], permissions: [], first: [], loaded: [], ran: [], terminals: [] };
 
 // The first agent: a new session, a write asked about, a cancel mid-stream.
 {
@@ -89,6 +126,28 @@ const report = { stopReasons: [], permissions: [], first: [], loaded: [] };
   });
   agent.child.stdin.end();
   report.secondExit = await agent.exited;
+}
+
+// The third agent, the sandbox off: a command run in the editor's terminal.
+{
+  const seen = { updates: report.ran, permissions: report.permissions };
+  const { app } = editor(seen);
+  const agent = startAgent(["--sandbox", "off"]);
+  await terminals(app, report.terminals).connectWith(agent.stream, async (peer) => {
+    await peer.request(methods.agent.initialize, {
+      protocolVersion: PROTOCOL_VERSION,
+      clientCapabilities: { terminal: true },
+    });
+    const session = await peer.request(methods.agent.session.new, { cwd, mcpServers: [] });
+    await peer.request(methods.agent.session.setMode, { sessionId: session.sessionId, modeId: "auto" });
+    const ran = await peer.request(methods.agent.session.prompt, {
+      sessionId: session.sessionId,
+      prompt: [{ type: "text", text: "run it" }],
+    });
+    report.stopReasons.push(ran.stopReason);
+  });
+  agent.child.stdin.end();
+  report.thirdExit = await agent.exited;
 }
 
 process.stdout.write(JSON.stringify(report) + "\n");
