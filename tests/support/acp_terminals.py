@@ -34,6 +34,7 @@ class Terminal:
     reader: asyncio.Task[None] | None = None
     killed: bool = False
     released: bool = False
+    gone: asyncio.Event = field(default_factory=asyncio.Event)  # set once released
 
     async def read(self) -> None:
         assert self.process.stdout is not None
@@ -100,6 +101,7 @@ class Terminals:
         terminal.kill()
         await terminal.process.wait()
         terminal.released = True
+        terminal.gone.set()
         return ReleaseTerminalResponse()
 
     async def close(self) -> None:
