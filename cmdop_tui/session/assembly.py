@@ -32,6 +32,7 @@ from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.fanout import RUN_ON_MACHINES
+from cmdop_tui.tools.job_tools import JOB_TOOLS
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 from cmdop_tui.tools.skill import make_skill_tool, skills_section
@@ -119,7 +120,7 @@ def build_runner(
     facts = replace(facts, target_machine=fleet.target_name, machines=(*described, *groups))
     if not facts.sandbox:
         facts = replace(facts, sandbox=fleet.sandbox.describe(cwd or Path.cwd()))
-    tools = [*builtin_tools(), TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
+    tools = [*builtin_tools(), *JOB_TOOLS, TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
     skills = find_skills(cwd or Path.cwd()).skills
     if skills:
         tools.append(make_skill_tool(skills))

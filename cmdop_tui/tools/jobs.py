@@ -1,0 +1,317 @@
+"""Background jobs: commands the model started with `background: true`, running across turns.
+
+A job is the very call a foreground command is: the machine's `run_command` (machines/local.py
+under the sandbox and its supervisor, machines/remote.py over ssh), only run as a task of the
+session instead of inside the turn. So it is held by the same sandbox and containment, and it
+ends the same ways: its own exit, its timeout, a kill (`job_kill`, `k` in /jobs), or the
+session's close (the task is cancelled, which kills its process group, and on another machine
+its remote group). When the app dies, its supervisor kills it.
+
+Its output goes, as it streams (made inert, stdout and stderr in the order they came), to a
+file of its own under the session's data directory; memory holds only its last line and a
+small tail kept by the machine. `read` gives the model a bounded page from an offset.
+
+`JobTable.listeners` are told of each start, each piece of output (at most every
+OUTPUT_EVERY_S per job, its tail bounded) and each end, as `JobChange`s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from cmdop_tui.machines.machine import Machine, MachineResult, OutputStream
+
+__all__ = [
+    "JOB_MEMORY",
+    "JobChange",
+    "JobInfo",
+    "JobPage",
+    "JobState",
+    "JobTable",
+    "ended_note",
+    "read_page",
+]
+
+JobState = Literal["running", "exited", "failed", "killed"]
+JOB_MEMORY = 4_096  # bytes per stream the machine keeps of a job's output (the file has it all)
+DEFAULT_JOB_TIMEOUT_MS = 24 * 3600 * 1000  # a job with no timeout of its own still ends one day
+PAGE_BYTES = 16_000  # what one job_output call gives at most
+OUTPUT_EVERY_S = 0.25  # a job's output is told to listeners at most this often
+OUTPUT_TAIL = 4_096  # characters of output one change carries at most
+LINE_CHARS = 200
+_EXIT = re.compile(r"exit code: (-?\d+)")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """A job as it is now: what runs where, its state, how much it printed and its last line.
+
+    `exit_code` is the command's (None while it runs, or when it did not exit by itself);
+    `reason` says why a failed job failed (a timeout, the sandbox, could not start)."""
+
+    id: str
+    machine: str
+    command: str
+    state: JobState
+    started: float  # time.monotonic()
+    ended: float | None = None
+    exit_code: int | None = None
+    reason: str = ""
+    size: int = 0  # bytes in its output file
+    last_line: str = ""
+    output_file: str = ""
+    call_id: str = ""
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def runtime_s(self, now: float | None = None) -> float:
+        """How long it ran (so far)."""
+        return (self.ended if self.ended is not None else (now or time.monotonic())) - self.started
+
+    def outcome(self) -> str:
+        """One line: `running`, `exit 0`, `killed`, `failed: timed out ...`."""
+        if self.state == "exited":
+            return f"exit {self.exit_code}"
+        if self.state == "failed":
+            return f"failed: {self.reason}" if self.reason else "failed"
+        return self.state
+
+
+@dataclass(frozen=True)
+class JobChange:
+    """What listeners are told: a job started, printed `text` (`skipped` characters before it
+    left out), or ended."""
+
+    kind: Literal["start", "output", "end"]
+    job: JobInfo
+    text: str = ""
+    skipped: int = 0
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A page of a job's output file: the text from `offset`, where the next page starts, and
+    whether more is there already."""
+
+    text: str
+    offset: int
+    next_offset: int
+    more: bool
+
+
+def read_page(path: Path, offset: int, limit: int = PAGE_BYTES) -> JobPage:
+    """At most `limit` bytes of `path` from `offset`, ended on a whole UTF-8 character."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        data = handle.read(limit + 1)
+    more = len(data) > limit
+    data = data[:limit]
+    if more:  # back off a split character so the next page starts on a whole one
+        cut = len(data)
+        while cut > 0 and cut > len(data) - 4 and (data[cut - 1] & 0xC0) == 0x80:
+            cut -= 1
+        if cut > 0 and data[cut - 1] >= 0xC0:
+            cut -= 1
+        data = data[: cut or len(data)]
+    return JobPage(data.decode("utf-8", errors="replace"), offset, offset + len(data), more)
+
+
+@dataclass
+class _Job:
+    """A job's moving parts: its info (replaced as it changes), task, file and the model's view."""
+
+    info: JobInfo
+    path: Path
+    fd: int
+    task: asyncio.Task[None] | None = None
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    kill_asked: bool = False
+    end_seen: bool = False  # the model read its end (job_wait, job_output): no note needed
+    noted: bool = False
+    partial: str = ""  # the line not yet ended
+    unsent: str = ""
+    skipped: int = 0
+    told: float = 0.0
+    write_error: str = ""
+
+
+class JobTable:
+    """The session's background jobs. `directory()` is where their output files go (asked at
+    each start: the session's transcript may change); ids are `job-1`, `job-2`, ..."""
+
+    def __init__(self, directory: Callable[[], Path]) -> None:
+        self._directory = directory
+        self._jobs: dict[str, _Job] = {}
+        self._count = 0
+        self.listeners: list[Callable[[JobChange], None]] = []
+        self.closed = False
+
+    # --- starting -------------------------------------------------------------------------
+
+    def start(
+        self, machine: Machine, command: str, *, cwd: str | None, timeout_ms: int | None, call_id: str = ""
+    ) -> JobInfo:
+        """Start `command` on `machine` in the background (sandboxed, as a foreground call is);
+        returns at once. Raises OSError when its output file cannot be made, RuntimeError once
+        the table is closed."""
+        if self.closed:
+            raise RuntimeError("the session is closing: no job starts")
+        self._count += 1
+        job_id = f"job-{self._count}"
+        directory = self._directory()
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = directory / f"{job_id}.log"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        info = JobInfo(
+            job_id, machine.name, command, "running", time.monotonic(), output_file=str(path), call_id=call_id
+        )
+        job = _Job(info, path, fd)
+        self._jobs[job_id] = job
+        job.task = asyncio.get_running_loop().create_task(
+            self._run(job, machine, cwd, timeout_ms or DEFAULT_JOB_TIMEOUT_MS), name=f"cmdop {job_id}"
+        )
+        self._tell(JobChange("start", info))
+        return info
+
+    async def _run(self, job: _Job, machine: Machine, cwd: str | None, timeout_ms: int) -> None:
+        try:
+            result = await machine.run_command(
+                job.info.command,
+                cwd=cwd,
+                timeout_ms=timeout_ms,
+                progress=lambda text, stream: self._output(job, text, stream),
+                output_limit=JOB_MEMORY,
+            )
+        except asyncio.CancelledError:
+            self._end(job, replace(job.info, state="killed", reason="killed" if job.kill_asked else "session closed"))
+            raise
+        except Exception as exc:  # a machine that raised: the job failed, the session goes on
+            self._end(job, replace(job.info, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error"))
+            return
+        self._end(job, _ended(job.info, result))
+
+    def _output(self, job: _Job, text: str, stream: OutputStream) -> None:
+        if stream == "info" or not text:
+            return
+        data = text.encode("utf-8", errors="replace")
+        try:
+            os.write(job.fd, data)
+        except OSError as exc:  # a full disk: said in its state, the command goes on
+            job.write_error = job.write_error or f"output file not written: {exc.strerror or exc}"
+        *complete, partial = _LINE_BREAK.split(job.partial + text)
+        job.partial = partial[-4 * LINE_CHARS :]
+        lines = [line for line in (*complete, partial) if line.strip()]
+        last = lines[-1][:LINE_CHARS] if lines else job.info.last_line
+        job.info = replace(job.info, size=job.info.size + len(data), last_line=last)
+        job.skipped += max(0, len(job.unsent) + len(text) - OUTPUT_TAIL)
+        job.unsent = (job.unsent + text)[-OUTPUT_TAIL:]
+        now = time.monotonic()
+        if now - job.told >= OUTPUT_EVERY_S:
+            job.told = now
+            self._tell(JobChange("output", job.info, job.unsent, job.skipped))
+            job.unsent, job.skipped = "", 0
+
+    def _end(self, job: _Job, info: JobInfo) -> None:
+        if job.write_error and info.state != "failed":
+            info = replace(info, reason=job.write_error)
+        job.info = replace(info, ended=time.monotonic())
+        with contextlib.suppress(OSError):
+            os.close(job.fd)
+        job.ended.set()
+        self._tell(JobChange("end", job.info, job.unsent, job.skipped))
+
+    def _tell(self, change: JobChange) -> None:
+        for listener in list(self.listeners):
+            try:
+                listener(change)
+            except Exception:  # a broken display must not end a job
+                continue
+
+    # --- what the model and the person ask ------------------------------------------------
+
+    def jobs(self) -> list[JobInfo]:
+        """Every job of the session, oldest first."""
+        return [job.info for job in self._jobs.values()]
+
+    def info(self, job_id: str) -> JobInfo | None:
+        job = self._jobs.get(job_id)
+        return job.info if job else None
+
+    def read(self, job_id: str, offset: int, limit: int = PAGE_BYTES) -> tuple[JobInfo, JobPage]:
+        """The job's state and a page of its output from `offset`. KeyError: no such job."""
+        job = self._jobs[job_id]
+        info = job.info  # taken first: an ended job's page then holds all it printed
+        return info, read_page(job.path, max(0, min(offset, info.size)), limit)
+
+    async def wait(self, job_id: str, timeout_s: float) -> JobInfo:
+        """The job's info once it ended, or when `timeout_s` passed. KeyError: no such job."""
+        job = self._jobs[job_id]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await job.ended.wait()
+        return job.info
+
+    def seen(self, job_id: str) -> None:
+        """The model has read that the job ended: no note of its end will be given."""
+        job = self._jobs.get(job_id)
+        if job is not None and not job.info.running:
+            job.end_seen = True
+
+    async def kill(self, job_id: str) -> JobInfo:
+        """Kill the job (its whole process group, and on another machine its remote group) and
+        wait until it is gone. KeyError: no such job."""
+        job = self._jobs[job_id]
+        if job.task is not None and not job.task.done():
+            job.kill_asked = True
+            job.task.cancel()
+            await asyncio.gather(job.task, return_exceptions=True)
+        return job.info
+
+    def unseen_ends(self) -> list[JobInfo]:
+        """Jobs that ended without the model reading it, each given once (for a note)."""
+        found = []
+        for job in self._jobs.values():
+            if not job.info.running and not job.end_seen and not job.noted:
+                job.noted = True
+                found.append(job.info)
+        return found
+
+    async def close(self) -> None:
+        """Kill every running job and wait for them (the session's end)."""
+        self.closed = True
+        tasks = [job.task for job in self._jobs.values() if job.task is not None and not job.task.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _ended(info: JobInfo, result: MachineResult) -> JobInfo:
+    """The job's info once the machine answered: exited with its code, or failed and why."""
+    head = result.text.partition("\n")[0]
+    exited = _EXIT.match(head)
+    if exited and result.sandbox_denied is None:
+        return replace(info, state="exited", exit_code=int(exited.group(1)))
+    reason = head.removeprefix("error: ") or "error"
+    if result.sandbox_denied is not None:
+        reason = f"the sandbox refused to {result.sandbox_denied.needs} (a background job is never run outside it)"
+    return replace(info, state="failed", reason=reason)
+
+
+def ended_note(info: JobInfo) -> str:
+    """What the model is told at its next turn of a job that ended while it was not looking
+    (the job's own output stays out: it is read with job_output, as output)."""
+    return (
+        f"<system-reminder>\nBackground job {info.id} on {info.machine} ended: {info.outcome()} after "
+        f"{info.runtime_s():.1f} s, {info.size:,} bytes of output (read them with job_output).\n</system-reminder>"
+    )
