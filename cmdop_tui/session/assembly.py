@@ -6,6 +6,7 @@ same for the same settings.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -91,7 +92,11 @@ def build_fleet(settings: Settings, machines: SessionMachines | None = None) -> 
 
 def build_sandbox(settings: Settings) -> Sandbox:
     """The sandbox of the settings in force, on this machine; the app's own config and data
-    directories are hidden from commands too (they hold the rules, the sessions, the logs)."""
+    directories are hidden from commands too (they hold the rules, the sessions, the logs, the
+    jobs' output). The data directory is made first: the sandbox hides only what exists, and a
+    first session would otherwise leave it (made later, for the transcript) in plain sight."""
+    with contextlib.suppress(OSError):  # a read-only place: there is nothing of ours there to hide
+        data_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     policy = settings.sandbox_policy()
     hidden = (*policy.hidden, str(config_dir()), str(data_dir()))
     return Sandbox.detect(replace(policy, hidden=hidden, data=str(data_dir())))

@@ -1,7 +1,7 @@
 """Background jobs (issue 26): `background: true` on execute_command, job_output / job_wait /
 job_kill, through the library and headless mode against the fake Messages API, with real
-commands. No process is left: each test looks for its command's processes by a marker in
-their command line."""
+commands. No process is left: each test looks for its command's processes by their command
+line (a sleep no one else runs), seen from outside the sandbox."""
 
 from __future__ import annotations
 
@@ -12,29 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from agent_helpers import running
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator
 from cmdop_tui.session.session import Session
 
 FIRST_LINE = "first line"
-
-
-def processes_with(marker: str) -> list[int]:
-    """Pids of this machine's processes whose command line holds `marker` (any pid namespace
-    is seen from here)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as handle:
-                command = handle.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if marker in command and "pytest" not in command:
-            found.append(int(entry))
-    return found
 
 
 async def until(condition, what: str, limit_s: float = 15.0) -> None:
@@ -108,13 +92,13 @@ async def test_wait_then_kill_leaves_no_process(fake_api, anthropic_env, tmp_pat
         [e async for e in operator.run("start and wait")]
         waited = fake_api.requests[2].body["messages"][-1]["content"][0]["content"]
         assert "job-1 on local: running" in waited and "still running" in waited
-        await until(lambda: processes_with(marker), "the job's sleep")
+        await until(lambda: running("sleep", marker), "the job's sleep")
 
         fake_api.enqueue(tool_reply("job_kill", {"id": "job-1"}), text_reply("killed"))
         [e async for e in operator.run("kill it")]
         killed = fake_api.requests[4].body["messages"][-1]["content"][0]["content"]
         assert "job-1 on local: killed" in killed
-        assert processes_with(marker) == []  # gone when job_kill answered
+        assert running("sleep", marker) == []  # gone when job_kill answered
         assert operator.jobs()[0].state == "killed"
 
 
@@ -127,9 +111,10 @@ async def test_closing_the_session_kills_its_jobs(fake_api, anthropic_env, tmp_p
     )
     async with Operator(cwd=tmp_path, record=False, approval="auto") as operator:
         [e async for e in operator.run("start two")]
-        await until(lambda: len(processes_with(marker)) == 2, "both sleeps")
+        both = lambda: running("sleep", marker) + running("sleep", f"{marker}1")  # noqa: E731
+        await until(lambda: len(both()) == 2, "both sleeps")
         assert [job.id for job in operator.jobs()] == ["job-1", "job-2"]
-    assert processes_with(marker) == []
+    assert both() == []
 
 
 async def test_an_unknown_job_is_said_and_nothing_breaks(fake_api, anthropic_env, tmp_path):
