@@ -30,6 +30,7 @@ from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
     from cmdop_tui.session.session import Session
+    from cmdop_tui.tools.jobs import JobChange
 
 ENDED_KEPT = 64  # tool calls remembered as told of
 ENDED = (WorkerState.SUCCESS, WorkerState.ERROR)  # a turn that ended by itself (a Stop is the person's)
@@ -55,6 +56,21 @@ class AttentiveApp(MirroredApp):
         """The notifier of the app's settings; the dialogs watched as they open."""
         self.notifier = Notifier(self.settings.notify, self._write_raw, lambda: self.app_focus)
         self.screen_change_signal.subscribe(self, self._screen_changed)
+        self.watch(self, "session_state", self._follow_jobs, init=False)
+
+    def _follow_jobs(self) -> None:
+        """Told of the open session's background jobs, to say when one ends."""
+        jobs = self.session.jobs if self.session is not None else None
+        if jobs is not None and self._job_changed not in jobs.listeners:
+            jobs.listeners.append(self._job_changed)
+
+    def _job_changed(self, change: JobChange) -> None:
+        if change.kind != "end":
+            return
+        job = change.job
+        said = f"Background job {job.id} on {inert_line(job.machine)} ended: {job.outcome()}"
+        self.notify(f"{said} (/jobs)", severity="error" if job.state == "failed" else "information")
+        self.notifier.tell(said)
 
     def _write_raw(self, sequence: str) -> None:
         """To the terminal as it is (as Textual writes OSC 52 for the clipboard)."""

@@ -36,6 +36,7 @@ from cmdop_tui.tui.commands import (
 from cmdop_tui.tui.custom_slash import add_custom_commands
 from cmdop_tui.tui.mode_keys import MODE_HELP, MODE_PALETTE, slash_mode
 from cmdop_tui.tui.rewinding import TURN_RUNNING, rewind
+from cmdop_tui.tui.screens.jobs import JobsScreen
 from cmdop_tui.tui.screens.sessions import SessionsScreen
 
 if TYPE_CHECKING:
@@ -249,6 +250,11 @@ async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
         await app.chat.add_notice(note)
 
 
+async def slash_jobs(app: CommandHost, argument: str) -> None:
+    if (session := await open_session(app)) is not None and session.jobs is not None:
+        app.push_screen(JobsScreen(session.jobs))
+
+
 async def slash_rewind(app: CommandHost, argument: str) -> None:
     if app.running:
         await app.chat.add_notice(TURN_RUNNING, "warning")
@@ -344,6 +350,11 @@ def build_registry() -> CommandRegistry:
     registry.slash(
         "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
     )(slash_sessions)
+    registry.slash(
+        "/jobs",
+        "background jobs per machine: Enter follows one, k kills it",
+        palette=(PaletteEntry("Background jobs"),),
+    )(slash_jobs)
     registry.slash(
         "/rewind",
         "go back to before a turn: its files, the conversation, or both (also Esc Esc)",
