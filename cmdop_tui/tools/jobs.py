@@ -47,6 +47,7 @@ PAGE_BYTES = 16_000  # what one job_output call gives at most
 OUTPUT_EVERY_S = 0.25  # a job's output is told to listeners at most this often
 OUTPUT_TAIL = 4_096  # characters of output one change carries at most
 LINE_CHARS = 200
+LAST_LINE_WINDOW = 4 * LINE_CHARS  # of a chunk, the tail its last line is looked for in (not all of it)
 _EXIT = re.compile(r"exit code: (-?\d+)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -206,16 +207,16 @@ class JobTable:
             return
         data = text.encode("utf-8", errors="replace")
         try:
-            os.write(job.fd, data)
+            _write_all(job.fd, data)
         except OSError as exc:  # a full disk: said in its state, the command goes on
             job.write_error = job.write_error or f"output file not written: {exc.strerror or exc}"
-        *complete, partial = _LINE_BREAK.split(job.partial + text)
-        job.partial = partial[-4 * LINE_CHARS :]
-        lines = [line for line in (*complete, partial) if line.strip()]
+        window = job.partial + text if len(text) < LAST_LINE_WINDOW else text[-LAST_LINE_WINDOW:]
+        *complete, job.partial = _LINE_BREAK.split(window[-LAST_LINE_WINDOW:])
+        lines = [line for line in (*complete, job.partial) if line.strip()]
         last = lines[-1][:LINE_CHARS] if lines else job.info.last_line
         job.info = replace(job.info, size=job.info.size + len(data), last_line=last)
         job.skipped += max(0, len(job.unsent) + len(text) - OUTPUT_TAIL)
-        job.unsent = (job.unsent + text)[-OUTPUT_TAIL:]
+        job.unsent = text[-OUTPUT_TAIL:] if len(text) >= OUTPUT_TAIL else (job.unsent + text)[-OUTPUT_TAIL:]
         now = time.monotonic()
         if now - job.told >= OUTPUT_EVERY_S:
             job.told = now
@@ -294,6 +295,13 @@ class JobTable:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """All of `data` to `fd` (a write may take only part of it)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _ended(info: JobInfo, result: MachineResult) -> JobInfo:
