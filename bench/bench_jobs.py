@@ -8,12 +8,14 @@ model would. Meanwhile keys are typed into the prompt at a person's pace. Printe
 duration and rate, key echo p50 and p95 (target p95 16 ms), the app's RSS growth from before
 the jobs to its peak while they run (target 50 MB), and whether each job's output file holds
 every byte the job printed, compared byte for byte with what it was to print (target: nothing
-lost).
+lost). Then, for comparison, the same commands run beside the app rather than by it (their
+output to /dev/null) while keys are typed: what the machine's load alone does to key echo.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import threading
@@ -23,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_tui_long import app_env, percentiles, rss_mb
+from bench_tui_long import app_env, cpu_seconds, percentiles, rss_mb
 from fake_anthropic import FakeAnthropic, reply, text_reply, tool_use
 from pty_app import PtyApp
 
@@ -31,6 +33,7 @@ LINES_A_SECOND = 10_000
 PAD = "." * 84  # a line: `jNN ` (4) + 10 digits + a space + 84 dots + a newline = 100 bytes
 KEYS = "αβγδεζηθικλμνξοπρστυ"
 KEY_PAUSE_S = 0.1
+CONTROL_SECONDS = 15
 
 
 def job_command(job: int, seconds: int) -> str:
@@ -84,6 +87,7 @@ def main() -> None:
         app = PtyApp(app_env(server, data_home), size=(120, 36), args=("--yes", "--no-low-bandwidth"))
         try:
             measure(app, data_home, options.jobs, options.seconds)
+            control(app, options.jobs, min(options.seconds, CONTROL_SECONDS))
         finally:
             app.close()
 
@@ -101,7 +105,7 @@ def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
     before = rss_mb(app.pid)
     app.write(b"start the jobs\r")
     app.wait_for_text("jobs are running", timeout=60)
-    began = time.perf_counter()
+    began, cpu = time.perf_counter(), cpu_seconds(app.pid)
     stop, echoes, peak = threading.Event(), [], before
     typist = threading.Thread(target=lambda: echoes.extend(type_keys(app, stop)))
     typist.start()
@@ -114,6 +118,7 @@ def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
             break
         time.sleep(0.2)
     took = time.perf_counter() - began
+    used = cpu_seconds(app.pid) - cpu
     stop.set()
     typist.join()
     peak = max(peak, rss_mb(app.pid))
@@ -125,10 +130,32 @@ def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
     )
     print(f"  key echo while they run: {percentiles(echoes)} over {len(echoes)} keys (target p95 16 ms)")
     print(f"  key echo before they ran, for comparison: {percentiles(idle_echoes)} over {len(idle_echoes)} keys")
+    print(f"  the app's CPU meanwhile: {100 * used / took:.0f} % of a core (the jobs' own processes apart)")
     print(f"  app RSS: {before:.0f} MB before, {peak:.0f} MB at its peak: +{peak - before:.0f} MB (target 50)")
     print(
         f"  output files compared byte for byte: {count - len(lost)} of {count} whole"
         + (f"; lost in {lost}" if lost else "")
+    )
+
+
+def control(app: PtyApp, count: int, seconds: int) -> None:
+    """The same commands run beside the app, not by it (their output to /dev/null): the key
+    echo this machine gives under their load alone, for comparison."""
+    producers = [
+        subprocess.Popen(["/bin/bash", "-c", job_command(n, seconds)], stdout=subprocess.DEVNULL)
+        for n in range(1, count + 1)
+    ]
+    stop = threading.Event()
+    typist_echoes: list[float] = []
+    typist = threading.Thread(target=lambda: typist_echoes.extend(type_keys(app, stop)))
+    typist.start()
+    for producer in producers:
+        producer.wait()
+    stop.set()
+    typist.join()
+    print(
+        f"  control: the same {count} commands beside the app ({seconds} s, output to /dev/null): "
+        f"key echo {percentiles(typist_echoes)} over {len(typist_echoes)} keys"
     )
 
 

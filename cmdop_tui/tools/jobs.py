@@ -29,6 +29,8 @@ from typing import Literal
 
 from cmdop_tui.machines.machine import Machine, MachineResult, OutputStream
 
+from .job_files import OutputWriter
+
 __all__ = [
     "JOB_MEMORY",
     "JobChange",
@@ -45,6 +47,7 @@ JOB_MEMORY = 4_096  # bytes per stream the machine keeps of a job's output (the 
 DEFAULT_JOB_TIMEOUT_MS = 24 * 3600 * 1000  # a job with no timeout of its own still ends one day
 PAGE_BYTES = 16_000  # what one job_output call gives at most
 OUTPUT_EVERY_S = 0.25  # a job's output is told to listeners at most this often
+CLOSE_WAIT_S = 5.0  # how long a closing session waits for its jobs' files to be written out
 OUTPUT_TAIL = 4_096  # characters of output one change carries at most
 LINE_CHARS = 200
 LAST_LINE_WINDOW = 4 * LINE_CHARS  # of a chunk, the tail its last line is looked for in (not all of it)
@@ -157,6 +160,7 @@ class JobTable:
         self._count = 0
         self.listeners: list[Callable[[JobChange], None]] = []
         self.closed = False
+        self._writer = OutputWriter()  # the files are written off the event loop (tools/job_files.py)
 
     # --- starting -------------------------------------------------------------------------
 
@@ -195,21 +199,18 @@ class JobTable:
                 output_limit=JOB_MEMORY,
             )
         except asyncio.CancelledError:
-            self._end(job, replace(job.info, state="killed", reason="killed" if job.kill_asked else "session closed"))
+            self._finish(job, state="killed", reason="killed" if job.kill_asked else "session closed")
             raise
         except Exception as exc:  # a machine that raised: the job failed, the session goes on
-            self._end(job, replace(job.info, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error"))
+            self._finish(job, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error")
             return
-        self._end(job, _ended(job.info, result))
+        self._finish(job, result=result)
 
     def _output(self, job: _Job, text: str, stream: OutputStream) -> None:
         if stream == "info" or not text:
             return
         data = text.encode("utf-8", errors="replace")
-        try:
-            _write_all(job.fd, data)
-        except OSError as exc:  # a full disk: said in its state, the command goes on
-            job.write_error = job.write_error or f"output file not written: {exc.strerror or exc}"
+        self._writer.write(job.fd, data, lambda why: setattr(job, "write_error", job.write_error or why))
         window = job.partial + text if len(text) < LAST_LINE_WINDOW else text[-LAST_LINE_WINDOW:]
         *complete, job.partial = _LINE_BREAK.split(window[-LAST_LINE_WINDOW:])
         lines = [line for line in (*complete, job.partial) if line.strip()]
@@ -223,12 +224,18 @@ class JobTable:
             self._tell(JobChange("output", job.info, job.unsent, job.skipped))
             job.unsent, job.skipped = "", 0
 
-    def _end(self, job: _Job, info: JobInfo) -> None:
+    def _finish(
+        self, job: _Job, *, result: MachineResult | None = None, state: JobState = "failed", reason: str = ""
+    ) -> None:
+        """The command is over: once its file holds everything it printed, the job has ended."""
+        ended = time.monotonic()
+        self._writer.close(job.fd, lambda: self._end(job, result, replace(job.info, state=state, reason=reason), ended))
+
+    def _end(self, job: _Job, result: MachineResult | None, info: JobInfo, ended: float) -> None:
+        info = _ended(job.info, result) if result is not None else info
         if job.write_error and info.state != "failed":
             info = replace(info, reason=job.write_error)
-        job.info = replace(info, ended=time.monotonic())
-        with contextlib.suppress(OSError):
-            os.close(job.fd)
+        job.info = replace(info, ended=ended)
         job.ended.set()
         self._tell(JobChange("end", job.info, job.unsent, job.skipped))
 
@@ -277,6 +284,7 @@ class JobTable:
             job.kill_asked = True
             job.task.cancel()
             await asyncio.gather(job.task, return_exceptions=True)
+        await job.ended.wait()  # its file closed, its state set
         return job.info
 
     def unseen_ends(self) -> list[JobInfo]:
@@ -295,13 +303,10 @@ class JobTable:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    """All of `data` to `fd` (a write may take only part of it)."""
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
+        with contextlib.suppress(TimeoutError):  # the files written out (a stuck disk: given up on)
+            async with asyncio.timeout(CLOSE_WAIT_S):
+                await asyncio.gather(*(job.ended.wait() for job in self._jobs.values()))
+        self._writer.stop()
 
 
 def _ended(info: JobInfo, result: MachineResult) -> JobInfo:
