@@ -172,12 +172,14 @@ class JobTable:
         the table is closed."""
         if self.closed:
             raise RuntimeError("the session is closing: no job starts")
-        self._count += 1
-        job_id = f"job-{self._count}"
         directory = self._directory()
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._count += 1
+        while (directory / f"job-{self._count}.log").exists():  # a resumed session's earlier jobs stay
+            self._count += 1
+        job_id = f"job-{self._count}"
         path = directory / f"{job_id}.log"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         info = JobInfo(
             job_id, machine.name, command, "running", time.monotonic(), output_file=str(path), call_id=call_id
         )

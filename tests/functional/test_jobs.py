@@ -16,6 +16,7 @@ from agent_helpers import running
 from fake_anthropic import text_reply, tool_reply
 
 from cmdop_tui import Operator
+from cmdop_tui.config.settings import load_settings
 from cmdop_tui.session.session import Session
 
 FIRST_LINE = "first line"
@@ -166,3 +167,27 @@ def test_headless_stream_json_has_the_job_events(fake_api, anthropic_env, tmp_pa
     assert ended["job_id"] == "job-1" and ended["state"] == "exited" and ended["exit_code"] == 0
     printed = "".join(event["text"] for event in events if event["type"] == "job_output")
     assert printed in ("", "from-the-job\n")  # bounded and throttled: at most what it printed
+
+
+async def test_a_resumed_session_keeps_its_earlier_jobs_output(fake_api, anthropic_env, tmp_path):
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo first run", "background": True}),
+        tool_reply("job_wait", {"id": "job-1", "timeout_s": 30}),
+        text_reply("done"),
+    )
+    async with Operator(cwd=tmp_path, approval="auto") as operator:
+        [e async for e in operator.run("one")]
+        session_id = session_of(operator).recorder.session_id
+        [earlier] = operator.jobs()
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo second run", "background": True}),
+        tool_reply("job_wait", {"id": "job-2", "timeout_s": 30}),
+        text_reply("done again"),
+    )
+    resumed = load_settings().with_run(resume=session_id)
+    async with Operator(cwd=tmp_path, approval="auto", settings=resumed) as operator:
+        [e async for e in operator.run("two")]
+        [later] = operator.jobs()
+    assert later.id == "job-2" and Path(later.output_file).parent == Path(earlier.output_file).parent
+    assert Path(earlier.output_file).read_text() == "first run\n"  # not written over
+    assert Path(later.output_file).read_text() == "second run\n"
