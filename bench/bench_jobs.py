@@ -87,7 +87,8 @@ def main() -> None:
         app = PtyApp(app_env(server, data_home), size=(120, 36), args=("--yes", "--no-low-bandwidth"))
         try:
             measure(app, data_home, options.jobs, options.seconds)
-            control(app, options.jobs, min(options.seconds, CONTROL_SECONDS))
+            control(app, options.jobs, min(options.seconds, CONTROL_SECONDS), None)
+            control(app, options.jobs, min(options.seconds, CONTROL_SECONDS), data_home / "control")
         finally:
             app.close()
 
@@ -138,12 +139,16 @@ def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
     )
 
 
-def control(app: PtyApp, count: int, seconds: int) -> None:
-    """The same commands run beside the app, not by it (their output to /dev/null): the key
-    echo this machine gives under their load alone, for comparison."""
+def control(app: PtyApp, count: int, seconds: int, into: Path | None) -> None:
+    """The same commands run beside the app, not by it (their output to /dev/null, or to files
+    in `into` as the app's jobs write theirs): the key echo this machine gives under their load
+    alone, for comparison."""
+    if into is not None:
+        into.mkdir()
+    outputs = [open(into / f"{n}.log", "wb") if into else subprocess.DEVNULL for n in range(1, count + 1)]
     producers = [
-        subprocess.Popen(["/bin/bash", "-c", job_command(n, seconds)], stdout=subprocess.DEVNULL)
-        for n in range(1, count + 1)
+        subprocess.Popen(["/bin/bash", "-c", job_command(n, seconds)], stdout=output)
+        for n, output in enumerate(outputs, start=1)
     ]
     stop = threading.Event()
     typist_echoes: list[float] = []
@@ -153,9 +158,12 @@ def control(app: PtyApp, count: int, seconds: int) -> None:
         producer.wait()
     stop.set()
     typist.join()
+    for output in outputs:
+        if not isinstance(output, int):
+            output.close()
     print(
-        f"  control: the same {count} commands beside the app ({seconds} s, output to /dev/null): "
-        f"key echo {percentiles(typist_echoes)} over {len(typist_echoes)} keys"
+        f"  control: the same {count} commands beside the app ({seconds} s, output to "
+        f"{'files' if into else '/dev/null'}): key echo {percentiles(typist_echoes)} over {len(typist_echoes)} keys"
     )
 
 

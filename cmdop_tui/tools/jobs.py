@@ -7,12 +7,14 @@ ends the same ways: its own exit, its timeout, a kill (`job_kill`, `k` in /jobs)
 session's close (the task is cancelled, which kills its process group, and on another machine
 its remote group). When the app dies, its supervisor kills it.
 
-Its output goes, as it streams (made inert, stdout and stderr in the order they came), to a
-file of its own under the session's data directory; memory holds only its last line and a
-small tail kept by the machine. `read` gives the model a bounded page from an offset.
+Its output (stdout and stderr in the order they came) is written by the command itself to a
+file of its own under the session's data directory (private, 0600): the bytes never pass the
+app's event loop while it runs, so twenty jobs printing fast cost the keys nothing. What is read
+of it is cleaned then (`clean`: decoded, made inert, credentials masked): a page for the model
+(`read`), the tail the /jobs view follows, the last line. Memory holds only that last line.
 
-`JobTable.listeners` are told of each start, each piece of output (at most every
-OUTPUT_EVERY_S per job, its tail bounded) and each end, as `JobChange`s.
+`JobTable.listeners` are told of each start, each piece of output (looked for every
+OUTPUT_EVERY_S per job, only its tail read) and each end, as `JobChange`s.
 """
 
 from __future__ import annotations
@@ -27,9 +29,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from cmdop_tui.machines.machine import Machine, MachineResult, OutputStream
-
-from .job_files import OutputWriter
+from cmdop_tui.machines.machine import Machine, MachineResult
+from cmdop_tui.support.secrets import MARKER, Redactor, configured_secrets
+from cmdop_tui.support.text import strip_terminal_sequences
 
 __all__ = [
     "JOB_MEMORY",
@@ -38,6 +40,7 @@ __all__ = [
     "JobPage",
     "JobState",
     "JobTable",
+    "clean",
     "ended_note",
     "read_page",
 ]
@@ -47,10 +50,9 @@ JOB_MEMORY = 4_096  # bytes per stream the machine keeps of a job's output (the 
 DEFAULT_JOB_TIMEOUT_MS = 24 * 3600 * 1000  # a job with no timeout of its own still ends one day
 PAGE_BYTES = 16_000  # what one job_output call gives at most
 OUTPUT_EVERY_S = 0.25  # a job's output is told to listeners at most this often
-CLOSE_WAIT_S = 5.0  # how long a closing session waits for its jobs' files to be written out
 OUTPUT_TAIL = 4_096  # characters of output one change carries at most
 LINE_CHARS = 200
-LAST_LINE_WINDOW = 4 * LINE_CHARS  # of a chunk, the tail its last line is looked for in (not all of it)
+LAST_LINE_WINDOW = 4 * LINE_CHARS  # of new output, the tail its last line is looked for in
 _EXIT = re.compile(r"exit code: (-?\d+)")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -114,8 +116,18 @@ class JobPage:
     more: bool
 
 
+def clean(data: bytes) -> str:
+    """A job's raw output as it may be shown or given to the model: decoded, every escape
+    sequence and control character made inert, the app's credentials masked."""
+    text = strip_terminal_sequences(data.decode("utf-8", errors="replace"))
+    for secret in Redactor(configured_secrets()).literals:
+        text = text.replace(secret, MARKER)
+    return text
+
+
 def read_page(path: Path, offset: int, limit: int = PAGE_BYTES) -> JobPage:
-    """At most `limit` bytes of `path` from `offset`, ended on a whole UTF-8 character."""
+    """At most `limit` bytes of `path` from `offset`, ended on a whole UTF-8 character, cleaned
+    (`clean`); the offsets count the file's bytes."""
     with open(path, "rb") as handle:
         handle.seek(offset)
         data = handle.read(limit + 1)
@@ -128,7 +140,7 @@ def read_page(path: Path, offset: int, limit: int = PAGE_BYTES) -> JobPage:
         if cut > 0 and data[cut - 1] >= 0xC0:
             cut -= 1
         data = data[: cut or len(data)]
-    return JobPage(data.decode("utf-8", errors="replace"), offset, offset + len(data), more)
+    return JobPage(clean(data), offset, offset + len(data), more)
 
 
 @dataclass
@@ -143,11 +155,7 @@ class _Job:
     kill_asked: bool = False
     end_seen: bool = False  # the model read its end (job_wait, job_output): no note needed
     noted: bool = False
-    partial: str = ""  # the line not yet ended
-    unsent: str = ""
-    skipped: int = 0
-    told: float = 0.0
-    write_error: str = ""
+    seen_size: int = 0  # how much of its file listeners were told of
 
 
 class JobTable:
@@ -160,7 +168,6 @@ class JobTable:
         self._count = 0
         self.listeners: list[Callable[[JobChange], None]] = []
         self.closed = False
-        self._writer = OutputWriter()  # the files are written off the event loop (tools/job_files.py)
 
     # --- starting -------------------------------------------------------------------------
 
@@ -179,7 +186,7 @@ class JobTable:
             self._count += 1
         job_id = f"job-{self._count}"
         path = directory / f"{job_id}.log"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
         info = JobInfo(
             job_id, machine.name, command, "running", time.monotonic(), output_file=str(path), call_id=call_id
         )
@@ -192,54 +199,71 @@ class JobTable:
         return info
 
     async def _run(self, job: _Job, machine: Machine, cwd: str | None, timeout_ms: int) -> None:
+        watcher = asyncio.get_running_loop().create_task(self._watch(job), name=f"cmdop {job.info.id} output")
         try:
             result = await machine.run_command(
                 job.info.command,
                 cwd=cwd,
                 timeout_ms=timeout_ms,
-                progress=lambda text, stream: self._output(job, text, stream),
+                progress=lambda text, stream: None,  # the file has it all: read from there
                 output_limit=JOB_MEMORY,
+                output_fd=job.fd,
             )
         except asyncio.CancelledError:
-            self._finish(job, state="killed", reason="killed" if job.kill_asked else "session closed")
+            self._finish(job, watcher, state="killed", reason="killed" if job.kill_asked else "session closed")
             raise
         except Exception as exc:  # a machine that raised: the job failed, the session goes on
-            self._finish(job, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error")
+            self._finish(job, watcher, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error")
             return
-        self._finish(job, result=result)
+        self._finish(job, watcher, result=result)
 
-    def _output(self, job: _Job, text: str, stream: OutputStream) -> None:
-        if stream == "info" or not text:
-            return
-        data = text.encode("utf-8", errors="replace")
-        self._writer.write(job.fd, data, lambda why: setattr(job, "write_error", job.write_error or why))
-        window = job.partial + text if len(text) < LAST_LINE_WINDOW else text[-LAST_LINE_WINDOW:]
-        *complete, job.partial = _LINE_BREAK.split(window[-LAST_LINE_WINDOW:])
-        lines = [line for line in (*complete, job.partial) if line.strip()]
+    async def _watch(self, job: _Job) -> None:
+        """Tell listeners of the job's new output, every OUTPUT_EVERY_S, while it runs."""
+        while True:
+            await asyncio.sleep(OUTPUT_EVERY_S)
+            text, skipped = self._look(job)
+            if text:
+                self._tell(JobChange("output", job.info, text, skipped))
+
+    def _look(self, job: _Job) -> tuple[str, int]:
+        """What the job printed since the last look (its last OUTPUT_TAIL bytes, cleaned) and how
+        many bytes before them are left out; its size and last line brought up to date."""
+        size = os.fstat(job.fd).st_size
+        if size <= job.seen_size:
+            return "", 0
+        start = max(job.seen_size, size - OUTPUT_TAIL)
+        text = clean(os.pread(job.fd, size - start, start))
+        lines = [line for line in _LINE_BREAK.split(text[-LAST_LINE_WINDOW:]) if line.strip()]
         last = lines[-1][:LINE_CHARS] if lines else job.info.last_line
-        job.info = replace(job.info, size=job.info.size + len(data), last_line=last)
-        job.skipped += max(0, len(job.unsent) + len(text) - OUTPUT_TAIL)
-        job.unsent = text[-OUTPUT_TAIL:] if len(text) >= OUTPUT_TAIL else (job.unsent + text)[-OUTPUT_TAIL:]
-        now = time.monotonic()
-        if now - job.told >= OUTPUT_EVERY_S:
-            job.told = now
-            self._tell(JobChange("output", job.info, job.unsent, job.skipped))
-            job.unsent, job.skipped = "", 0
+        skipped, job.seen_size = start - job.seen_size, size
+        job.info = replace(job.info, size=size, last_line=last)
+        return text, skipped
 
     def _finish(
-        self, job: _Job, *, result: MachineResult | None = None, state: JobState = "failed", reason: str = ""
+        self,
+        job: _Job,
+        watcher: asyncio.Task[None] | None,
+        *,
+        result: MachineResult | None = None,
+        state: JobState = "failed",
+        reason: str = "",
     ) -> None:
-        """The command is over: once its file holds everything it printed, the job has ended."""
-        ended = time.monotonic()
-        self._writer.close(job.fd, lambda: self._end(job, result, replace(job.info, state=state, reason=reason), ended))
-
-    def _end(self, job: _Job, result: MachineResult | None, info: JobInfo, ended: float) -> None:
-        info = _ended(job.info, result) if result is not None else info
-        if job.write_error and info.state != "failed":
-            info = replace(info, reason=job.write_error)
-        job.info = replace(info, ended=ended)
+        """The command is over (it wrote its file itself, so the file holds all it printed)."""
+        if watcher is not None:
+            watcher.cancel()
+        text, skipped = self._look(job)
+        with contextlib.suppress(OSError):
+            os.fchmod(job.fd, 0o600)  # private again, whatever the command did to it
+        os.close(job.fd)
+        info = _ended(job.info, result) if result is not None else replace(job.info, state=state, reason=reason)
+        job.info = replace(info, ended=time.monotonic())
         job.ended.set()
-        self._tell(JobChange("end", job.info, job.unsent, job.skipped))
+        self._tell(JobChange("end", job.info, text, skipped))
+
+    def _settle(self, job: _Job, reason: str) -> None:
+        """A job whose task was cancelled before it began: ended here (its file closed)."""
+        if not job.ended.is_set():
+            self._finish(job, None, state="killed", reason=reason)
 
     def _tell(self, change: JobChange) -> None:
         for listener in list(self.listeners):
@@ -286,7 +310,7 @@ class JobTable:
             job.kill_asked = True
             job.task.cancel()
             await asyncio.gather(job.task, return_exceptions=True)
-        await job.ended.wait()  # its file closed, its state set
+        self._settle(job, "killed")
         return job.info
 
     def unseen_ends(self) -> list[JobInfo]:
@@ -305,10 +329,8 @@ class JobTable:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        with contextlib.suppress(TimeoutError):  # the files written out (a stuck disk: given up on)
-            async with asyncio.timeout(CLOSE_WAIT_S):
-                await asyncio.gather(*(job.ended.wait() for job in self._jobs.values()))
-        self._writer.stop()
+        for job in self._jobs.values():
+            self._settle(job, "session closed")
 
 
 def _ended(info: JobInfo, result: MachineResult) -> JobInfo:

@@ -21,6 +21,7 @@ from textual.widgets import Label, OptionList, TextArea
 from textual.widgets.option_list import Option
 
 from cmdop_tui.support.text import inert_line
+from cmdop_tui.tools.jobs import clean
 
 if TYPE_CHECKING:  # types only: the TUI draws before the session's parts are imported
     from cmdop_tui.tools.jobs import JobInfo, JobTable
@@ -206,7 +207,7 @@ class JobFollowScreen(ModalScreen[None]):
         except OSError:
             return ""
         self.read_to = start + len(data)
-        return data.decode("utf-8", errors="replace")
+        return clean(data)  # the file holds what the command printed, raw
 
     def action_kill(self) -> None:
         info = self.jobs.info(self.job_id)
