@@ -24,7 +24,7 @@ import contextlib
 import os
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
@@ -168,6 +168,7 @@ class JobTable:
         self._count = 0
         self.listeners: list[Callable[[JobChange], None]] = []
         self.closed = False
+        self._movable: dict[str, asyncio.Event] = {}  # call id -> asked to move (newest last)
 
     # --- starting -------------------------------------------------------------------------
 
@@ -177,6 +178,30 @@ class JobTable:
         """Start `command` on `machine` in the background (sandboxed, as a foreground call is);
         returns at once. Raises OSError when its output file cannot be made, RuntimeError once
         the table is closed."""
+        job = self._new_job(machine.name, command, call_id)
+        running = machine.run_command(
+            command,
+            cwd=cwd,
+            timeout_ms=timeout_ms or DEFAULT_JOB_TIMEOUT_MS,
+            progress=lambda text, stream: None,  # the file has it all: read from there
+            output_limit=JOB_MEMORY,
+            output_fd=job.fd,
+        )
+        return self._launch(job, running)
+
+    def adopt(self, machine: str, command: str, running: asyncio.Future[MachineResult], call_id: str) -> _Job:
+        """A command already running in the foreground (`running`), from now on a job of the
+        table: the caller sends its output on with `append`. OSError, RuntimeError: as `start`."""
+        job = self._new_job(machine, command, call_id)
+        self._launch(job, running)
+        return job
+
+    def append(self, job: _Job, text: str) -> None:
+        """Output of an adopted job (already inert), added to its file."""
+        if not job.ended.is_set():
+            os.write(job.fd, text.encode("utf-8", errors="replace"))
+
+    def _new_job(self, machine: str, command: str, call_id: str) -> _Job:
         if self.closed:
             raise RuntimeError("the session is closing: no job starts")
         directory = self._directory()
@@ -187,28 +212,20 @@ class JobTable:
         job_id = f"job-{self._count}"
         path = directory / f"{job_id}.log"
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
-        info = JobInfo(
-            job_id, machine.name, command, "running", time.monotonic(), output_file=str(path), call_id=call_id
-        )
+        info = JobInfo(job_id, machine, command, "running", time.monotonic(), output_file=str(path), call_id=call_id)
         job = _Job(info, path, fd)
         self._jobs[job_id] = job
-        job.task = asyncio.get_running_loop().create_task(
-            self._run(job, machine, cwd, timeout_ms or DEFAULT_JOB_TIMEOUT_MS), name=f"cmdop {job_id}"
-        )
-        self._tell(JobChange("start", info))
-        return info
+        return job
 
-    async def _run(self, job: _Job, machine: Machine, cwd: str | None, timeout_ms: int) -> None:
+    def _launch(self, job: _Job, running: Awaitable[MachineResult]) -> JobInfo:
+        job.task = asyncio.get_running_loop().create_task(self._run(job, running), name=f"cmdop {job.info.id}")
+        self._tell(JobChange("start", job.info))
+        return job.info
+
+    async def _run(self, job: _Job, running: Awaitable[MachineResult]) -> None:
         watcher = asyncio.get_running_loop().create_task(self._watch(job), name=f"cmdop {job.info.id} output")
         try:
-            result = await machine.run_command(
-                job.info.command,
-                cwd=cwd,
-                timeout_ms=timeout_ms,
-                progress=lambda text, stream: None,  # the file has it all: read from there
-                output_limit=JOB_MEMORY,
-                output_fd=job.fd,
-            )
+            result = await running
         except asyncio.CancelledError:
             self._finish(job, watcher, state="killed", reason="killed" if job.kill_asked else "session closed")
             raise
@@ -216,6 +233,26 @@ class JobTable:
             self._finish(job, watcher, state="failed", reason=str(exc).splitlines()[0] if str(exc) else "error")
             return
         self._finish(job, watcher, result=result)
+
+    # --- foreground commands that may move to the background (Ctrl+B) ----------------------
+
+    def movable(self, call_id: str) -> asyncio.Event:
+        """A foreground command of call `call_id` that the person may send to the background:
+        the event they set (`move`). `unmovable` when it is over."""
+        return self._movable.setdefault(call_id, asyncio.Event())
+
+    def unmovable(self, call_id: str) -> None:
+        self._movable.pop(call_id, None)
+
+    def move(self, call_id: str | None = None) -> bool:
+        """Send the foreground command of `call_id` (else the newest) to the background;
+        whether there was one."""
+        waiting = [key for key, event in self._movable.items() if not event.is_set()]
+        chosen = call_id if call_id in waiting else (waiting[-1] if waiting else None)
+        if chosen is None:
+            return False
+        self._movable[chosen].set()
+        return True
 
     async def _watch(self, job: _Job) -> None:
         """Tell listeners of the job's new output, every OUTPUT_EVERY_S, while it runs."""

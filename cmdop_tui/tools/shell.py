@@ -10,11 +10,12 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from cmdop_tui.machines.machine import MachineResult
+from cmdop_tui.machines.machine import MachineResult, ProgressSink
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 
 from .base import Subject, Tool, ToolContext, ToolResult
 from .escalation import with_escalation
+from .job_move import run_movable
 from .job_tools import BACKGROUND_PROPERTY, job_line, start_job
 from .schema import MACHINE_PROPERTY, object_schema, prop
 
@@ -36,14 +37,17 @@ def make_execute_command(output_limit: int = DEFAULT_OUTPUT_LIMIT) -> Tool:
             return ToolResult(f"started background job {started.id}: {job_line(started)}")
 
         def attempt(sandboxed: bool) -> Awaitable[MachineResult]:
-            return machine.run_command(
-                args["command"],
-                cwd=args.get("cwd"),
-                timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
-                progress=ctx.progress,
-                output_limit=output_limit,
-                sandboxed=sandboxed,
-            )
+            def run(progress: ProgressSink) -> Awaitable[MachineResult]:
+                return machine.run_command(
+                    args["command"],
+                    cwd=args.get("cwd"),
+                    timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
+                    progress=progress,
+                    output_limit=output_limit,
+                    sandboxed=sandboxed,
+                )
+
+            return run_movable(ctx, machine.name, args["command"], run)  # Ctrl+B: tools/job_move.py
 
         return await with_escalation(ctx, attempt)
 

@@ -42,6 +42,13 @@ class AttentiveApp(MirroredApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         # priority: Shift+Tab changes the mode wherever focus is (it would move focus back)
         Binding("shift+tab", "cycle_mode", "Mode", priority=True, show=False),
+        Binding(
+            "ctrl+b",
+            "background_command",
+            "Background",
+            priority=True,
+            tooltip="move the running command (the focused one, else the newest) to the background",
+        ),
     ]
 
     settings: Settings  # the app's, set in its own __init__ (after this one's)
@@ -76,6 +83,15 @@ class AttentiveApp(MirroredApp):
         """To the terminal as it is (as Textual writes OSC 52 for the clipboard)."""
         if self._driver is not None and not self.is_headless:
             self._driver.write(sequence)
+
+    def action_background_command(self) -> None:
+        """The focused running command (a tool card's), else the newest, goes on as a background
+        job and its call returns to the model (tools/job_move.py)."""
+        jobs = self.session.jobs if self.session is not None else None
+        record = getattr(self.focused, "record", None)
+        call_id = getattr(record, "call_id", None) if getattr(record, "status", "") == "running" else None
+        if jobs is None or not jobs.move(call_id):
+            self.notify("No running command to move to the background.", severity="warning", timeout=3)
 
     async def action_cycle_mode(self) -> None:
         """The next permission mode; in a dialog, Shift+Tab moves focus back as it always did."""

@@ -16,6 +16,7 @@ from tui_helpers import finish_turn, make_app, submit, wait_until
 from cmdop_tui.config.model import NotifySettings
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.screens.jobs import JobFollowScreen, JobsScreen
+from cmdop_tui.tui.widgets.tool_card import ToolCard
 
 OSC9 = "\x1b]9;cmdop-tui: "
 
@@ -74,3 +75,36 @@ async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_
         assert running("sleep", marker) == []
         assert "exit 2" in option_texts(screen)[1] and "0 of 2 running" in option_texts(screen)[0]
         await pilot.press("escape")
+
+
+async def test_ctrl_b_moves_the_running_command_to_the_background(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "gate")
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": "echo before; cat gate > /dev/null; echo after; exit 5"}),
+        text_reply("It runs on in the background."),
+    )
+    app = make_app(fake_api, settings=Settings(permission_mode="auto"))
+    async with app.run_test(size=(140, 36)) as pilot:
+        assert any(b.key == "ctrl+b" and b.tooltip for _, b in app._bindings)  # listed in /help and the footer
+        await submit(pilot, "run it")
+        cards = lambda: list(app.query(ToolCard))  # noqa: E731
+        await wait_until(pilot, lambda: cards() and "before" in cards()[0].record.live_output, what="its first line")
+        await pilot.press("ctrl+b")
+        await finish_turn(pilot)  # the call returned without the command's end
+        told = fake_api.requests[1].body["messages"][-1]["content"][0]
+        assert "moved this command to the background" in told["content"] and "job-1" in told["content"]
+        jobs = app.session.jobs
+        assert jobs is not None
+        job = jobs.info("job-1")
+        assert job is not None and job.running and job.call_id == told["tool_use_id"]
+        with open(tmp_path / "gate", "w") as gate:  # the same process goes on to its end
+            gate.write("go\n")
+        await wait_until(pilot, lambda: not jobs.info("job-1").running, what="the job's end")
+        ended = jobs.info("job-1")
+        assert ended.state == "exited" and ended.exit_code == 5
+        assert open(ended.output_file).read() == "before\nafter\n"
+        await pilot.press("ctrl+b")  # nothing runs: said, nothing breaks
+        await wait_until(
+            pilot, lambda: any("No running command" in n.message for n in app._notifications), what="the warning"
+        )
