@@ -273,9 +273,49 @@ class HookRan(Event):
     machine: str | None = None
 
 
+@dataclass(frozen=True)
+class JobStarted(Event):
+    """A background job started (tools/jobs.py): its id, where, what."""
+
+    kind: ClassVar[str] = "job_start"
+    job_id: str
+    machine: str
+    command: str
+    call_id: str = ""
+
+
+@dataclass(frozen=True)
+class JobOutput(Event):
+    """What a background job printed since its last such event (at most a few kB, the older
+    part left out and counted in `skipped`; its output file has everything)."""
+
+    kind: ClassVar[str] = "job_output"
+    job_id: str
+    text: str
+    skipped: int = 0
+
+
+@dataclass(frozen=True)
+class JobEnded(Event):
+    """A background job ended: `state` exited (with `exit_code`), failed (`reason`) or killed."""
+
+    kind: ClassVar[str] = "job_end"
+    job_id: str
+    machine: str
+    state: str
+    exit_code: int | None
+    reason: str
+    runtime_s: float
+    size: int
+    output_file: str
+
+
 __all__ = [
     "BudgetWarning",
     "HookRan",
+    "JobEnded",
+    "JobOutput",
+    "JobStarted",
     "Cancelled",
     "Compacted",
     "CompactionFailed",

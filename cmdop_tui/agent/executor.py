@@ -37,6 +37,7 @@ from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import OutputStream, SandboxRefusal
 from cmdop_tui.tools.base import Tool, ToolContext, ToolResult
+from cmdop_tui.tools.jobs import JobTable
 from cmdop_tui.tools.outcome import OutcomeKind, ToolOutcome
 from cmdop_tui.tools.placement import Placement
 from cmdop_tui.tools.registry import ToolRegistry, preview_tool, run_tool
@@ -79,6 +80,7 @@ class ToolHost(Protocol):
     archive: OutputArchive | None
     changes: ChangeHook | None
     hooks: Hooks | None
+    jobs: JobTable | None
 
     def placement(self, call: ToolCall) -> Placement: ...
 
@@ -200,6 +202,7 @@ class ToolExecutor:
             escalate=lambda needs: self._escalate(call, needs),
             denied_on=lambda machine: self.host.host_rules(call, machine) if self.host.host_rules else None,
             stopped_with=lambda result: self._record_stopped(call, result),
+            jobs=self.host.jobs,
         )
         return await run_tool(call.tool, call.input, context)
 

@@ -48,6 +48,7 @@ from cmdop_tui.agent.steering import SteeringInbox
 from cmdop_tui.hooks import Hooks
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.tools.base import Tool
+from cmdop_tui.tools.jobs import JobTable
 from cmdop_tui.tools.placement import Placement, place
 from cmdop_tui.tools.registry import ToolRegistry
 
@@ -92,6 +93,7 @@ class Runner:
         self.archive: OutputArchive | None = None  # whole outputs beyond the history (the transcript)
         self.changes: ChangeHook | None = None  # told before a call changes a machine (checkpoints)
         self.hooks: Hooks | None = None  # the user's programs at the loop's points (agent/hook_points.py)
+        self.jobs: JobTable | None = None  # the session's background jobs (tools/jobs.py)
         self.ledger = Ledger(self._config)
         self.meter = ContextMeter(self, self._config, self.ledger)
         self.executor = ToolExecutor(self)

@@ -19,6 +19,8 @@ CLAUDE_CODE_NAMES = {
     "glob": "Glob",
     "list_dir": "LS",
     "todo": "TodoWrite",
+    "job_output": "BashOutput",
+    "job_kill": "KillShell",
 }
 
 # The names besides its own a machine is known by (its tags as `tag:T`, its groups).

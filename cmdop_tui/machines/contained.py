@@ -99,18 +99,24 @@ def _close_all(fds: list[int]) -> None:
 
 
 async def spawn_contained(
-    argv: list[str], cwd: Path | None, env: Mapping[str, str] | None = None, opens: Sequence[Path] = ()
+    argv: list[str],
+    cwd: Path | None,
+    env: Mapping[str, str] | None = None,
+    opens: Sequence[Path] = (),
+    output_fd: int | None = None,
 ) -> ContainedChild | None:
     """Start `argv` under a supervisor (with `env`, and `opens` open for reading as fds 3, 4...);
     None on a system without supervisors. OSError when it cannot start (a missing program, a bad
-    directory, no supervisor on Linux), ValueError for a NUL byte."""
+    directory, no supervisor on Linux), ValueError for a NUL byte. `output_fd`: the command's
+    stdout and stderr go straight there (its readers then end at once: nothing passes the app)."""
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
     status_read, status_write = os.pipe()
     control_read, control_write = os.pipe()
     ours = [out_read, err_read, status_read, control_write]
+    outputs = (out_write, err_write) if output_fd is None else (output_fd, output_fd)
     try:
-        sent = containment.launch(argv, cwd, (out_write, err_write, status_write, control_read), env, opens)
+        sent = containment.launch(argv, cwd, (*outputs, status_write, control_read), env, opens)
     except BaseException:
         _close_all(ours)
         raise

@@ -58,6 +58,7 @@ class LocalMachine:
         progress: ProgressSink,
         output_limit: int,
         sandboxed: bool = True,
+        output_fd: int | None = None,
     ) -> MachineResult:
         directory = self._path(cwd or ".")
         confined = sandboxed and self.sandbox.confines
@@ -66,7 +67,10 @@ class LocalMachine:
             return MachineResult.error(NOT_SCANNED)
         absent = self.sandbox.absent_protected(self.cwd) if confined else []
         sandbox = self.sandbox if confined else self.sandbox.unconfined()
-        launch = sandbox.launch(["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found)
+        # Off the event loop: the sandbox's layout checks each secret's path on disk (thousands).
+        launch = await asyncio.to_thread(
+            sandbox.launch, ["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found
+        )
         result = await run_process(
             launch.argv,
             cwd=directory,
@@ -75,6 +79,7 @@ class LocalMachine:
             output_limit=output_limit,
             env=launch.env,
             opens=launch.opens,
+            output_fd=output_fd,
         )
         if not confined:
             return result

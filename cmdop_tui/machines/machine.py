@@ -104,11 +104,14 @@ class Machine(Protocol):
         progress: ProgressSink,
         output_limit: int,
         sandboxed: bool = True,
+        output_fd: int | None = None,
     ) -> MachineResult:
         """Run `command` with bash (in `cwd`, None: the default directory), its output streamed
         to `progress` and at most about `output_limit` bytes of it kept; killed after
         `timeout_ms` or when the caller is cancelled. `sandboxed=False` runs it outside the
-        machine's sandbox (only after the user allowed it)."""
+        machine's sandbox (only after the user allowed it). `output_fd` (a file open for reading
+        and appending): the command's output goes there raw, not through the app, and only its
+        tail is reported (a background job's way: machines/process.py)."""
         ...
 
     async def read_file(self, path: str, *, start: int = 1, end: int | None = None) -> MachineResult:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -138,10 +139,16 @@ def _opening(opens: Sequence[Path], argv: list[str]) -> list[str]:
 
 
 async def _spawn(
-    argv: list[str], cwd: Path | None, output_limit: int, env: Mapping[str, str] | None, opens: Sequence[Path]
+    argv: list[str],
+    cwd: Path | None,
+    output_limit: int,
+    env: Mapping[str, str] | None,
+    opens: Sequence[Path],
+    output_fd: int | None,
 ) -> _Shell:
-    """Start `argv` in a new session with stdin from /dev/null (under a supervisor if we can)."""
-    child: _Child | None = await spawn_contained(argv, cwd, env, opens)
+    """Start `argv` in a new session with stdin from /dev/null (under a supervisor if we can);
+    its output to `output_fd` when given, else to pipes read here."""
+    child: _Child | None = await spawn_contained(argv, cwd, env, opens, output_fd)
     if child is None:
         loop = asyncio.get_running_loop()
         transport, protocol = await loop.subprocess_exec(
@@ -150,8 +157,8 @@ async def _spawn(
             cwd=cwd,
             env=env,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE if output_fd is None else output_fd,
+            stderr=subprocess.PIPE if output_fd is None else output_fd,
             start_new_session=True,
         )
         child = _PlainChild(transport, protocol)
@@ -228,7 +235,9 @@ async def _supervise(
     machine it kills what runs there, which killing the local ssh client does not.
     """
     readers: dict[StreamName, Any] = {"stdout": shell.child.stdout, "stderr": shell.child.stderr}
-    pumps = asyncio.gather(*(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items()))
+    pumps = asyncio.gather(
+        *(_pump(reader, shell.buffers[name], name, progress) for name, reader in readers.items() if reader is not None)
+    )
     try:
         timed_out = not await _wait_for_exit(shell, timeout_s)
         if timed_out and not await _abort(shell, on_abort):
@@ -273,6 +282,17 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
     """Mark a cancelled reader group's outcome as seen, so asyncio does not log it as lost."""
     if not future.cancelled():
         future.exception()
+
+
+def _take_tail(shell: _Shell, output_fd: int, output_limit: int, progress: ProgressSink) -> None:
+    """What a command that wrote to a file printed last: its report's output, and told once."""
+    size = os.fstat(output_fd).st_size
+    tail = os.pread(output_fd, output_limit, max(0, size - output_limit))
+    shell.buffers["stdout"].append(tail)
+    sanitizer = StreamSanitizer()
+    text = sanitizer.feed(tail) + sanitizer.flush()
+    if text:
+        _report(progress, text, "stdout")
 
 
 def _split_budget(sizes: list[int], limit: int) -> list[int]:
@@ -327,26 +347,34 @@ async def run_process(
     exit_line: ExitLine | None = None,
     env: Mapping[str, str] | None = None,
     opens: Sequence[Path] = (),
+    output_fd: int | None = None,
 ) -> MachineResult:
     """Run `argv` to completion, timeout or cancellation; report its exit code and output.
     `env`: its environment (default: ours); `opens`: files it gets open for reading as fds 3, 4...
+
+    `output_fd` (a file open for reading and appending): the command writes its stdout and stderr
+    there itself, so its output costs the event loop nothing while it runs; once it is over, the
+    file's last `output_limit` bytes are the report's output (stdout) and go to `progress` once.
 
     `exit_line(returncode, stderr_tail)` may replace the `exit code: N` header with an error
     (the ssh client's own failures, for instance); returning None keeps the default.
     """
     try:
-        shell = await _spawn(argv, cwd, output_limit, env, opens)
+        shell = await _spawn(argv, cwd, output_limit, env, opens, output_fd)
     except (OSError, ValueError) as exc:  # bad cwd, missing program, NUL byte in the command
         reason = getattr(exc, "strerror", None) or exc
         where = inert_line(str(cwd))
         return MachineResult.error(f"could not start the command in {where}: {reason}")
     timed_out, complete = await _supervise(shell, timeout_ms / 1000, progress, on_abort)
+    if output_fd is not None:
+        _take_tail(shell, output_fd, output_limit, progress)
     if timed_out:
         header = f"error: the command timed out after {timeout_ms} ms and was killed"
         return MachineResult(
             _report_text(shell, header, output_limit, complete), is_error=True, timed_out_ms=timeout_ms
         )
-    failure = exit_line(shell.returncode, shell.buffers["stderr"].render(400)) if exit_line else None
+    errors = shell.buffers["stderr" if output_fd is None else "stdout"]  # a file holds both, in order
+    failure = exit_line(shell.returncode, errors.render(400)) if exit_line else None
     if failure is not None:
         return MachineResult.error(failure)
     header = _exit_line(shell.returncode)

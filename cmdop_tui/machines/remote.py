@@ -87,6 +87,7 @@ class RemoteMachine:
         progress: ProgressSink,
         output_limit: int,
         sandboxed: bool = True,
+        output_fd: int | None = None,
     ) -> MachineResult:
         """Run it there in its own process group, which Stop kills there too (killing the local
         ssh client alone would leave it running); inside the sandbox there, from the workspace
@@ -120,6 +121,7 @@ class RemoteMachine:
             exit_line=ssh_error,
             output_limit=output_limit,
             login_bash=sandbox.facts.login_bash,
+            output_fd=output_fd,
         )
         text, tags = sandbox.take_tags(result.text)
         judged = self._judge(replace(result, text=text), tags, sandbox, sandboxed)
@@ -183,6 +185,7 @@ class RemoteMachine:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         grace_s: float = 0.0,
         login_bash: bool = False,
+        output_fd: int | None = None,
     ) -> MachineResult:
         """`command` there in a process group of its own, which a Stop (or the time-out) kills
         there, after `grace_s` of TERM when given; `login_bash`: the login shell there is bash."""
@@ -199,6 +202,7 @@ class RemoteMachine:
             output_limit=output_limit,
             on_abort=stop_remote,
             exit_line=exit_line,
+            output_fd=output_fd,
         )
 
     # --- the file tools ----------------------------------------------------------------------

@@ -29,7 +29,13 @@ PROTECTED_ANYWHERE = (".git",)
 
 
 def within(path: Path, root: Path) -> bool:
-    """Whether `path` is `root` or below it (lexically: both should be real paths)."""
+    """Whether `path` is `root` or below it (lexically: both should be real paths).
+
+    Compared as strings where both are absolute: building a command's sandbox asks this some
+    thousands of times, and walking `path.parents` cost 20 ms of the event loop per command."""
+    if path.is_absolute() and root.is_absolute():
+        top = str(root)
+        return str(path).startswith(top if top.endswith("/") else top + "/") or path == root
     return path == root or root in path.parents
 
 

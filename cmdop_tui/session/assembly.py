@@ -6,6 +6,7 @@ same for the same settings.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import replace
@@ -32,6 +33,7 @@ from cmdop_tui.session.memory import standing_instructions
 from cmdop_tui.session.skills import find_skills
 from cmdop_tui.tools.ask import ASK_TOOLS
 from cmdop_tui.tools.fanout import RUN_ON_MACHINES
+from cmdop_tui.tools.job_tools import JOB_TOOLS
 from cmdop_tui.tools.recall import RECALL
 from cmdop_tui.tools.registry import ToolRegistry, builtin_tools
 from cmdop_tui.tools.skill import make_skill_tool, skills_section
@@ -90,7 +92,11 @@ def build_fleet(settings: Settings, machines: SessionMachines | None = None) -> 
 
 def build_sandbox(settings: Settings) -> Sandbox:
     """The sandbox of the settings in force, on this machine; the app's own config and data
-    directories are hidden from commands too (they hold the rules, the sessions, the logs)."""
+    directories are hidden from commands too (they hold the rules, the sessions, the logs, the
+    jobs' output). The data directory is made first: the sandbox hides only what exists, and a
+    first session would otherwise leave it (made later, for the transcript) in plain sight."""
+    with contextlib.suppress(OSError):  # a read-only place: there is nothing of ours there to hide
+        data_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
     policy = settings.sandbox_policy()
     hidden = (*policy.hidden, str(config_dir()), str(data_dir()))
     return Sandbox.detect(replace(policy, hidden=hidden, data=str(data_dir())))
@@ -119,7 +125,7 @@ def build_runner(
     facts = replace(facts, target_machine=fleet.target_name, machines=(*described, *groups))
     if not facts.sandbox:
         facts = replace(facts, sandbox=fleet.sandbox.describe(cwd or Path.cwd()))
-    tools = [*builtin_tools(), TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
+    tools = [*builtin_tools(), *JOB_TOOLS, TODO, RECALL, *((*ASK_TOOLS, RUN_ON_MACHINES) if remote_names else ())]
     skills = find_skills(cwd or Path.cwd()).skills
     if skills:
         tools.append(make_skill_tool(skills))

@@ -61,6 +61,9 @@ CLAUDE_TOOLS = {
     "todowrite": "todo",
     "todoread": "todo",
     "skill": "skill",
+    "bashoutput": "job_output",
+    "killshell": "job_kill",
+    "killbash": "job_kill",
 }
 
 Source = Literal["project", "user"]

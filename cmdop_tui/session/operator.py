@@ -42,6 +42,7 @@ from cmdop_tui.mcp.forms import FormValue
 from cmdop_tui.session.assembly import runner_config
 from cmdop_tui.session.rewind import RewindError, Rewound, TurnSummary
 from cmdop_tui.session.session import Session
+from cmdop_tui.tools.jobs import JobInfo
 from cmdop_tui.tools.outcome import OutcomeKind
 
 T = TypeVar("T")
@@ -234,6 +235,26 @@ class Operator:
         """Forget the conversation; the next prompt starts a new one (and a new transcript)."""
         if self._session is not None:
             self._session.new_conversation()
+
+    # --- background jobs ------------------------------------------------------------------------
+
+    def jobs(self) -> list[JobInfo]:
+        """The session's background jobs (`background: true` calls), oldest first, as they are
+        now. With `chat()`, a job advances while a call of the operator runs; in async code,
+        while the event loop does."""
+        session = self._session
+        return session.jobs.jobs() if session is not None and session.jobs is not None else []
+
+    def kill_job(self, job_id: str) -> JobInfo:
+        """Kill a background job and wait until it is gone; its info. KeyError: no such job.
+        In async code: `akill_job()`."""
+        return self._blocking(self.akill_job(job_id), "kill_job()", "await operator.akill_job(job_id)")
+
+    async def akill_job(self, job_id: str) -> JobInfo:
+        session = await self._open()
+        if session.jobs is None:
+            raise KeyError(job_id)
+        return await session.jobs.kill(job_id)
 
     # --- going back ----------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import errno
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from cmdop_tui import transcripts
@@ -132,6 +133,11 @@ class SessionRecorder:
         """A tool output as the transcript keeps it, whole (`recall` of one capped, or one a
         compaction let go); None without a transcript or such a call."""
         return transcripts.tool_output(self.transcript.path, call_id) if self.transcript else None
+
+    @property
+    def transcript_path(self) -> Path | None:
+        """The transcript's file (None: this session has none now)."""
+        return self.transcript.path if self.transcript is not None else None
 
     @property
     def outputs(self) -> transcripts.KeptOutputs | None:

@@ -51,10 +51,12 @@ from cmdop_tui.session.recorder import SessionRecorder
 from cmdop_tui.session.references import attach_files
 from cmdop_tui.session.sandbox_hold import hold_the_sandbox
 from cmdop_tui.session.server_asks import ServerAsks, session_roots
+from cmdop_tui.session.session_jobs import note_ended_jobs, session_jobs
 from cmdop_tui.session.status import ContextReport, SessionStatus
 from cmdop_tui.session.user_commands import CommandPlace, UserCommandOutcome, prompt_start, run_user_command
 from cmdop_tui.session.windows import ModelFacts, model_facts
 from cmdop_tui.support import containment
+from cmdop_tui.tools.jobs import JobTable
 
 
 class Session(GoingBack):
@@ -117,6 +119,7 @@ class Session(GoingBack):
         self._recorder: SessionRecorder | None = None
         self.checkpoints: Checkpoints | None = None  # what /rewind goes back to
         self.hook_points: SessionHookPoints | None = None  # the session's hooks (session/hook_setup.py)
+        self.jobs: JobTable | None = None  # background jobs (session/session_jobs.py), killed by close()
         self._context_at: int | None = None  # the message a `!command`'s output opened, for the next prompt
         self._cleanup = contextlib.AsyncExitStack()  # what close() undoes, newest first
         self._models: dict[str, ModelFacts] = {}  # what the endpoint says of each model used
@@ -170,6 +173,8 @@ class Session(GoingBack):
         self._cleanup.callback(fleet.sandbox.state.close)
         # Background jobs the session's commands left (`server &`) end with the session.
         self._cleanup.push_async_callback(asyncio.to_thread, containment.end_background_jobs)
+        self.jobs = session_jobs(lambda: self._recorder.transcript_path if self._recorder else None, self._emit)
+        self._cleanup.push_async_callback(self.jobs.close)  # before the machines' connections close
         hooks, hook_notes = build_hooks(self.settings, self.cwd or Path.cwd(), fleet, self.permissions, self._emit)
         self.notes += hook_notes
         self.hook_points = points = SessionHookPoints(hooks, "resume" if self.settings.run.resume else "startup")
@@ -188,7 +193,7 @@ class Session(GoingBack):
             fleet=self.fleet,
             host_rules=host_rules(self.permissions, self.fleet),
         )
-        self._runner.hooks = hooks
+        self._runner.hooks, self._runner.jobs = hooks, self.jobs
         self.permissions.working_tree = str(self._runner.cwd)  # where accept_edits lets edits through
         self.set_mode(self.permissions.mode)
         if not self.offline:
@@ -291,6 +296,8 @@ class Session(GoingBack):
             prompt, blocked = await self.hook_points.prompt(prompt) if self.hook_points else (prompt, None)
             if blocked is not None:
                 return hook_blocked(blocked, emit)
+            if self.jobs is not None:  # jobs that ended unseen: a note with the prompt
+                note_ended_jobs(self.jobs, self.runner.conversation)
             with only_tools(self.runner, tools):
                 attached = await attach_files(prompt, self.fleet, self.permissions, self.runner.cwd)
                 return await self.runner.run(attached, emit)

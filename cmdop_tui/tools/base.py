@@ -19,6 +19,8 @@ from .outcome import OK, OutcomeKind, ToolOutcome, command_outcome
 if TYPE_CHECKING:
     from cmdop_tui.machines.fleet import Fleet
 
+    from .jobs import JobTable
+
 NestedSink = Callable[[dict[str, Any]], None]
 
 
@@ -148,7 +150,8 @@ class ToolContext:
     (`escalate` None: nobody to ask, so no). `denied_on(machine)` is why a permission rule scoped to that
     machine denies this call there (None: none does), for a tool that runs on many machines.
     `stopped_with(result)` is what a tool being stopped had done (a fan-out's finished hosts):
-    the history keeps it in place of a bare "cancelled".
+    the history keeps it in place of a bare "cancelled". `jobs` are the session's background
+    jobs (tools/jobs.py; None: it keeps none).
     """
 
     call_id: str
@@ -162,6 +165,7 @@ class ToolContext:
     escalate: Callable[[SandboxRefusal], Awaitable[ToolOutcome | None]] | None = None  # None: allowed
     denied_on: Callable[[str], str | None] = lambda machine: None
     stopped_with: Callable[[ToolResult], None] = lambda result: None
+    jobs: JobTable | None = None
 
     def machine(self, args: Mapping[str, Any]) -> Machine:
         """The machine this call is for (its `machine` argument), relative paths starting at `cwd`

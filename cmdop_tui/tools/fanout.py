@@ -22,6 +22,7 @@ from cmdop_tui.machines.machine import MachineResult
 from cmdop_tui.machines.spec import MachineError, MachineSpec, MachineUnreachable
 
 from .base import Subject, Tool, ToolContext, ToolResult, host_event
+from .job_tools import BACKGROUND_PROPERTY, start_job
 from .outcome import OK, OutcomeKind, ToolOutcome
 from .schema import object_schema, prop
 from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
@@ -232,6 +233,8 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return ToolResult.error(f"{exc}; nothing was run")
     if not specs:
         return ToolResult.error("no machines named; nothing was run")
+    if args.get("background"):
+        return _start_jobs(specs, args, ctx)
     slots = asyncio.Semaphore(args.get("concurrency") or default_concurrency(len(specs)))
     output_limit = max(MIN_HOST_OUTPUT, TOTAL_OUTPUT // len(specs))
     hosts = [_Host(spec, ctx) for spec in specs]
@@ -256,6 +259,29 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     )
 
 
+def _start_jobs(specs: Sequence[MachineSpec], args: dict[str, Any], ctx: ToolContext) -> ToolResult:
+    """The command as a background job on each host a rule does not deny: a job id per host
+    (all at once: `concurrency` bounds a call that waits, not jobs)."""
+    lines, started = [], 0
+    for spec in specs:
+        denied = ctx.denied_on(spec.name)
+        if denied is not None:
+            lines.append(f"{spec.name}: {denied if denied.startswith('denied') else f'denied: {denied}'}; not started")
+            continue
+        try:
+            job = start_job(ctx, ctx.machine({"machine": spec.name}), args)
+        except MachineError as exc:
+            job = f"{str(exc).splitlines()[0]}; not started"
+        if isinstance(job, str):
+            lines.append(f"{spec.name}: {job}")
+            continue
+        started += 1
+        ctx.nested(host_event(spec.name, "done", f"background job {job.id}"))
+        lines.append(f"{spec.name}: job {job.id}")
+    head = f"{started} of {len(specs)} hosts started as background jobs (read each with job_output, job_wait):"
+    return ToolResult("\n".join([head, *lines]), is_error=started == 0)
+
+
 def _so_far(specs: Sequence[MachineSpec], tasks: Sequence[asyncio.Task[Outcome]]) -> list[Outcome]:
     """Each host's outcome when the call is stopped: what finished, else that it was stopped."""
     stopped = "stopped before it ended: it may have run in part there"
@@ -275,7 +301,8 @@ RUN_ON_MACHINES = Tool(
         "`machines` takes names, `tag:T` (every machine tagged T) and group names. Hosts run "
         "in parallel, at most `concurrency` at a time; an offline host fails at once. No stdin, no "
         "terminal. Use it for the same check or change across a fleet; use execute_command for "
-        "one machine and ask_machines for multi-step work."
+        "one machine and ask_machines for multi-step work. With `background: true` each host's "
+        "command becomes a background job and the call returns a job id per host at once."
     ),
     input_schema=object_schema(
         {
@@ -298,6 +325,7 @@ RUN_ON_MACHINES = Tool(
                 minimum=1,
                 maximum=MAX_CONCURRENCY,
             ),
+            "background": BACKGROUND_PROPERTY,
         },
         required=["command", "machines"],
     ),

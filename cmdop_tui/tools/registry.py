@@ -24,6 +24,7 @@ from .base import Tool, ToolContext, ToolResult
 from .edit import EDIT_FILE, PREVIEWS
 from .fanout import RUN_ON_MACHINES
 from .files import FILE_TOOLS, WRITE_FILE
+from .job_tools import JOB_TOOLS
 from .recall import RECALL
 from .schema import validate
 from .shell import EXECUTE_COMMAND
@@ -49,7 +50,12 @@ def declared_tool(name: str) -> Tool | None:
     """The built-in tool called `name` (the machine tools included), whatever a session offers:
     its declaration (mutating, subject) is the one source of truth about it."""
     return next(
-        (tool for tool in (*builtin_tools(), RECALL, TODO, *ASK_TOOLS, RUN_ON_MACHINES) if tool.name == name), None
+        (
+            tool
+            for tool in (*builtin_tools(), *JOB_TOOLS, RECALL, TODO, *ASK_TOOLS, RUN_ON_MACHINES)
+            if tool.name == name
+        ),
+        None,
     )
 
 

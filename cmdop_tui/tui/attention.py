@@ -28,6 +28,7 @@ from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) is imported
     from cmdop_tui.session.session import Session
+    from cmdop_tui.tools.jobs import JobChange
 
 ENDED_KEPT = 64  # tool calls remembered as told of
 ENDED = (WorkerState.SUCCESS, WorkerState.ERROR)  # a turn that ended by itself (a Stop is the person's)
@@ -46,6 +47,14 @@ class AttentiveApp(MirroredApp):
             show=False,
             tooltip="permission mode: default, accept edits, plan",
         ),
+        Binding(
+            "ctrl+b",
+            "background_command",
+            "Background",
+            priority=True,
+            show=False,
+            tooltip="move the running command (the focused one, else the newest) to the background",
+        ),
     ]
 
     settings: Settings  # the app's, set in its own __init__ (after this one's)
@@ -60,11 +69,35 @@ class AttentiveApp(MirroredApp):
         """The notifier of the app's settings; the dialogs watched as they open."""
         self.notifier = Notifier(self.settings.notify, self._write_raw, lambda: self.app_focus)
         self.screen_change_signal.subscribe(self, self._screen_changed)
+        self.watch(self, "session_state", self._follow_jobs, init=False)
+
+    def _follow_jobs(self) -> None:
+        """Told of the open session's background jobs, to say when one ends."""
+        jobs = self.session.jobs if self.session is not None else None
+        if jobs is not None and self._job_changed not in jobs.listeners:
+            jobs.listeners.append(self._job_changed)
+
+    def _job_changed(self, change: JobChange) -> None:
+        if change.kind != "end":
+            return
+        job = change.job
+        said = f"Background job {job.id} on {inert_line(job.machine)} ended: {job.outcome()}"
+        self.notify(f"{said} (/jobs)", severity="error" if job.state == "failed" else "information")
+        self.notifier.tell(said)
 
     def _write_raw(self, sequence: str) -> None:
         """To the terminal as it is (as Textual writes OSC 52 for the clipboard)."""
         if self._driver is not None and not self.is_headless:
             self._driver.write(sequence)
+
+    def action_background_command(self) -> None:
+        """The focused running command (a tool card's), else the newest, goes on as a background
+        job and its call returns to the model (tools/job_move.py)."""
+        jobs = self.session.jobs if self.session is not None else None
+        record = getattr(self.focused, "record", None)
+        call_id = getattr(record, "call_id", None) if getattr(record, "status", "") == "running" else None
+        if jobs is None or not jobs.move(call_id):
+            self.notify("No running command to move to the background.", severity="warning", timeout=3)
 
     async def action_cycle_mode(self) -> None:
         """The next permission mode; in a dialog, Shift+Tab moves focus back as it always did."""

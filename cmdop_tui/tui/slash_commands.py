@@ -247,6 +247,13 @@ async def resume_chosen(app: CommandHost, session_id: str | None) -> None:
         await app.chat.add_notice(note)
 
 
+async def slash_jobs(app: CommandHost, argument: str) -> None:
+    if (session := await open_session(app)) is not None and session.jobs is not None:
+        from cmdop_tui.tui.screens.jobs import JobsScreen  # not at start
+
+        app.push_screen(JobsScreen(session.jobs))
+
+
 async def slash_rewind(app: CommandHost, argument: str) -> None:
     if app.running:
         await app.chat.add_notice(TURN_RUNNING, "warning")
@@ -353,6 +360,11 @@ def build_registry() -> CommandRegistry:
     registry.slash(
         "/sessions", "earlier sessions; Enter resumes one", palette=(PaletteEntry("Resume an earlier session"),)
     )(slash_sessions)
+    registry.slash(
+        "/jobs",
+        "background jobs per machine: Enter follows one, k kills it",
+        palette=(PaletteEntry("Background jobs"),),
+    )(slash_jobs)
     registry.slash(
         "/rewind",
         "go back to before a turn: its files, the conversation, or both (also Esc Esc)",

@@ -88,6 +88,8 @@ def test_arguments_are_substituted_once(tmp_path):
 def test_allowed_tools_as_a_list_and_our_own_names(tmp_path):
     write(tmp_path / ".cmdop" / "commands" / "x.md", "---\nallowed-tools: [Grep, list_dir, mcp__git__git_log]\n---\nx")
     assert by_name(tmp_path)["x"].allowed_tools == {"grep", "list_dir", "mcp__git__git_log"}
+    write(tmp_path / ".cmdop" / "commands" / "y.md", "---\nallowed-tools: [Bash, BashOutput, KillShell]\n---\ny")
+    assert by_name(tmp_path)["y"].allowed_tools == {"execute_command", "job_output", "job_kill"}
 
 
 async def test_help_lists_them_and_says_the_built_in_wins(fake_api, project):

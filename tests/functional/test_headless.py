@@ -193,7 +193,7 @@ def test_a_corrupt_permissions_file_is_a_clear_error(fake_api, cli_env, isolated
 def test_budget_warning_and_hard_stop(fake_api, cli_env, tmp_path):
     fake_api.enqueue(*[tool_reply("glob", {"pattern": f"*.{i}", "cwd": str(tmp_path)}) for i in range(40)])
     done = run_cli(
-        ["-p", "work", "--max-budget-usd", "0.02", "--max-turns", "40", "--output-format", "stream-json"], cli_env
+        ["-p", "work", "--max-budget-usd", "0.025", "--max-turns", "40", "--output-format", "stream-json"], cli_env
     )
     assert done.returncode == 1
     kinds = [e["type"] for e in json_lines(done.stdout)]
@@ -201,7 +201,7 @@ def test_budget_warning_and_hard_stop(fake_api, cli_env, tmp_path):
     assert "budget_warning" not in kinds and kinds[-1] == "error"
     assert json_lines(done.stdout)[-1]["code"] == "budget"
     (line,) = [line for line in done.stderr.splitlines() if line.startswith("cmdop-tui: budget: ")]
-    assert "would cross the budget" in line and "of $0.02 spent" in line
+    assert "would cross the budget" in line and "of $0.025 spent" in line
     fake_api.discard_pending()
 
 

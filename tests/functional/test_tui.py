@@ -530,16 +530,16 @@ async def test_budget_command_warning_and_hard_stop(fake_api, tmp_path):
     app = make_app(fake_api, settings=with_(Settings(), prices=prices), max_turns=40)
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: app.session is not None)
-        await submit(pilot, "/budget 0.02")
+        await submit(pilot, "/budget 0.025")
         await pilot.pause()
-        assert app.session.runner.config.max_budget_usd == 0.02 and "/0.02" in status_text(app)
+        assert app.session.runner.config.max_budget_usd == 0.025 and "/0.025" in status_text(app)
         await submit(pilot, "work a lot")
         await finish_turn(pilot)
         # The request that would pass 80 % would also cross the budget: one notice says both.
         assert not any(n.startswith("Budget: $") for n in notices(app, "warning"))
         (stop,) = [n for n in notices(app, "error") if "would cross the budget" in n]
-        assert "of $0.02 spent" in stop
-        assert app.session.runner.spent_usd <= 0.02
+        assert "of $0.025 spent" in stop
+        assert app.session.runner.spent_usd <= 0.025
         await submit(pilot, "/budget off")
         await pilot.pause()
         assert app.session.runner.config.max_budget_usd is None and "there is no budget" in notices(app)[-1]

@@ -250,7 +250,9 @@ async def test_a_command_that_starts_nothing_leaves_no_supervisor(tmp_path: Path
 async def test_without_containment_commands_run_as_before(
     tmp_path: Path, marker: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async def unavailable(argv: list[str], cwd: Path | None, env: object = None, opens: object = ()) -> None:
+    async def unavailable(
+        argv: list[str], cwd: Path | None, env: object = None, opens: object = (), output_fd: object = None
+    ) -> None:
         return None
 
     monkeypatch.setattr(process_module, "spawn_contained", unavailable)
@@ -260,6 +262,15 @@ async def test_without_containment_commands_run_as_before(
     result = await run("echo $$; sleep 30", tmp_path, timeout_ms=300)
     assert result.is_error and "timed out" in result.text
     assert_all_gone({}, marker, within_s=2.0)
+    with open(tmp_path / "out.log", "a+b") as file:  # a background job's way: output to its file
+        result = await run_process(
+            ["/bin/bash", "-c", "echo out; echo err >&2"],
+            cwd=tmp_path,
+            timeout_ms=60_000,
+            progress=lambda text, stream: None,
+            output_fd=file.fileno(),
+        )
+    assert result.text == "exit code: 0\n\nstdout:\nout\nerr" and (tmp_path / "out.log").read_text() == "out\nerr\n"
 
 
 @pytest.mark.fault

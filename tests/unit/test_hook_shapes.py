@@ -89,6 +89,7 @@ def test_a_matcher_is_a_whole_regular_expression_over_our_names_and_claude_codes
     assert tool_matches(group("Edit|Write"), "write_file") and not tool_matches(group("Edit|Write"), "read_file")
     assert tool_matches(group(""), "anything") and tool_matches(group("*"), None)
     assert not tool_matches(group("Bash"), None)  # an event without a tool: only catch-alls
+    assert tool_matches(group("BashOutput|KillShell"), "job_output") and tool_matches(group("KillShell"), "job_kill")
 
 
 def test_machines_match_by_name_tag_or_group_and_a_fan_out_by_any_of_its_hosts():
