@@ -24,18 +24,8 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-EVENTS = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PermissionRequest",
-    "PostToolUse",
-    "Notification",
-    "Stop",
-    "PreCompact",
-)
 HookEvent = Literal[
     "SessionStart",
     "UserPromptSubmit",
@@ -46,6 +36,7 @@ HookEvent = Literal[
     "Stop",
     "PreCompact",
 ]
+EVENTS: tuple[HookEvent, ...] = get_args(HookEvent)  # in the order they come in a session
 OnFailure = Literal["continue", "block"]
 ON_FAILURE: tuple[OnFailure, ...] = ("continue", "block")
 DEFAULT_TIMEOUT_S = 60.0
