@@ -163,7 +163,7 @@ async def test_the_mcp_panel_folds_a_path_between_its_names():
 @pytest.mark.parametrize("width", [80, 100, 160])
 async def test_help_wraps_each_row_under_its_own_column(width):
     app = make_app()
-    async with app.run_test(size=(width, 120)) as pilot:
+    async with app.run_test(size=(width, 160)) as pilot:  # the whole notice in sight
         await submit(pilot, "/help")
         await wait_until(pilot, lambda: app.query(TableNotice), what="/help")
         await pilot.pause()
