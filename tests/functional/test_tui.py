@@ -249,6 +249,7 @@ async def test_slash_commands(fake_api):
 async def test_palette_runs_the_same_actions(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
+        await app.session_ready.wait()  # before it, /loop says the session is still opening
         await pilot.press("ctrl+p")
         await pilot.press(*"loop mode on")
         await pilot.pause()
