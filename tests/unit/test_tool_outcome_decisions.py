@@ -185,7 +185,7 @@ def test_a_fan_out_call_fails_when_any_host_did_not_succeed_and_says_how_each_en
 def test_a_remote_agents_outcome_is_read_checked_and_inert():
     event = {"type": "tool_end", "name": "execute_command", "duration_s": 0.5, "is_error": False}
     assert describe_nested("tool_end", {**event, "outcome": {"kind": "failed", "exit_code": 2}}) == (
-        "✗ execute_command exit 2 0.5s"
+        "✗ execute_command exit 2 0.5 s"
     )
     hostile = {"kind": "ok\x1b[2J", "exit_code": "1"}
     assert nested_outcome({**event, "outcome": hostile}) == OK  # not a kind: by is_error
