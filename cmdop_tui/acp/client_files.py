@@ -2,7 +2,9 @@
 editor (`fs/read_text_file`, `fs/write_text_file`) when it offers them, so the model sees the
 buffers as the person has them, unsaved changes included, and its writes land in them.
 
-Only where our own tools would go: the local machine, a path inside the session's working tree
+Only where our own tools would go unconfined: the local machine with the sandbox off (or none
+here; the editor reads and writes outside our sandbox, by a path a concurrent command could swap
+for a symlink after our check), a path inside the session's working tree
 (its real path), and what the sandbox lets the file tools do there. The gate has decided before
 any of it (floor, rules, mode, the person). A read is made by our own tool first, so whatever it
 refuses (a secret the sandbox hides, a binary file, a missing one) is refused as always, and only
@@ -83,13 +85,15 @@ def use_editor_files(session: Session, files: EditorFiles) -> None:
 
 
 def in_working_tree(args: dict[str, Any], ctx: ToolContext) -> Path | None:
-    """The real path the call's `path` names when the call is on this machine and the path is
-    inside the session's working tree; else None (our own tools then)."""
+    """The real path the call's `path` names when the call is on this machine, where our sandbox
+    confines nothing, and the path is inside the session's working tree; else None (our own tools
+    then). The editor reads and writes outside our sandbox, by a path a concurrent command could
+    swap for a symlink after our check: it does so only where our own tools would not be held."""
     try:
         machine = ctx.machine(args)
     except MachineError:
         return None
-    if not isinstance(machine, LocalMachine):
+    if not isinstance(machine, LocalMachine) or machine.sandbox.confines:
         return None
     real = Path(os.path.realpath(resolve_path(str(args["path"]), ctx.cwd)))
     tree = Path(os.path.realpath(ctx.cwd))

@@ -16,15 +16,17 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.client.connection import ClientSideConnection
-from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio
+from acp.schema import ClientCapabilities, FileSystemCapabilities, McpServerStdio, WriteTextFileResponse
 from acp_client import RecordingEditor, editor_session
 from fake_anthropic import FakeAnthropic, error_reply, reply, text, text_reply, thinking, tool_reply, tool_use
 from mcp_servers.harness import TINY
 
+from cmdop_tui.machines.sandbox import bubblewrap
 from cmdop_tui.permissions import Permissions
 
 
@@ -241,7 +243,7 @@ async def test_reads_and_edits_of_the_working_tree_go_through_the_editor(
         tool_reply("read_file", {"path": "/etc/hostname"}),
         text_reply("ok"),
     )
-    async with editor_session(env, cwd=tmp_path) as (editor, conn):
+    async with editor_session(env, cwd=tmp_path, args=("--sandbox", "off")) as (editor, conn):  # see below
         editor.buffers[str(notes)] = "unsaved text\n"  # what the person has not saved yet
         session = await open_session(conn, tmp_path, FILES)
         await conn.set_session_mode(session_id=session, mode_id="auto")
@@ -367,3 +369,36 @@ async def test_a_run_that_fails_answers_the_prompt_with_its_reason(
         assert "the request is malformed" in str(raised.value)
         fake_api.enqueue(text_reply("fine now"))
         assert (await conn.prompt(session_id=session, prompt=[text_block("again")])).stop_reason == "end_turn"
+
+
+class RacedEditor(RecordingEditor):
+    """An editor whose files a concurrent command swaps for a symlink out of the tree between our
+    check of a path and the editor's write of it (as a background job may): the editor, outside
+    our sandbox, follows it."""
+
+    def __init__(self, outside: Path) -> None:
+        super().__init__()
+        self.outside = outside
+
+    async def write_text_file(self, content: str, path: str, session_id: str, **kwargs: Any) -> WriteTextFileResponse:
+        Path(path).unlink(missing_ok=True)
+        Path(path).symlink_to(self.outside)
+        return await super().write_text_file(content, path, session_id, **kwargs)
+
+
+@pytest.mark.skipif(bubblewrap() is None, reason="no sandbox here: the editor's files are used as ours would be")
+async def test_with_the_sandbox_on_the_editor_never_writes_for_the_model(
+    env: dict[str, str], fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside-marker"
+    outside.write_text("untouched\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "notes.txt").write_text("saved\n")
+    fake_api.enqueue(tool_reply("write_file", {"path": "notes.txt", "content": "MARKER\n"}), text_reply("ok"))
+    async with editor_session(env, cwd=tree, editor=RacedEditor(outside)) as (editor, conn):
+        session = await open_session(conn, tree, FILES)
+        await conn.set_session_mode(session_id=session, mode_id="auto")
+        await conn.prompt(session_id=session, prompt=[text_block("write the notes")])
+    assert editor.writes == [] and editor.reads == []  # our sandboxed tool wrote it
+    assert outside.read_text() == "untouched\n" and (tree / "notes.txt").read_text() == "MARKER\n"
