@@ -14,10 +14,10 @@ The loop calls them at its points (agent/hook_points.py); the session builds `Ho
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from cmdop_tui.hooks.shape import EVENTS, PROJECT_FILE, HookCommand, HookGroup, HookShapeError, HookTable
+from cmdop_tui.support.lazy import loaded_on_use
 
 if TYPE_CHECKING:
     from cmdop_tui.hooks.decisions import HookVerdict, HookWord
@@ -33,11 +33,7 @@ _LOADED_ON_USE = {
     "SessionFacts": "cmdop_tui.hooks.engine",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LOADED_ON_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_LOADED_ON_USE[name]), name)
+__getattr__ = loaded_on_use(__name__, _LOADED_ON_USE)
 
 
 __all__ = [

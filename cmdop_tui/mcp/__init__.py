@@ -17,8 +17,9 @@ Nothing imported here loads the SDK.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from cmdop_tui.support.lazy import loaded_on_use
 
 if TYPE_CHECKING:
     from .configured import configured_servers
@@ -36,11 +37,7 @@ _LOADED_ON_USE = {
     "ServerState": ".servers",
 }
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LOADED_ON_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(import_module(_LOADED_ON_USE[name], __name__), name)
+__getattr__ = loaded_on_use(__name__, _LOADED_ON_USE)
 
 
 __all__ = ["McpServerSpec", "McpServers", "ServerState", "configured_servers", "settings_servers"]
