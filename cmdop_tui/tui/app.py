@@ -220,7 +220,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
     def on_tool_output_requested(self, message: ToolOutputRequested) -> None:
         from cmdop_tui.tui.screens.output_view import OutputScreen  # not before the first paint
 
-        self.push_screen(OutputScreen.of_session(message.record, self.session))
+        self.push_screen(OutputScreen.of_session(message.record, self.session, self.opener.previewed_outputs))
 
     # --- the agent -----------------------------------------------------------------------------
 

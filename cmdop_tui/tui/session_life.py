@@ -36,7 +36,7 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
     from cmdop_tui.session.local_model import LocalModelServer
     from cmdop_tui.session.recorder import TranscriptNotice
     from cmdop_tui.session.session import Session
-    from cmdop_tui.transcripts import LoadedSession
+    from cmdop_tui.transcripts import KeptOutputs, LoadedSession
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 LOCAL_OFFER = (
@@ -99,6 +99,7 @@ class SessionOpener:
         self.ready = asyncio.Event()  # set once the first attempt has ended, either way
         self.pending: Session | None = None  # a session still opening (its model stops on quit)
         self._previewed: tuple[str, int] | None = None  # a resumed session drawn from its transcript
+        self.previewed_outputs: KeptOutputs | None = None  # its kept outputs, read before it opens
         self.local_starting = False  # the local model is being started (/local or the offer)
 
     def start(self) -> None:
@@ -115,6 +116,9 @@ class SessionOpener:
             loaded is not None and self.host.session_state.session is None
         ):  # else the session was quicker and has drawn it
             self._previewed = (loaded.id, len(loaded.messages))
+            from cmdop_tui.transcripts import KeptOutputs, outputs_dir  # loaded by the read above
+
+            self.previewed_outputs = KeptOutputs(outputs_dir(loaded.path))
             await self.host.chat.show_messages(loaded.messages, self.host.tool_records)
 
     async def open_first(self) -> None:

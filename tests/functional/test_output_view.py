@@ -4,6 +4,7 @@ still gets its bounded part."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from fake_anthropic import text_reply, tool_reply
@@ -17,6 +18,7 @@ from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.machines.process import DEFAULT_OUTPUT_LIMIT
 from cmdop_tui.tools.outcome import OK
 from cmdop_tui.transcripts import KeptOutputs
+from cmdop_tui.tui import session_life
 from cmdop_tui.tui.screens.output_view import OutputScreen
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.output_pager import OutputPager
@@ -117,6 +119,32 @@ async def test_a_resumed_session_shows_its_outputs_whole(fake_api):
         await pilot.press("end")
         await wait_until(pilot, lambda: "200000" in visible(pager), what="the last line in view")
         assert pager.paged.line_count == 200000
+
+
+async def test_a_resumed_session_shows_its_outputs_whole_before_it_has_opened(fake_api, monkeypatch):
+    fake_api.enqueue(tool_reply("execute_command", {"command": SEQ}), text_reply("counted"))
+    first = make_app(fake_api, settings=APPROVED)
+    async with first.run_test(size=SIZE) as pilot:
+        await submit(pilot, "count")
+        await finish_turn(pilot)
+        session_id = first.session.recorder.session_id
+    opening = threading.Event()  # the session opens once the view was seen: its tail is drawn from the transcript
+
+    def load_when_let(real=session_life.load_session_class):
+        opening.wait(timeout=60)
+        return real()
+
+    monkeypatch.setattr(session_life, "load_session_class", load_when_let)
+    resumed = make_app(fake_api, settings=Settings(run=RunOptions(resume=session_id)))
+    async with resumed.run_test(size=SIZE) as pilot:
+        try:
+            await wait_until(pilot, lambda: bool(resumed.query(ToolCard)))
+            assert resumed.session is None
+            pager = await open_view(pilot)
+            assert pager.paged.line_count == 200000
+        finally:
+            opening.set()
+        await wait_until(pilot, lambda: resumed.session is not None)
 
 
 async def test_without_a_transcript_what_is_held_is_shown_and_the_rest_said_not_kept(fake_api):

@@ -44,9 +44,10 @@ COPY_LIMIT = 512 * 1024  # bytes: past this a copy gives the kept file's path (O
 HINT = "/ search · n/N next/prev · c copy all · y copy line · End · Esc close"
 
 
-def session_outputs(session: Session | None) -> KeptOutputs | None:
-    """The outputs `session` keeps on disk (None: none, or no session)."""
-    return session.recorder.outputs if session is not None else None
+def session_outputs(session: Session | None, previewed: KeptOutputs | None = None) -> KeptOutputs | None:
+    """The outputs `session` keeps on disk (None: none); before it opens, those of the resumed
+    session drawn from its transcript (`previewed`)."""
+    return session.recorder.outputs if session is not None else previewed
 
 
 def output_source(record: ToolRecord, kept: KeptOutputs | None, host: str | None = None) -> Path | bytes:
@@ -134,9 +135,11 @@ class OutputScreen(ModalScreen[None]):
         self._ticker: Timer | None = None
 
     @classmethod
-    def of_session(cls, record: ToolRecord, session: Session | None) -> OutputScreen:
-        """The view of `record`, reading the outputs `session` keeps."""
-        return cls(record, session_outputs(session))
+    def of_session(
+        cls, record: ToolRecord, session: Session | None, previewed: KeptOutputs | None = None
+    ) -> OutputScreen:
+        """The view of `record`, reading the outputs `session` keeps (`previewed`: see session_outputs)."""
+        return cls(record, session_outputs(session, previewed))
 
     def compose(self) -> ComposeResult:
         with Vertical(id="output-dialog"):
