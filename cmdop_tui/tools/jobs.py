@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import os
 import re
 import time
@@ -219,6 +220,7 @@ class JobTable:
 
     def _launch(self, job: _Job, running: Awaitable[MachineResult]) -> JobInfo:
         job.task = asyncio.get_running_loop().create_task(self._run(job, running), name=f"cmdop {job.info.id}")
+        job.task.add_done_callback(lambda _: _close_unstarted(running))
         self._tell(JobChange("start", job.info))
         return job.info
 
@@ -368,6 +370,13 @@ class JobTable:
         await asyncio.gather(*tasks, return_exceptions=True)
         for job in self._jobs.values():
             self._settle(job, "session closed")
+
+
+def _close_unstarted(running: Awaitable[MachineResult]) -> None:
+    """A job killed before its task began never started its command: close the command's
+    coroutine, which is then never awaited (Python would warn about it)."""
+    if inspect.iscoroutine(running) and inspect.getcoroutinestate(running) == inspect.CORO_CREATED:
+        running.close()
 
 
 def _ended(info: JobInfo, result: MachineResult) -> JobInfo:

@@ -6,6 +6,7 @@ line (a sleep no one else runs), seen from outside the sandbox."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import subprocess
@@ -191,3 +192,23 @@ async def test_a_resumed_session_keeps_its_earlier_jobs_output(fake_api, anthrop
     assert later.id == "job-2" and Path(later.output_file).parent == Path(earlier.output_file).parent
     assert Path(earlier.output_file).read_text() == "first run\n"  # not written over
     assert Path(later.output_file).read_text() == "second run\n"
+
+
+async def test_a_job_closed_before_it_began_never_starts_its_command_and_leaves_nothing_unawaited(tmp_path):
+    from cmdop_tui.machines.local import LocalMachine
+    from cmdop_tui.tools.jobs import JobTable
+
+    commands = []
+
+    class Watched(LocalMachine):
+        def run_command(self, *args, **kwargs):
+            commands.append(super().run_command(*args, **kwargs))
+            return commands[-1]
+
+    marker = tmp_path / "ran"
+    jobs = JobTable(lambda: tmp_path / "jobs")
+    jobs.start(Watched(tmp_path), f"touch {marker}", cwd=None, timeout_ms=None)
+    await jobs.close()  # the session ends in the same moment: the job's task never ran
+    assert [info.state for info in jobs.jobs()] == ["killed"] and not marker.exists()
+    (command,) = commands
+    assert inspect.getcoroutinestate(command) == inspect.CORO_CLOSED  # closed, not left to be warned about
