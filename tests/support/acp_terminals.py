@@ -5,6 +5,7 @@ limit asked), and the other terminal methods read, wait for, kill and release it
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 from dataclasses import dataclass, field
@@ -47,7 +48,9 @@ class Terminal:
     def kill(self) -> None:
         if self.process.returncode is None:
             self.killed = True
-            os.killpg(self.process.pid, signal.SIGKILL)
+            # Reaped by asyncio's watcher, its exit not yet delivered to the loop: already gone
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
 
     def status(self) -> TerminalExitStatus:
         code = self.process.returncode
