@@ -31,6 +31,7 @@ from pty_app import PtyApp
 
 LINES_A_SECOND = 10_000
 PAD = "." * 84  # a line: `jNN ` (4) + 10 digits + a space + 84 dots + a newline = 100 bytes
+LINE_BYTES = 100
 KEYS = "αβγδεζηθικλμνξοπρστυ"
 KEY_PAUSE_S = 0.1
 CONTROL_SECONDS = 15
@@ -43,6 +44,13 @@ def job_command(job: int, seconds: int) -> str:
         f"for s in $(seq 1 {seconds}); do "
         f'seq -f "j{job:02d} %010.0f {PAD}" $(( (s - 1) * {per} + 1 )) $(( s * {per} )); sleep 1; done'
     )
+
+
+def expected_size(seconds: int) -> int:
+    """What one job prints in all, counted rather than made: building 20 jobs' output (200 MB a
+    10 s run) while keys are typed held the GIL of this process, and its own typist's keys came
+    back late."""
+    return seconds * LINES_A_SECOND * LINE_BYTES
 
 
 def expected_output(job: int, seconds: int) -> bytes:
@@ -104,13 +112,13 @@ def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
     quiet.set()
     idle_echoes = type_keys(app, quiet, rounds=1)
     before = rss_mb(app.pid)
+    expected = {n: expected_size(seconds) for n in range(1, count + 1)}
     app.write(b"start the jobs\r")
     app.wait_for_text("jobs are running", timeout=60)
     began, cpu = time.perf_counter(), cpu_seconds(app.pid)
     stop, echoes, peak = threading.Event(), [], before
     typist = threading.Thread(target=lambda: echoes.extend(type_keys(app, stop)))
     typist.start()
-    expected = {n: len(expected_output(n, seconds)) for n in range(1, count + 1)}
     deadline = began + seconds * 3 + 60
     while time.perf_counter() < deadline:
         peak = max(peak, rss_mb(app.pid))
