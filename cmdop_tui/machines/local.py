@@ -92,8 +92,9 @@ class LocalMachine:
         return result
 
     async def _secrets_found(self) -> Found | None:
-        """The latest scan of secrets; the first one is waited for off the event loop."""
-        return self.sandbox.found(self.cwd, 0) or await asyncio.to_thread(self.sandbox.found, self.cwd)
+        """The secrets to hide as they are now (the writable roots checked since the last scan,
+        the first scan waited for), off the event loop."""
+        return await asyncio.to_thread(self.sandbox.fresh, self.cwd)
 
     def _explain_denial(self, result: MachineResult) -> MachineResult:
         """A command that failed because the sandbox would not let it write somewhere (a path
