@@ -141,3 +141,28 @@ async def test_jobs_that_end_together_are_told_in_one_notice(fake_api, tmp_path,
         told = [n.message for n in app._notifications if "ended" in n.message]
         assert told == ["4 background jobs ended: 3 exit 0, 1 exit 3 (/jobs)"]
         assert written == [f"{OSC9}4 background jobs ended: 3 exit 0, 1 exit 3\x07\x07"]
+
+
+async def test_a_command_moved_to_the_background_loses_its_foreground_timeout(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "gate")
+    command = "echo before; cat gate > /dev/null; sleep 1.5; echo past-its-timeout; exit 5"
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": command, "timeout_ms": 1000}),
+        text_reply("It runs on in the background."),
+    )
+    app = make_app(fake_api, settings=Settings(permission_mode="auto"))
+    async with app.run_test(size=(140, 36)) as pilot:
+        await submit(pilot, "run it")
+        cards = lambda: list(app.query(ToolCard))  # noqa: E731
+        await wait_until(pilot, lambda: cards() and "before" in cards()[0].record.live_output, what="its first line")
+        await pilot.press("ctrl+b")
+        await finish_turn(pilot)
+        jobs = app.session.jobs
+        assert jobs is not None and jobs.info("job-1").running
+        with open(tmp_path / "gate", "w") as gate:  # from here it sleeps past its 1 s timeout
+            gate.write("go\n")
+        await wait_until(pilot, lambda: not jobs.info("job-1").running, what="the job's end", timeout=30)
+        ended = jobs.info("job-1")
+        assert (ended.state, ended.exit_code) == ("exited", 5), ended.outcome()
+        assert open(ended.output_file).read() == "before\npast-its-timeout\n"
