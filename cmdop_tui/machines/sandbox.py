@@ -254,10 +254,11 @@ class Sandbox:
         """The latest scan of secrets for `cwd` (waiting for the first); None: not in time."""
         return self._index(cwd).found(timeout_s)
 
-    def fresh(self, cwd: Path, timeout_s: float | None = SCAN_WAIT_S) -> Found | None:
+    def fresh(self, cwd: Path, timeout_s: float | None = SCAN_WAIT_S, asked: float | None = None) -> Found | None:
         """What a command about to start in `cwd` must hide: the latest scan, with the writable
-        roots checked for what changed since (machines/secret_index.py). Blocking."""
-        return self._index(cwd).fresh(timeout_s)
+        roots checked for what changed since the command `asked` (machines/secret_index.py).
+        Blocking."""
+        return self._index(cwd).fresh(timeout_s, asked)
 
     def hidden_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
         """What commands cannot see (nothing under `off`): existing real paths."""

@@ -180,10 +180,12 @@ class SecretIndex:
         with self._lock:
             return self._found
 
-    def fresh(self, timeout_s: float | None = None) -> Found | None:
+    def fresh(self, timeout_s: float | None = None, asked: float | None = None) -> Found | None:
         """The latest scan with the writable roots as they are now (see the module's doc): what
-        a command about to start must hide. Blocking: call it off the event loop."""
-        asked = time.monotonic()
+        a command about to start must hide; `asked`: when the command asked (time.monotonic(),
+        default now): a check that began since stands for it. Blocking: call it off the event
+        loop."""
+        asked = time.monotonic() if asked is None else asked
         if self.found(timeout_s) is None:
             return None
         with self._checking:
