@@ -111,6 +111,10 @@ def test_commands_that_start_together_share_one_check(place, trusted_times, monk
     monkeypatch.setattr(index, "_check", lambda listed: checks.append(1) or original(listed))
     index._checked = float("inf")  # as if a check had begun after these commands asked
     assert sandbox.fresh(work) is first and not checks
+    asked = index._checked = 10.0  # a command that asked before the last check began is served by it
+    assert sandbox.fresh(work, asked=asked - 1) is first and not checks
+    assert sandbox.fresh(work, asked=asked + 1) is first and checks == [1]  # one that asked after is not
+    checks.clear()
     index._checked = 0.0
     (work / "keep" / ".env").write_text("TOKEN=new")
     again = sandbox.fresh(work)
