@@ -58,7 +58,10 @@ def _job_folders() -> list[Path]:
 def _last_written(folder: Path) -> float:
     """When the session last wrote: its job files, the folder, and its transcript beside it."""
     times = [0.0]
-    paths = [folder, *folder.iterdir()] if os.access(folder, os.R_OK | os.X_OK) else [folder]
+    try:
+        paths = [folder, *folder.iterdir()]
+    except OSError:  # gone meanwhile, or unreadable: its own time is all there is
+        paths = [folder]
     if folder.name.endswith(JOBS_SUFFIX):
         stem = folder.name.removesuffix(JOBS_SUFFIX)
         paths += [path for path in folder.parent.glob(f"{stem}.*") if path != folder]
