@@ -91,6 +91,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=int, default=60, help="how long each job prints (default 60)")
     parser.add_argument("--jobs", type=int, default=20, help="how many jobs (default 20)")
+    parser.add_argument(
+        "--secrets",
+        type=int,
+        default=0,
+        help="run the app with a home of its own holding this many .env files, which the sandbox hides from each command",
+    )
     options = parser.parse_args()
     data_home = Path(tempfile.mkdtemp(prefix="cmdop-jobs-"))
     calls = [
@@ -99,13 +105,26 @@ def main() -> None:
     ]
     with FakeAnthropic() as server:
         server.enqueue(text_reply("Hello there."), reply(*calls), text_reply(f"{options.jobs} jobs are running."))
-        app = PtyApp(app_env(server, data_home), size=(120, 36), args=("--yes", "--no-low-bandwidth"))
+        env = app_env(server, data_home)
+        if options.secrets:
+            env["HOME"] = str(home_with_secrets(data_home / "home", options.secrets))
+            print(f"(a home of its own with {options.secrets} .env files the sandbox hides from each command)")
+        app = PtyApp(env, size=(120, 36), args=("--yes", "--no-low-bandwidth"))
         try:
             measure(app, data_home, options.jobs, options.seconds)
             control(app, options.jobs, min(options.seconds, CONTROL_SECONDS), None)
             control(app, options.jobs, min(options.seconds, CONTROL_SECONDS), data_home / "control")
         finally:
             app.close()
+
+
+def home_with_secrets(home: Path, count: int) -> Path:
+    """A home holding `count` `.env` files, one per project folder, as a developer's may."""
+    for n in range(count):
+        project = home / "projects" / f"p{n // 100:03d}" / f"app{n % 100:02d}"
+        project.mkdir(parents=True)
+        (project / ".env").write_text(f"TOKEN=bench-{n}\n")
+    return home
 
 
 def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:

@@ -355,6 +355,7 @@ class Sandbox:
             filtered=seccomp is not None,
             run_kept=_resolver_files(),
             shared=self._shared(),
+            homes=_homes(self.home),
         )
         opens = (seccomp,) if seccomp is not None else ()
         return Launch([self.program, *bwrap.arguments(layout, chdir), "--", *argv], opens, env)
