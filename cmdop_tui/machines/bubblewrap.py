@@ -80,7 +80,7 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
         args += ["--bind", str(folder), str(folder)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
-    args += _hiding(inside)
+    args += _hiding(_kinds(inside))
     if layout.filtered:
         args += ["--seccomp", str(FILTER_FD)]
     return [*args, "--chdir", str(chdir)]
@@ -112,32 +112,46 @@ def _folders_above(layout: Layout, protected: list[Path]) -> list[Path]:
     return sorted(folders, key=lambda folder: len(folder.parts))
 
 
-def _fewer_mounts(layout: Layout, paths: list[Path]) -> list[Path]:
-    """`paths` (outside the writable roots) to hide, with past FILE_MOUNTS files each file's
-    folder hidden whole in its place: a folder that holds nothing a command works from (not `/`,
-    a home, nor one holding a writable root, a private or shared place). What lies under another
-    hidden folder is left out. Fail closed: more is hidden, never less."""
-    folders = {path for path in paths if path.is_dir()}
-    files = [path for path in paths if path not in folders]
+def _fewer_mounts(layout: Layout, paths: list[Path]) -> list[tuple[str, bool]]:
+    """`paths` (outside the writable roots) to hide, each with whether it is a folder; past
+    FILE_MOUNTS files, each file's folder hidden whole in its place: a folder that holds nothing
+    a command works from (not `/`, a home, nor one holding a writable root, a private or shared
+    place). What lies under another hidden folder is left out. Fail closed: more is hidden,
+    never less. Strings, not Paths: a home may hold thousands of secrets, asked per command."""
+    kinds = _kinds(paths)
+    files = [path for path, is_folder in kinds if not is_folder]
     if len(files) <= FILE_MOUNTS:
-        return paths
-    kept = {Path("/"), *layout.homes}
+        return kinds
+    kept = {"/", *map(str, layout.homes)}
     for place in (*layout.writable, *layout.shared, *(p for pair in layout.private for p in pair)):
-        kept.update((place, *place.parents))
-    folders.update(path.parent for path in files if path.parent not in kept)
-    top: set[Path] = set()
-    for folder in sorted(folders, key=lambda folder: len(folder.parts)):
-        if not any(parent in top for parent in folder.parents):
+        kept.update((str(place), *map(str, place.parents)))
+    folders = {path for path, is_folder in kinds if is_folder}
+    folders.update(parent for path in files if (parent := os.path.dirname(path)) not in kept)
+    top: set[str] = set()
+    for folder in sorted(folders, key=lambda folder: folder.count("/")):
+        if not _below(folder, top):
             top.add(folder)
-    left = [path for path in files if not any(parent in top for parent in path.parents)]
-    return [*sorted(top), *left]
+    return [*((folder, True) for folder in sorted(top)), *((path, False) for path in files if not _below(path, top))]
 
 
-def _hiding(paths: Iterable[Path]) -> list[str]:
+def _below(path: str, folders: set[str]) -> bool:
+    """Whether a folder of `folders` holds `path` (absolute, real)."""
+    while (path := os.path.dirname(path)) != "/":
+        if path in folders:
+            return True
+    return False
+
+
+def _kinds(paths: Iterable[Path]) -> list[tuple[str, bool]]:
+    """Each path, and whether it is a folder."""
+    return [(str(path), os.path.isdir(path)) for path in paths]
+
+
+def _hiding(paths: Iterable[tuple[str, bool]]) -> list[str]:
     """An empty folder over each folder, /dev/null over each file."""
     args: list[str] = []
-    for path in paths:
-        args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    for path, is_folder in paths:
+        args += ["--tmpfs", path] if is_folder else ["--ro-bind", "/dev/null", path]
     return args
 
 
