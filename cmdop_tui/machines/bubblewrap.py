@@ -25,6 +25,7 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,7 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
     for path in layout.shared:
         args += ["--ro-bind", str(path), str(path)]
     inside, outside = _split(layout, layout.hidden)
-    args += _hiding(_fewer_mounts(layout, outside))
+    args += _hiding(_PLANS.plan(layout, outside))
     for root in layout.writable:
         args += ["--bind", str(root), str(root)]
     protected = _split(layout, layout.protected)[0]
@@ -132,6 +133,29 @@ def _fewer_mounts(layout: Layout, paths: list[Path]) -> list[tuple[str, bool]]:
         if not _below(folder, top):
             top.add(folder)
     return [*((folder, True) for folder in sorted(top)), *((path, False) for path in files if not _below(path, top))]
+
+
+class _LastPlan:
+    """The last hiding plan made, kept: the commands of a session hide the same secrets, found
+    by the same scan, until the next one (the same Path objects: the key compares at once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[object, ...] = ()
+        self._plan: list[tuple[str, bool]] = []
+
+    def plan(self, layout: Layout, outside: list[Path]) -> list[tuple[str, bool]]:
+        key = (layout.writable, layout.shared, layout.private, layout.homes, tuple(outside))
+        with self._lock:
+            if key == self._key:
+                return self._plan
+        plan = _fewer_mounts(layout, outside)
+        with self._lock:
+            self._key, self._plan = key, plan
+        return plan
+
+
+_PLANS = _LastPlan()
 
 
 def _below(path: str, folders: set[str]) -> bool:

@@ -99,8 +99,9 @@ class LocalMachine:
             found = sandbox.fresh(self.cwd, asked=asked)  # the secrets as they are now
             if found is None:
                 return None
-        absent = sandbox.absent_protected(self.cwd) if confined else []
-        return sandbox.launch(["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found), absent
+        with sandbox.state.laying_out:
+            absent = sandbox.absent_protected(self.cwd) if confined else []
+            return sandbox.launch(["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found), absent
 
     def _explain_denial(self, result: MachineResult) -> MachineResult:
         """A command that failed because the sandbox would not let it write somewhere (a path

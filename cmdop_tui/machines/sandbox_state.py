@@ -43,6 +43,9 @@ class SandboxState:
         self._memo: dict[object, tuple[float, object]] = {}
         self._scan: object = None
         self._per_scan: dict[object, object] = {}
+        # One command's sandbox is laid out at a time: the layouts are Python work, and worker
+        # threads that all want the GIL at once leave the event loop (the keys) less of it.
+        self.laying_out = threading.Lock()
 
     def private(self) -> tuple[tuple[Path, Path], ...]:
         """(where a command sees it, the folder of ours it is) for /tmp and /var/tmp."""

@@ -6,6 +6,7 @@ from; every secret stays hidden."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,12 @@ async def test_with_thousands_of_secrets_commands_run_and_read_none_of_them(tmp_
     assert "exit code" in result.text and "made" in result.text, result.text  # it ran (bubblewrap refused it before)
     assert "TOKEN=project" not in result.text
     assert (work / "here.txt").read_text() == "made\n"
+    shutil.rmtree(made[5])  # a folder the plan emptied, gone before the next command: it still runs
+    again = await target.run_command(
+        f"cat {made[6] / '.env'}; echo again",
+        cwd=None,
+        timeout_ms=60_000,
+        progress=lambda t, s: None,
+        output_limit=8_000,
+    )
+    assert "again" in again.text and "TOKEN=project" not in again.text, again.text
