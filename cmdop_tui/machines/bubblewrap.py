@@ -10,7 +10,8 @@ Every command gets, in every mode:
   /run (no runtime sockets: the user's bus, agents, the app's own), the session's private /tmp
   and /var/tmp (folders of the app's, kept across the session's commands), the writable roots
   bound read-write, protected paths inside them read-only, secrets hidden (an empty folder or
-  /dev/null in their place);
+  /dev/null in their place; past FILE_MOUNTS secret files outside the writable roots, the folders
+  that hold them emptied whole, for bubblewrap's sake);
 * the system-call filter of machines/seccomp.py on fd 3 (no Unix socket, path or abstract);
 * the host's network (outbound connections, the host's localhost ports) unless the policy turns
   it off (`--unshare-net`: loopback only).
@@ -24,15 +25,21 @@ import functools
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cmdop_tui.machines.sandbox_view import within
 
-__all__ = ["FILTER_FD", "Layout", "arguments", "program"]
+__all__ = ["FILE_MOUNTS", "FILTER_FD", "Layout", "arguments", "program"]
 
 FILTER_FD = 3  # where the command's spawner opens the system-call filter
+# A file is hidden by binding /dev/null on it, and each bind costs bubblewrap a pass over its
+# whole mount table: 300 take 0.16 s, 1,000 1.3 s, and past 3,000 it refuses the command line
+# (9,000 arguments at most); an empty folder (a tmpfs) costs it almost nothing (1,500: 40 ms).
+# Past this many files outside the writable roots, their folders are hidden whole instead.
+FILE_MOUNTS = 200
 # Places the sandbox makes anew: what the host has there is never seen, so nothing is bound there.
 FRESH = (Path("/proc"), Path("/dev"), Path("/run"))
 _NAMESPACES = ("--unshare-user", "--unshare-pid", "--unshare-ipc")
@@ -50,6 +57,7 @@ class Layout:
     filtered: bool = True  # the system-call filter is open as FILTER_FD
     run_kept: tuple[Path, ...] = ()  # under /run, bound back read-only (where /etc/resolv.conf points)
     shared: tuple[Path, ...] = ()  # under a private folder's place, the host's own, read-only (a home in /tmp)
+    homes: tuple[Path, ...] = ()  # never hidden whole (see FILE_MOUNTS)
 
 
 def arguments(layout: Layout, chdir: Path) -> list[str]:
@@ -65,7 +73,7 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
     for path in layout.shared:
         args += ["--ro-bind", str(path), str(path)]
     inside, outside = _split(layout, layout.hidden)
-    args += _hiding(outside)
+    args += _hiding(_PLANS.plan(layout, outside))
     for root in layout.writable:
         args += ["--bind", str(root), str(root)]
     protected = _split(layout, layout.protected)[0]
@@ -73,7 +81,7 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
         args += ["--bind", str(folder), str(folder)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
-    args += _hiding(inside)
+    args += _hiding(_kinds(inside))
     if layout.filtered:
         args += ["--seccomp", str(FILTER_FD)]
     return [*args, "--chdir", str(chdir)]
@@ -105,11 +113,69 @@ def _folders_above(layout: Layout, protected: list[Path]) -> list[Path]:
     return sorted(folders, key=lambda folder: len(folder.parts))
 
 
-def _hiding(paths: Iterable[Path]) -> list[str]:
+def _fewer_mounts(layout: Layout, paths: list[Path]) -> list[tuple[str, bool]]:
+    """`paths` (outside the writable roots) to hide, each with whether it is a folder; past
+    FILE_MOUNTS files, each file's folder hidden whole in its place: a folder that holds nothing
+    a command works from (not `/`, a home, nor one holding a writable root, a private or shared
+    place). What lies under another hidden folder is left out. Fail closed: more is hidden,
+    never less. Strings, not Paths: a home may hold thousands of secrets, asked per command."""
+    kinds = _kinds(paths)
+    files = [path for path, is_folder in kinds if not is_folder]
+    if len(files) <= FILE_MOUNTS:
+        return kinds
+    kept = {"/", *map(str, layout.homes)}
+    for place in (*layout.writable, *layout.shared, *(p for pair in layout.private for p in pair)):
+        kept.update((str(place), *map(str, place.parents)))
+    folders = {path for path, is_folder in kinds if is_folder}
+    folders.update(parent for path in files if (parent := os.path.dirname(path)) not in kept)
+    top: set[str] = set()
+    for folder in sorted(folders, key=lambda folder: folder.count("/")):
+        if not _below(folder, top):
+            top.add(folder)
+    return [*((folder, True) for folder in sorted(top)), *((path, False) for path in files if not _below(path, top))]
+
+
+class _LastPlan:
+    """The last hiding plan made, kept: the commands of a session hide the same secrets, found
+    by the same scan, until the next one (the same Path objects: the key compares at once)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple[object, ...] = ()
+        self._plan: list[tuple[str, bool]] = []
+
+    def plan(self, layout: Layout, outside: list[Path]) -> list[tuple[str, bool]]:
+        key = (layout.writable, layout.shared, layout.private, layout.homes, tuple(outside))
+        with self._lock:
+            if key == self._key:
+                return self._plan
+        plan = _fewer_mounts(layout, outside)
+        with self._lock:
+            self._key, self._plan = key, plan
+        return plan
+
+
+_PLANS = _LastPlan()
+
+
+def _below(path: str, folders: set[str]) -> bool:
+    """Whether a folder of `folders` holds `path` (absolute, real)."""
+    while (path := os.path.dirname(path)) != "/":
+        if path in folders:
+            return True
+    return False
+
+
+def _kinds(paths: Iterable[Path]) -> list[tuple[str, bool]]:
+    """Each path, and whether it is a folder."""
+    return [(str(path), os.path.isdir(path)) for path in paths]
+
+
+def _hiding(paths: Iterable[tuple[str, bool]]) -> list[str]:
     """An empty folder over each folder, /dev/null over each file."""
     args: list[str] = []
-    for path in paths:
-        args += ["--tmpfs", str(path)] if path.is_dir() else ["--ro-bind", "/dev/null", str(path)]
+    for path, is_folder in paths:
+        args += ["--tmpfs", path] if is_folder else ["--ro-bind", "/dev/null", path]
     return args
 
 

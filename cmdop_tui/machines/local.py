@@ -20,7 +20,7 @@ from cmdop_tui.machines.denials import UNNAMED, denied_path
 from cmdop_tui.machines.local_fs import LocalFiles, resolve_path
 from cmdop_tui.machines.machine import FileBytes, MachineResult, ProgressSink, SandboxRefusal
 from cmdop_tui.machines.process import run_process
-from cmdop_tui.machines.sandbox import Sandbox
+from cmdop_tui.machines.sandbox import Launch, Sandbox
 from cmdop_tui.machines.sandbox_view import within
 from cmdop_tui.machines.secret_index import Found
 from cmdop_tui.machines.spec import LOCAL
@@ -62,15 +62,12 @@ class LocalMachine:
     ) -> MachineResult:
         directory = self._path(cwd or ".")
         confined = sandboxed and self.sandbox.confines
-        found = await self._secrets_found() if confined and self.sandbox.program else None
-        if confined and self.sandbox.program and found is None:
+        # Off the event loop, in one go: what changed in the writable roots, the protected names
+        # missing, each secret's place on disk (thousands), the layout.
+        prepared = await asyncio.to_thread(self._prepare, command, directory, confined, time.monotonic())
+        if prepared is None:
             return MachineResult.error(NOT_SCANNED)
-        absent = self.sandbox.absent_protected(self.cwd) if confined else []
-        sandbox = self.sandbox if confined else self.sandbox.unconfined()
-        # Off the event loop: the sandbox's layout checks each secret's path on disk (thousands).
-        launch = await asyncio.to_thread(
-            sandbox.launch, ["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found
-        )
+        launch, absent = prepared
         result = await run_process(
             launch.argv,
             cwd=directory,
@@ -91,9 +88,20 @@ class LocalMachine:
             return self._explain_denial(result)
         return result
 
-    async def _secrets_found(self) -> Found | None:
-        """The latest scan of secrets; the first one is waited for off the event loop."""
-        return self.sandbox.found(self.cwd, 0) or await asyncio.to_thread(self.sandbox.found, self.cwd)
+    def _prepare(self, command: str, directory: Path, confined: bool, asked: float) -> tuple[Launch, list[Path]] | None:
+        """The command's launch and the protected names it must not create (blocking: the first
+        scan of secrets is waited for; None: it did not end in time). `asked`: when the command
+        asked, on the event loop (a check of the writable roots begun since stands for it: the
+        commands of one reply, queued for the worker threads, share one)."""
+        sandbox = self.sandbox if confined else self.sandbox.unconfined()
+        found: Found | None = None
+        if confined and sandbox.program:
+            found = sandbox.fresh(self.cwd, asked=asked)  # the secrets as they are now
+            if found is None:
+                return None
+        with sandbox.state.laying_out:
+            absent = sandbox.absent_protected(self.cwd) if confined else []
+            return sandbox.launch(["/bin/bash", "-c", command], self.cwd, chdir=directory, found=found), absent
 
     def _explain_denial(self, result: MachineResult) -> MachineResult:
         """A command that failed because the sandbox would not let it write somewhere (a path

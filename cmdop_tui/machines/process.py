@@ -28,6 +28,7 @@ from typing import Any, Literal, Protocol
 
 from cmdop_tui.machines.contained import spawn_contained
 from cmdop_tui.machines.machine import MachineResult, ProgressSink
+from cmdop_tui.machines.timeout_hold import TIMEOUT_HOLD
 from cmdop_tui.support.processes import kill_process_group
 from cmdop_tui.support.text import BoundedBuffer, StreamSanitizer, inert_line
 
@@ -201,7 +202,9 @@ def _report(progress: ProgressSink, text: str, stream: StreamName) -> bool:
 async def _wait_for_exit(shell: _Shell, timeout_s: float) -> bool:
     """Whether the shell exited within the timeout."""
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout(timeout_s) as timer:
+            if (hold := TIMEOUT_HOLD.get()) is not None:  # a command moved to the background: no timeout
+                hold.hold(timer)
             await shell.child.exited.wait()
     except TimeoutError:
         return False

@@ -29,11 +29,12 @@ import functools
 import os
 import pwd
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from cmdop_tui.machines import bubblewrap as bwrap
+from cmdop_tui.machines.beneath import O_PATH, real_path
 from cmdop_tui.machines.denials import READ_ONLY, denied_path
 from cmdop_tui.machines.sandbox_policy import MODES, SandboxMode, SandboxPolicy
 from cmdop_tui.machines.sandbox_state import SandboxState
@@ -253,13 +254,24 @@ class Sandbox:
         """The latest scan of secrets for `cwd` (waiting for the first); None: not in time."""
         return self._index(cwd).found(timeout_s)
 
+    def fresh(self, cwd: Path, timeout_s: float | None = SCAN_WAIT_S, asked: float | None = None) -> Found | None:
+        """What a command about to start in `cwd` must hide: the latest scan, with the writable
+        roots checked for what changed since the command `asked` (machines/secret_index.py).
+        Blocking."""
+        return self._index(cwd).fresh(timeout_s, asked)
+
     def hidden_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
         """What commands cannot see (nothing under `off`): existing real paths."""
         if not self.confines:
             return []
         found = found or Found()
-        paths = [*self._fixed_hidden(), *found.secrets, *found.unscanned]
-        return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths if os.path.exists(p)))
+        writable = tuple(self.writable_roots(cwd))
+        outside, inside = self.state.per_scan(found, ("secrets", writable), lambda: _split_secrets(found, writable))
+        # Where no command can write, a secret stays where the scan found it (a person may move
+        # it: then it is not there, and the next scan finds it); inside the writable roots, a
+        # command may have put a symlink on its way, so each is asked where it is now.
+        settled = [path for path in outside if os.path.lexists(path)]
+        return list(dict.fromkeys([*real_paths([*self._fixed_hidden(), *inside, *found.unscanned]), *settled]))
 
     def protected_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
         """What commands may read but not write inside the writable roots: existing real paths."""
@@ -269,8 +281,7 @@ class Sandbox:
         paths = [root / name for root in roots for name in PROTECTED_NAMES]
         paths += [*(found.repositories if found else ()), *(Path(os.path.expanduser(p)) for p in self.policy.protected)]
         paths += [hooks for root in roots if (hooks := _hooks_path(root)) is not None]
-        real = [Path(os.path.realpath(path)) for path in paths if os.path.exists(path)]
-        return list(dict.fromkeys(path for path in real if any(within(path, root) for root in roots)))
+        return [path for path in real_paths(paths) if any(within(path, root) for root in roots)]
 
     def absent_protected(self, cwd: Path) -> list[Path]:
         """The protected names missing at the top of the writable roots, and the protected places
@@ -344,6 +355,7 @@ class Sandbox:
             filtered=seccomp is not None,
             run_kept=_resolver_files(),
             shared=self._shared(),
+            homes=_homes(self.home),
         )
         opens = (seccomp,) if seccomp is not None else ()
         return Launch([self.program, *bwrap.arguments(layout, chdir), "--", *argv], opens, env)
@@ -351,6 +363,36 @@ class Sandbox:
     def private_roots(self) -> list[Path]:
         """Where commands see a private folder of the session's (/tmp, /var/tmp)."""
         return [seen for seen, _ in self.state.private()] if self.program is not None else []
+
+
+def _split_secrets(found: Found, writable: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
+    """The secrets of a scan outside the writable roots (their real paths) and inside them."""
+    inside = [path for path in found.secrets if any(within(path, root) for root in writable)]
+    kept = set(inside)
+    return real_paths(path for path in found.secrets if path not in kept), inside
+
+
+def real_paths(paths: Iterable[Path]) -> list[Path]:
+    """Where each of `paths` that exists really is, once each, in order: asked of the kernel
+    for each path as it is now (a folder on the way may have become a symlink since a scan).
+    The kernel resolves it in one open (`O_PATH`: nothing is read) and names it
+    (`/proc/self/fd`): `os.path.realpath` asks for each component in turn, and thousands of
+    secrets cost 100 ms a command that way."""
+    if not O_PATH or not os.path.isdir("/proc/self/fd"):
+        return list(dict.fromkeys(Path(os.path.realpath(p)) for p in paths if os.path.exists(p)))
+    found: dict[Path, None] = {}
+    for path in paths:
+        try:
+            fd = os.open(path, O_PATH | os.O_CLOEXEC)
+        except OSError:  # gone, or where we cannot look: a command cannot either
+            continue
+        try:
+            found[real_path(fd)] = None
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+    return list(found)
 
 
 def _hooks_path(root: Path) -> Path | None:

@@ -41,6 +41,11 @@ class SandboxState:
         self._filter_made = False
         self._indexes: dict[tuple[Path, ...], SecretIndex] = {}
         self._memo: dict[object, tuple[float, object]] = {}
+        self._scan: object = None
+        self._per_scan: dict[object, object] = {}
+        # One command's sandbox is laid out at a time: the layouts are Python work, and worker
+        # threads that all want the GIL at once leave the event loop (the keys) less of it.
+        self.laying_out = threading.Lock()
 
     def private(self) -> tuple[tuple[Path, Path], ...]:
         """(where a command sees it, the folder of ours it is) for /tmp and /var/tmp."""
@@ -77,6 +82,21 @@ class SandboxState:
         value = compute()
         with self._lock:
             self._memo[key] = (now, value)
+        return value
+
+    def per_scan(self, scan: object, key: object, compute: Callable[[], T]) -> T:
+        """`compute()`, remembered under `key` for as long as `scan` (a scan's result, by
+        identity) is the latest one asked with: what follows from a scan alone is worked out
+        once, not for every command."""
+        with self._lock:
+            if self._scan is not scan:
+                self._scan, self._per_scan = scan, {}
+            elif key in self._per_scan:
+                return cast(T, self._per_scan[key])
+        value = compute()
+        with self._lock:
+            if self._scan is scan:
+                self._per_scan[key] = value
         return value
 
     def close(self) -> None:

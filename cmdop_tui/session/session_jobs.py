@@ -4,22 +4,23 @@ running turn's events say of them, and the notes the model reads of jobs that en
 A recorded session keeps its jobs' output beside its transcript, in `<session id>.jobs/`; one
 without a transcript in a private folder of its own under the data directory's `jobs/`. Both
 are under the data directory, which commands never see (session/assembly.py `build_sandbox`).
+Those of sessions untouched for 30 days go when a session starts (session/job_files.py).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from cmdop_tui.agent.events import Event, JobEnded, JobOutput, JobStarted
 from cmdop_tui.agent.history import Conversation
 from cmdop_tui.config.settings import data_dir
+from cmdop_tui.session.job_files import JOBS_SUFFIX, prune_job_files
 from cmdop_tui.tools.jobs import JobChange, JobTable, ended_note
 
 __all__ = ["JOBS_SUFFIX", "job_event", "jobs_directory", "note_ended_jobs", "session_jobs"]
-
-JOBS_SUFFIX = ".jobs"
 
 
 def jobs_directory(transcript: Path | None, fallback: Callable[[], Path]) -> Path:
@@ -57,6 +58,7 @@ def session_jobs(transcript: Callable[[], Path | None], emit: Callable[[Event], 
     """The session's table: output files beside `transcript()` (when there is one), each
     change sent to `emit` as an event."""
     fallback = _private_folder()
+    threading.Thread(target=prune_job_files, name="cmdop-job-files", daemon=True).start()  # sessions long gone
     table = JobTable(lambda: jobs_directory(transcript(), fallback))
     table.listeners.append(lambda change: emit(job_event(change)))
     return table

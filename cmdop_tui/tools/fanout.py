@@ -11,18 +11,22 @@ the hosts in inventory order, identical outcomes grouped, so a hundred hosts rea
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import re
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from cmdop_tui.machines.machine import MachineResult
 from cmdop_tui.machines.spec import MachineError, MachineSpec, MachineUnreachable
+from cmdop_tui.machines.timeout_hold import TIMEOUT_HOLD, TimeoutHold
 
 from .base import Subject, Tool, ToolContext, ToolResult, host_event
+from .job_move import MOVED_KEEP
 from .job_tools import BACKGROUND_PROPERTY, start_job
+from .jobs import JobTable
 from .outcome import OK, OutcomeKind, ToolOutcome
 from .schema import object_schema, prop
 from .shell import DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS
@@ -151,10 +155,14 @@ class _Host:
     that ends it; with each, as `text`, what it printed since the one before: its own stream)
     and the model's progress a line when it ends."""
 
-    def __init__(self, spec: MachineSpec, ctx: ToolContext) -> None:
+    def __init__(self, spec: MachineSpec, ctx: ToolContext, context: contextvars.Context) -> None:
         self.spec = spec
         self.ctx = ctx
+        self.context = context  # its command runs in it (with the call's TimeoutHold)
         self.started: float | None = None
+        self.running: asyncio.Task[MachineResult] | None = None  # its command, once it has a slot
+        self.seen = ""  # the tail of what it printed, for its job's file if the call moves
+        self.to_file: Callable[[str], None] | None = None  # moved: where its output goes now
         self.last_line = ""
         self._partial: dict[str, str] = {}  # per stream: the line not yet ended
         self._unsent = ""  # output since the last event: the host's own stream, sent with the next
@@ -171,6 +179,10 @@ class _Host:
         rest of that line comes with the next one), to the UI at most every LIVE_EVERY_S."""
         if stream == "info":
             return
+        if self.to_file is not None:  # moved to the background: the job's file has it now
+            self.to_file(text)
+            return
+        self.seen = (self.seen + text)[-MOVED_KEEP:]
         self.ctx.keep_host_output(self.spec.name, text)  # whole, on disk: the view pages through it
         self._unsent = (self._unsent + text)[-UNSENT_CHARS:]
         *complete, partial = LINE_BREAK.split(self._partial.get(stream, "") + text)
@@ -205,13 +217,21 @@ class _Host:
         async with slots:
             self.started = time.monotonic()
             self.tell("running")
-            result = await machine.run_command(
+            running = machine.run_command(
                 command,
                 cwd=args.get("cwd"),
                 timeout_ms=args.get("timeout_ms", DEFAULT_TIMEOUT_MS),
                 progress=self.live,
                 output_limit=output_limit,
             )
+            self.running = asyncio.get_running_loop().create_task(running, context=self.context)
+            try:  # shielded: a command moved to the background (a job's now) outlives the call
+                result = await asyncio.shield(self.running)
+            except asyncio.CancelledError:
+                if self.to_file is None:  # a Stop: the command ends with the call
+                    self.running.cancel()
+                    await asyncio.gather(self.running, return_exceptions=True)
+                raise
             return self.end(Outcome.of(self.spec.name, result))
 
 
@@ -237,16 +257,25 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
         return _start_jobs(specs, args, ctx)
     slots = asyncio.Semaphore(args.get("concurrency") or default_concurrency(len(specs)))
     output_limit = max(MIN_HOST_OUTPUT, TOTAL_OUTPUT // len(specs))
-    hosts = [_Host(spec, ctx) for spec in specs]
+    hold = TimeoutHold()  # lifted if the person moves the call to the background (Ctrl+B)
+    hosts = [_Host(spec, ctx, _holding(hold)) for spec in specs]
     tasks = [asyncio.create_task(host.run(args["command"], args, slots, output_limit)) for host in hosts]
+    jobs = ctx.jobs if ctx.call_id else None  # the person may move the call to the background
+    asked = asyncio.ensure_future(jobs.movable(ctx.call_id).wait()) if jobs is not None else None
     try:
+        if jobs is not None and asked is not None and not await _all_done(tasks, asked):
+            hold.lift()
+            return _move_hosts(hosts, tasks, args, ctx, jobs)
         await asyncio.wait(tasks)
     except asyncio.CancelledError:  # Stop: the hosts that finished are kept, the rest marked
         ctx.stopped_with(
             ToolResult(grouped_report(_so_far(specs, tasks)), is_error=True)
         )  # the executor marks it cancelled
         raise
-    finally:  # every host's command is cancelled (its remote group killed) and awaited
+    finally:  # every host's command is cancelled (its remote group killed; a moved one goes on) and awaited
+        if jobs is not None and asked is not None:
+            asked.cancel()
+            jobs.unmovable(ctx.call_id)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -257,6 +286,77 @@ async def _run(args: dict[str, Any], ctx: ToolContext) -> ToolResult:
     return ToolResult(
         grouped_report(outcomes), is_error=not any(outcome.ok for outcome in outcomes), outcome=call_outcome(outcomes)
     )
+
+
+def _holding(hold: TimeoutHold) -> contextvars.Context:
+    """A context for one host's command, with the call's TimeoutHold in it."""
+    context = contextvars.copy_context()
+    context.run(TIMEOUT_HOLD.set, hold)
+    return context
+
+
+async def _all_done(tasks: Sequence[asyncio.Task[Outcome]], asked: asyncio.Future[Any]) -> bool:
+    """Wait for every host, or for the person to move the call: whether every host ended first."""
+    waiting: set[asyncio.Future[Any]] = {*tasks, asked}
+    while not all(task.done() for task in tasks):
+        if asked.done():
+            return False
+        await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+        waiting = {future for future in waiting if not future.done()}
+    return True
+
+
+def _move_hosts(
+    hosts: Sequence[_Host],
+    tasks: Sequence[asyncio.Task[Outcome]],
+    args: dict[str, Any],
+    ctx: ToolContext,
+    jobs: JobTable,
+) -> ToolResult:
+    """The person moved the call to the background (Ctrl+B): each host's command that runs goes
+    on as a job of its own (the same process; what it printed so far and all it prints after in
+    the job's file), a host still waiting for a slot starts its command as a job now (jobs are
+    not bounded by `concurrency`), and a host that ended is reported as it ended."""
+    lines, moved = [], 0
+    for host, task in zip(hosts, tasks, strict=True):
+        name = host.spec.name
+        if task.done() or (host.running is not None and host.running.done()):
+            lines.append(f"{name}: {_ended_line(task, host)}")
+            continue
+        if host.running is None:  # waiting for a slot: started as a job now, with no foreground timeout
+            task.cancel()
+            try:
+                job_info = start_job(ctx, ctx.machine({"machine": name}), {**args, "timeout_ms": None})
+            except MachineError as exc:
+                job_info = f"{str(exc).splitlines()[0]}; not started"
+            lines.append(f"{name}: {job_info if isinstance(job_info, str) else f'job {job_info.id}'}")
+            moved += not isinstance(job_info, str)
+            continue
+        try:
+            job = jobs.adopt(name, args["command"], host.running, ctx.call_id)
+        except (OSError, RuntimeError) as exc:
+            lines.append(f"{name}: could not move to the background and was stopped: {exc}")
+            continue  # its task is cancelled with the call's, and the command with it
+        jobs.append(job, host.seen)
+        host.to_file = lambda text, job=job: jobs.append(job, text)
+        ctx.nested(host_event(name, "done", f"background job {job.info.id}"))
+        lines.append(f"{name}: job {job.info.id}")
+        moved += 1
+    head = (
+        f"The user moved this command to the background: {moved} of {len(hosts)} hosts run on as background "
+        "jobs (the same processes; read each with job_output, wait with job_wait, stop with job_kill):"
+    )
+    return ToolResult("\n".join([head, *lines]), is_error=False)
+
+
+def _ended_line(task: asyncio.Task[Outcome], host: _Host) -> str:
+    """How a host that ended before the move ended, in a word."""
+    if task.done() and not task.cancelled() and task.exception() is None:
+        return f"{task.result().status} (ended before the move)"
+    running = host.running
+    if running is not None and running.done() and not running.cancelled() and running.exception() is None:
+        return f"{running.result().text.partition(chr(10))[0]} (ended before the move)"
+    return "ended before the move"
 
 
 def _start_jobs(specs: Sequence[MachineSpec], args: dict[str, Any], ctx: ToolContext) -> ToolResult:

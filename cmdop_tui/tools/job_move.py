@@ -3,8 +3,9 @@
 While `execute_command` waits for its command, the session's `JobTable` knows it as movable.
 When the person moves it, the call returns to the model at once with a job id, and the very same
 process runs on as that job: what it printed so far (the last MOVED_KEEP characters) and all it
-prints from then on go to the job's file, and the job ends when the command does (its timeout,
-a kill, the session's close), as any job. Its output then passes the event loop as a foreground
+prints from then on go to the job's file, and the job ends when the command does (its own end,
+a kill, the session's close), as any job: the foreground timeout it was started with is lifted
+(machines/timeout_hold.py). Its output then passes the event loop as a foreground
 command's does (it was started as one); only a command started with `background: true` writes its
 file by itself.
 """
@@ -13,9 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 from collections.abc import Awaitable, Callable
 
 from cmdop_tui.machines.machine import MachineResult, OutputStream, ProgressSink
+from cmdop_tui.machines.timeout_hold import TIMEOUT_HOLD, TimeoutHold
 
 from .base import ToolContext
 from .jobs import JobTable
@@ -51,13 +54,17 @@ async def run_movable(
     if jobs is None or not ctx.call_id:
         return await run(ctx.progress)
     relay = _Relay(ctx.progress)
-    running = asyncio.ensure_future(run(relay))
+    hold = TimeoutHold()  # lifted when it moves: a job has no foreground timeout
+    context = contextvars.copy_context()
+    context.run(TIMEOUT_HOLD.set, hold)
+    running = asyncio.get_running_loop().create_task(_result(run(relay)), context=context)
     moved = jobs.movable(ctx.call_id)
     asked = asyncio.ensure_future(moved.wait())
     try:
         await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
         if running.done():
             return running.result()
+        hold.lift()
         return _move(jobs, relay, machine, command, running, ctx.call_id)
     except BaseException:  # a Stop: the command ends with the call
         if not running.done():
@@ -68,6 +75,10 @@ async def run_movable(
     finally:
         asked.cancel()
         jobs.unmovable(ctx.call_id)
+
+
+async def _result(running: Awaitable[MachineResult]) -> MachineResult:
+    return await running
 
 
 def _move(

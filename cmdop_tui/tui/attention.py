@@ -21,6 +21,7 @@ from cmdop_tui.config.settings import Settings
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.frames import MirroredApp
+from cmdop_tui.tui.job_notices import GATHER_S, JobEnds
 from cmdop_tui.tui.mode_keys import switch_mode
 from cmdop_tui.tui.notify import Notifier
 from cmdop_tui.tui.vocabulary.messages import Agent
@@ -63,6 +64,7 @@ class AttentiveApp(MirroredApp):
         super().__init__(*args, **kwargs)
         self.notifier = Notifier(NotifySettings(enabled=False), self._write_raw, lambda: self.app_focus)
         self._ended: dict[str, None] = {}  # the tool calls whose end was weighed, newest last
+        self._job_ends = JobEnds(self._say_job_ends)
 
     @on(events.Mount)
     def _attend(self) -> None:
@@ -78,11 +80,12 @@ class AttentiveApp(MirroredApp):
             jobs.listeners.append(self._job_changed)
 
     def _job_changed(self, change: JobChange) -> None:
-        if change.kind != "end":
-            return
-        job = change.job
-        said = f"Background job {job.id} on {inert_line(job.machine)} ended: {job.outcome()}"
-        self.notify(f"{said} (/jobs)", severity="error" if job.state == "failed" else "information")
+        """A job's end is told with the others of the same moment (tui/job_notices.py)."""
+        if change.kind == "end" and self._job_ends.add(change.job):
+            self.set_timer(GATHER_S, self._job_ends.flush)
+
+    def _say_job_ends(self, said: str, failed: bool) -> None:
+        self.notify(f"{said} (/jobs)", severity="error" if failed else "information")
         self.notifier.tell(said)
 
     def _write_raw(self, sequence: str) -> None:

@@ -8,13 +8,14 @@ import os
 from dataclasses import replace
 
 from agent_helpers import running
-from fake_anthropic import text_reply, tool_reply
+from fake_anthropic import reply, text_reply, tool_reply, tool_use
 from textual import events
 from textual.widgets import OptionList, TextArea
 from tui_helpers import finish_turn, make_app, submit, wait_until
 
 from cmdop_tui.config.model import NotifySettings
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.tui import attention
 from cmdop_tui.tui.screens.jobs import JobFollowScreen, JobsScreen
 from cmdop_tui.tui.widgets.tool_card import ToolCard
 
@@ -108,3 +109,60 @@ async def test_ctrl_b_moves_the_running_command_to_the_background(fake_api, tmp_
         await wait_until(
             pilot, lambda: any("No running command" in n.message for n in app._notifications), what="the warning"
         )
+
+
+async def test_jobs_that_end_together_are_told_in_one_notice(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(attention, "GATHER_S", 3.0)  # however loaded the machine, the four ends are one moment
+    waits = [f"until [ -e go ]; do sleep 0.02; done; exit {code}" for code in (0, 0, 0, 3)]
+    fake_api.enqueue(
+        reply(
+            *(
+                tool_use("execute_command", {"command": f"echo {n}; {wait}", "background": True})
+                for n, wait in enumerate(waits)
+            )
+        ),
+        text_reply("Four jobs run."),
+    )
+    settings = replace(Settings(permission_mode="auto"), notify=NotifySettings(method="osc9", min_seconds=0.001))
+    app = make_app(fake_api, settings=settings)
+    async with app.run_test(size=(140, 36)) as pilot:
+        written: list[str] = []
+        app.notifier.write = written.append
+        await submit(pilot, "start four jobs")
+        await finish_turn(pilot)
+        jobs = app.session.jobs
+        assert jobs is not None and len(jobs.jobs()) == 4
+        app.post_message(events.AppBlur())  # the terminal is away: the end is told there too
+        await wait_until(pilot, lambda: not app.app_focus, what="the app unfocused")
+        (tmp_path / "go").touch()
+        await wait_until(pilot, lambda: not any(job.running for job in jobs.jobs()), what="the four ends")
+        await wait_until(pilot, lambda: written, what="the ends told")
+        told = [n.message for n in app._notifications if "ended" in n.message]
+        assert told == ["4 background jobs ended: 3 exit 0, 1 exit 3 (/jobs)"]
+        assert written == [f"{OSC9}4 background jobs ended: 3 exit 0, 1 exit 3\x07\x07"]
+
+
+async def test_a_command_moved_to_the_background_loses_its_foreground_timeout(fake_api, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "gate")
+    command = "echo before; cat gate > /dev/null; sleep 1.5; echo past-its-timeout; exit 5"
+    fake_api.enqueue(
+        tool_reply("execute_command", {"command": command, "timeout_ms": 1000}),
+        text_reply("It runs on in the background."),
+    )
+    app = make_app(fake_api, settings=Settings(permission_mode="auto"))
+    async with app.run_test(size=(140, 36)) as pilot:
+        await submit(pilot, "run it")
+        cards = lambda: list(app.query(ToolCard))  # noqa: E731
+        await wait_until(pilot, lambda: cards() and "before" in cards()[0].record.live_output, what="its first line")
+        await pilot.press("ctrl+b")
+        await finish_turn(pilot)
+        jobs = app.session.jobs
+        assert jobs is not None and jobs.info("job-1").running
+        with open(tmp_path / "gate", "w") as gate:  # from here it sleeps past its 1 s timeout
+            gate.write("go\n")
+        await wait_until(pilot, lambda: not jobs.info("job-1").running, what="the job's end", timeout=30)
+        ended = jobs.info("job-1")
+        assert (ended.state, ended.exit_code) == ("exited", 5), ended.outcome()
+        assert open(ended.output_file).read() == "before\npast-its-timeout\n"

@@ -100,3 +100,28 @@ async def test_a_host_a_rule_denies_starts_no_job(fleet, tmp_path: Path):
         assert [info.machine for info in jobs.jobs()] == ["alpha"]
     finally:
         await jobs.close()
+
+
+async def test_a_fanout_moved_to_the_background_goes_on_as_a_job_per_host(fleet, tmp_path: Path):
+    jobs = JobTable(lambda: tmp_path / "jobs")
+    events: list[dict] = []
+    ctx = ToolContext(call_id="toolu_fan", cwd=tmp_path, machines=fleet, jobs=jobs, nested=events.append)
+    command = "echo before; sleep 2; echo after; exit 3"  # past its 1 s timeout: a job has none
+    args = {"command": command, "machines": ["alpha", "bravo"], "concurrency": 1, "timeout_ms": 1000}
+    call = asyncio.ensure_future(run_tool(RUN_ON_MACHINES, args, ctx))
+    try:
+        async with asyncio.timeout(15):  # alpha runs (its first line came); bravo waits for the slot
+            while not any("before" in event.get("text", "") for event in events):
+                await asyncio.sleep(0.02)
+        assert jobs.move("toolu_fan")  # as Ctrl+B does
+        result = await asyncio.wait_for(call, 5)
+        assert not result.is_error and "moved this command to the background" in result.content
+        assert result.content.splitlines()[1:] == ["alpha: job job-1", "bravo: job job-2"]
+        for job_id, machine in (("job-1", "alpha"), ("job-2", "bravo")):
+            waited = await run_tool(JOB_WAIT, {"id": job_id, "timeout_s": 30}, ctx)
+            assert f"{job_id} on {machine}: exit 3" in waited.content
+            page = await run_tool(JOB_OUTPUT, {"id": job_id, "offset": 0}, ctx)
+            assert "before" in page.content and "after" in page.content
+    finally:
+        call.cancel()
+        await jobs.close()

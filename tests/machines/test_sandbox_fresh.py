@@ -1,0 +1,121 @@
+"""Secrets that come and go between two commands, tried as an attacker would (a command moves the
+folder around a hidden secret, puts a symlink in its place, sets a folder's time back) and as a
+person does (saves a new `.env` while the session runs): the next command sees none of them.
+
+The scan of secrets is not run again per command (a home takes a second); the writable roots are
+checked for what changed since it (machines/secret_index.py), and each secret's place is asked
+of the kernel again where a command could have changed it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from cmdop_tui.machines import secret_index
+from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy, bubblewrap
+
+pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+
+SECRET = "TOKEN=prod-secret"
+
+
+@pytest.fixture
+def trusted_times(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Folders made by the test are seconds old at most: their change time is trusted anyway,
+    so what a check that trusts it does is what is tried (not a listing made every time)."""
+    monkeypatch.setattr(secret_index, "RACY_NS", 0)
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> tuple[Path, Path]:
+    home = tmp_path / "home"
+    work = home / "work"
+    (work / "app").mkdir(parents=True)
+    (work / "keep").mkdir()
+    (work / "app" / ".env.production").write_text(SECRET)
+    (home / "other").mkdir()
+    (home / "other" / ".env").write_text("TOKEN=elsewhere")
+    return home, work
+
+
+def machine(place: tuple[Path, Path]) -> LocalMachine:
+    home, work = place
+    return LocalMachine(work, sandbox=Sandbox(SandboxPolicy(), bubblewrap(), home=home))
+
+
+async def run(target: LocalMachine, command: str) -> str:
+    result = await target.run_command(
+        command, cwd=None, timeout_ms=20_000, progress=lambda text, stream: None, output_limit=8_000
+    )
+    return result.text
+
+
+async def test_a_secret_saved_between_two_commands_is_hidden_from_the_next(place, trusted_times):
+    _, work = place
+    target = machine(place)
+    assert "hello" in await run(target, "echo hello")
+    (work / "deploy").mkdir()
+    (work / "deploy" / ".env").write_text("TOKEN=saved-just-now")
+    (work / "keep" / ".env.local").write_text("TOKEN=beside")
+    shown = await run(target, "cat deploy/.env keep/.env.local; ls deploy")
+    assert "saved-just-now" not in shown and "beside" not in shown
+    assert ".env" in shown  # hidden, not gone: the name is there, its content is not
+
+
+async def test_a_folder_moved_around_a_hidden_secret_does_not_show_it_to_the_next_command(place, trusted_times):
+    target = machine(place)
+    moved = await run(target, "mv app app2 && cat app2/.env.production; echo moved")
+    assert "moved" in moved and SECRET not in moved  # in the command that moved it, still hidden
+    assert SECRET not in await run(target, "cat app2/.env.production; cat app2/*")
+
+
+@pytest.mark.parametrize("link", ["app3", "ABSOLUTE"])
+async def test_a_symlink_swapped_in_for_the_folder_does_not_show_the_secret(place, trusted_times, link):
+    _, work = place
+    target = machine(place)
+    assert SECRET not in await run(target, "cat app/.env.production")
+    pointed = str(work / "app3") if link == "ABSOLUTE" else link
+    swapped = await run(target, f"mv app app3 && ln -s {pointed} app && ls -l app && echo swapped")
+    assert "swapped" in swapped and (work / "app").is_symlink()
+    shown = await run(target, "cat app/.env.production app3/.env.production; echo read")
+    assert "read" in shown and SECRET not in shown
+
+
+async def test_a_folders_time_set_back_does_not_hide_what_was_moved_into_it(place, trusted_times):
+    target = machine(place)
+    assert SECRET not in await run(target, "cat app/.env.production")
+    forged = await run(target, "touch -r keep stamp && mv app keep/ && touch -r stamp keep && echo forged")
+    assert "forged" in forged
+    assert SECRET not in await run(target, "cat keep/app/.env.production; echo read")
+
+
+async def test_a_secret_the_person_removed_outside_the_writable_roots_does_not_stop_commands(place):
+    home, _ = place
+    target = machine(place)
+    assert "elsewhere" not in await run(target, f"cat {home}/other/.env; echo first")
+    (home / "other" / ".env").unlink()
+    assert "second" in await run(target, "echo second")
+
+
+def test_commands_that_start_together_share_one_check(place, trusted_times, monkeypatch):
+    home, work = place
+    sandbox = Sandbox(SandboxPolicy(), bubblewrap(), home=home)
+    first = sandbox.fresh(work)
+    assert first is not None and work / "app" / ".env.production" in first.secrets
+    checks: list[int] = []
+    index = sandbox._index(work)
+    original = index._check
+    monkeypatch.setattr(index, "_check", lambda listed: checks.append(1) or original(listed))
+    index._checked = float("inf")  # as if a check had begun after these commands asked
+    assert sandbox.fresh(work) is first and not checks
+    asked = index._checked = 10.0  # a command that asked before the last check began is served by it
+    assert sandbox.fresh(work, asked=asked - 1) is first and not checks
+    assert sandbox.fresh(work, asked=asked + 1) is first and checks == [1]  # one that asked after is not
+    checks.clear()
+    index._checked = 0.0
+    (work / "keep" / ".env").write_text("TOKEN=new")
+    again = sandbox.fresh(work)
+    assert checks == [1] and again is not None and work / "keep" / ".env" in again.secrets
