@@ -152,7 +152,6 @@ class _Job:
     path: Path
     fd: int
     task: asyncio.Task[None] | None = None
-    running: Awaitable[MachineResult] | None = None  # what the task awaits: the command
     ended: asyncio.Event = field(default_factory=asyncio.Event)
     kill_asked: bool = False
     end_seen: bool = False  # the model read its end (job_wait, job_output): no note needed
@@ -220,7 +219,6 @@ class JobTable:
         return job
 
     def _launch(self, job: _Job, running: Awaitable[MachineResult]) -> JobInfo:
-        job.running = running
         job.task = asyncio.get_running_loop().create_task(self._run(job, running), name=f"cmdop {job.info.id}")
         job.task.add_done_callback(lambda _: _close_unstarted(running))
         self._tell(JobChange("start", job.info))
@@ -302,10 +300,8 @@ class JobTable:
         self._tell(JobChange("end", job.info, text, skipped))
 
     def _settle(self, job: _Job, reason: str) -> None:
-        """A job whose task was cancelled before it began: ended here (its file closed, its
-        command's coroutine, never started, closed: no process was spawned)."""
-        if asyncio.iscoroutine(job.running):
-            job.running.close()
+        """A job whose task was cancelled before it began: ended here (its file closed; its
+        command never started, see `_close_unstarted`)."""
         if not job.ended.is_set():
             self._finish(job, None, state="killed", reason=reason)
 
