@@ -19,6 +19,7 @@ from cmdop_tui.config.settings import (
     load_settings,
 )
 from cmdop_tui.support.editor import editor_argv
+from cmdop_tui.support.heap import hold_collections
 
 EXIT_USAGE = 2
 
@@ -335,6 +336,7 @@ def run_tui(settings: Settings) -> int:
     # A key's echo passes from the input thread to the event loop to the writer thread; while the
     # SDK imports in a thread (or a stream is parsed), each hand-over waited up to 5 ms for the GIL.
     sys.setswitchinterval(GIL_SWITCH_S)
+    hold_collections()  # until the first frame is out (tui/frames.py)
     from cmdop_tui.tui.app import CmdopApp
     from cmdop_tui.tui.exit_signals import SignalExit
 
