@@ -35,6 +35,7 @@ from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.events import EventRouter
+from cmdop_tui.tui.first_frame import style_before_first_frame
 from cmdop_tui.tui.keys import APP_BINDINGS
 from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -110,6 +111,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         self.session_ready = self.opener.ready  # set once the first opening has ended, either way
 
     def compose(self) -> ComposeResult:
+        style_before_first_frame(self)  # the breakpoints' classes (Textual sets them after the frame)
         with Horizontal(id="body"):
             yield ChatLog(id="chat")
             yield SideColumn(id="side", machine=self._machine, narrow_below=NARROW_WIDTH)
