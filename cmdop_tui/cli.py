@@ -307,7 +307,10 @@ def prepare_terminal(settings: Settings, environ: MutableMapping[str, str] = os.
         environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
-GIL_SWITCH_S = 0.001  # the UI thread waits at most this for threads busy in Python (5 ms by default)
+# The UI thread waits at most this for threads busy in Python (5 ms by default). A key's echo
+# takes some 30 hand-overs of the GIL while the session's thread imports the SDK (the first
+# second after the first frame): at 1 ms they added 30 ms to the echo of a key typed then.
+GIL_SWITCH_S = 0.00025
 # Textual paints on a grid of 1/FPS: a key typed just after a frame (a streaming reply paints 25
 # a second) waited up to 17 ms at 60 to be echoed. Frames come only when something changed, and a
 # streaming reply paces its own, so a finer grid adds few frames.
