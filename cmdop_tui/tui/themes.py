@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
-from importlib import resources
+from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
@@ -71,13 +71,17 @@ class _ThemeHost(Protocol):
 
 
 def builtin_themes_dir() -> Traversable:
-    """The folder holding the built-in theme files (``themes/`` in a source checkout)."""
+    """The folder holding the built-in theme files (``themes/`` in a source checkout): the
+    package's own folder, as a wheel or an editable install has it; else (a zipped install)
+    what importlib.resources finds, whose readers import zipfile, 2 ms of every start."""
     try:
-        return resources.files(BUILTIN_PACKAGE)
+        package = import_module(BUILTIN_PACKAGE)
     except ModuleNotFoundError:
         # Running straight from a source checkout that was never installed (PYTHONPATH=.):
         # cmdop_tui.themes only exists through the package-dir mapping of an install.
         return Path(__file__).resolve().parents[2] / "themes"
+    folder = Path(package.__file__).parent if package.__file__ else None
+    return folder if folder is not None and folder.is_dir() else resources.files(BUILTIN_PACKAGE)
 
 
 def builtin_theme_files() -> list[Traversable]:
