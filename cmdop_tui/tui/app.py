@@ -51,6 +51,7 @@ from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.side_column import SideColumn
 from cmdop_tui.tui.widgets.status_line import StatusLine
+from cmdop_tui.tui.widgets.stop_button import StopButton
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         yield QueuedMessages(id="queued")
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
-            yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
+            yield StopButton(id="stop", action="app.stop")
         yield FittingFooter()
 
     async def on_mount(self) -> None:
