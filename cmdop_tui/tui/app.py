@@ -32,7 +32,7 @@ from cmdop_tui.tui.attention import AttentiveApp
 from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
-from cmdop_tui.tui.first_frame import style_before_first_frame
+from cmdop_tui.tui.first_frame import FirstScreen, style_before_first_frame
 from cmdop_tui.tui.keys import APP_BINDINGS
 from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -110,6 +110,9 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         opening = Opening(self.ui_cancel, client, retry, facts, offer_local_model)
         self.opener = SessionOpener(self, partial(ask_approval, self), opening, Questions(self))
         self.session_ready = self.opener.ready  # set once the first opening has ended, either way
+
+    def get_default_screen(self) -> FirstScreen:
+        return FirstScreen()  # styled once before the first frame (tui/first_frame.py)
 
     def compose(self) -> ComposeResult:
         style_before_first_frame(self)  # the breakpoints' classes (Textual sets them after the frame)

@@ -6,10 +6,12 @@ from __future__ import annotations
 import os
 
 import pytest
+from textual import events
 from textual.screen import Screen
 
+from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.app import CmdopApp
-from cmdop_tui.tui.first_frame import breakpoint_classes
+from cmdop_tui.tui.first_frame import FirstScreen, breakpoint_classes
 
 
 @pytest.mark.parametrize("width", [20, 80, 99, 100, 101, 240])
@@ -31,3 +33,22 @@ def test_a_narrow_terminal_never_shows_the_side_column(anthropic_env, tmp_path):
         assert "Tools" not in first_frame and "Machines" not in first_frame, first_frame
     finally:
         app.close()
+
+
+def test_the_first_screen_skips_only_its_first_restyle():
+    screen = FirstScreen()
+    first, later = events.ScreenResume(), events.ScreenResume()
+    screen.on_screen_resume(first)  # its widgets were styled as they were mounted, just before
+    screen.on_screen_resume(later)  # back from a dialog: styled again, as Textual does
+    assert (first.refresh_styles, later.refresh_styles) == (False, True)
+
+
+async def test_the_app_starts_on_the_first_screen_with_every_style_applied():
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, FirstScreen) and app.screen.id == "_default"
+        for widget in app.screen.walk_children(with_self=True):  # styled as a full restyle styles it
+            before = widget.styles.base.css
+            app.stylesheet.apply(widget, animate=False)
+            assert widget.styles.base.css == before, widget
