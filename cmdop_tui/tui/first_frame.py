@@ -46,3 +46,11 @@ class FirstScreen(Screen[Any]):
         if not self._resumed:
             event.refresh_styles = False
         self._resumed = True
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Before Textual's handler: a Resize to the size the screen has is not laid out again.
+        Textual sends two as it starts, after the first frame, each a whole layout and paint
+        in the way of the first key (a terminal resized back to its size is painted again whole
+        by the app, `frames.py`)."""
+        if event.size == self.outer_size:
+            event.prevent_default()

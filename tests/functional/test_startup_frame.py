@@ -52,3 +52,19 @@ async def test_the_app_starts_on_the_first_screen_with_every_style_applied():
             before = widget.styles.base.css
             app.stylesheet.apply(widget, animate=False)
             assert widget.styles.base.css == before, widget
+
+
+async def test_a_resize_to_the_screens_own_size_is_not_laid_out_again(monkeypatch):
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        laid_out: list[object] = []
+        refresh_layout = screen._refresh_layout
+        monkeypatch.setattr(screen, "_refresh_layout", lambda *a, **k: (laid_out.append(a), refresh_layout(*a, **k)))
+        screen.post_message(events.Resize(screen.outer_size, screen.outer_size))  # as Textual repeats it
+        await pilot.pause()
+        assert laid_out == []
+        await pilot.resize_terminal(80, 24)  # a real one: laid out, and the side column folds
+        await pilot.pause()
+        assert laid_out and screen.outer_size.width == 80 and screen.has_class("-narrow")
