@@ -19,6 +19,7 @@ from cmdop_tui.config.settings import (
     load_settings,
 )
 from cmdop_tui.support.editor import editor_argv
+from cmdop_tui.support.heap import hold_collections
 
 EXIT_USAGE = 2
 
@@ -306,7 +307,10 @@ def prepare_terminal(settings: Settings, environ: MutableMapping[str, str] = os.
         environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 
-GIL_SWITCH_S = 0.001  # the UI thread waits at most this for threads busy in Python (5 ms by default)
+# The UI thread waits at most this for threads busy in Python (5 ms by default). A key's echo
+# takes some 30 hand-overs of the GIL while the session's thread imports the SDK (the first
+# second after the first frame): at 1 ms they added 30 ms to the echo of a key typed then.
+GIL_SWITCH_S = 0.00025
 # Textual paints on a grid of 1/FPS: a key typed just after a frame (a streaming reply paints 25
 # a second) waited up to 17 ms at 60 to be echoed. Frames come only when something changed, and a
 # streaming reply paces its own, so a finer grid adds few frames.
@@ -335,6 +339,7 @@ def run_tui(settings: Settings) -> int:
     # A key's echo passes from the input thread to the event loop to the writer thread; while the
     # SDK imports in a thread (or a stream is parsed), each hand-over waited up to 5 ms for the GIL.
     sys.setswitchinterval(GIL_SWITCH_S)
+    hold_collections()  # until the first frame is out (tui/frames.py)
     from cmdop_tui.tui.app import CmdopApp
     from cmdop_tui.tui.exit_signals import SignalExit
 

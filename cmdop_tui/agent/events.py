@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
+from cmdop_tui.agent.usage_totals import UsageTotals as UsageTotals  # its own module: drawn before the events load
 from cmdop_tui.tools.outcome import OK, ToolOutcome
 
 
@@ -142,26 +143,6 @@ class Usage(Event):
     session_cost_usd: float | None = None  # the session's so far
     # a summary's call, or a sampling an MCP server asked for, says nothing of the context
     purpose: Literal["reply", "summary", "sampling"] = "reply"
-
-    @property
-    def total_input_tokens(self) -> int:
-        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
-
-
-@dataclass
-class UsageTotals:
-    """The running sum of Usage events (a run's, a session's)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-
-    def add(self, usage: Usage) -> None:
-        self.input_tokens += usage.input_tokens
-        self.output_tokens += usage.output_tokens
-        self.cache_read_input_tokens += usage.cache_read_input_tokens
-        self.cache_creation_input_tokens += usage.cache_creation_input_tokens
 
     @property
     def total_input_tokens(self) -> int:

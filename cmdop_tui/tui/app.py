@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Awaitable, Callable
-from functools import partial
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, ClassVar
 
 from textual import constants as textual_constants
@@ -24,8 +24,6 @@ from textual.widgets import Button
 from textual.worker import Worker, WorkerState
 
 from cmdop_tui.agent.cancel import UICancel
-from cmdop_tui.agent.context import SessionFacts
-from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.machines.spec import LOCAL
 from cmdop_tui.support.heap import settle_heap
@@ -34,7 +32,7 @@ from cmdop_tui.tui.attention import AttentiveApp
 from cmdop_tui.tui.clipboard import ClipboardActions
 from cmdop_tui.tui.commands import CmdopCommands, CommandRegistry
 from cmdop_tui.tui.driver import PromptEscapeDriver
-from cmdop_tui.tui.events import EventRouter
+from cmdop_tui.tui.first_frame import FirstScreen, style_before_first_frame
 from cmdop_tui.tui.keys import APP_BINDINGS
 from cmdop_tui.tui.prompt_focus import PromptFocusApp
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -53,12 +51,16 @@ from cmdop_tui.tui.widgets.prompt_input import PromptInput
 from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.side_column import SideColumn
 from cmdop_tui.tui.widgets.status_line import StatusLine
+from cmdop_tui.tui.widgets.stop_button import StopButton
 from cmdop_tui.tui.widgets.tool_panel import ToolPanel
 
 if TYPE_CHECKING:
     import anthropic
 
+    from cmdop_tui.agent.context import SessionFacts
+    from cmdop_tui.agent.policies import RetryPolicy
     from cmdop_tui.session.session import Session
+    from cmdop_tui.tui.events import EventRouter
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 NARROW_WIDTH = 100  # below this the side column folds away, until the user chooses (F2, F3)
@@ -109,7 +111,11 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         self.opener = SessionOpener(self, partial(ask_approval, self), opening, Questions(self))
         self.session_ready = self.opener.ready  # set once the first opening has ended, either way
 
+    def get_default_screen(self) -> FirstScreen:
+        return FirstScreen()  # styled once before the first frame (tui/first_frame.py)
+
     def compose(self) -> ComposeResult:
+        style_before_first_frame(self)  # the breakpoints' classes (Textual sets them after the frame)
         with Horizontal(id="body"):
             yield ChatLog(id="chat")
             yield SideColumn(id="side", machine=self._machine, narrow_below=NARROW_WIDTH)
@@ -117,11 +123,10 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
         yield QueuedMessages(id="queued")
         with Horizontal(id="input-bar"):
             yield PromptInput(id="prompt", placeholder="Ask the operator…  (Enter sends, ctrl+j newline, /help)")
-            yield Button("Stop", id="stop", variant="error", disabled=True, compact=True, action="app.stop")
+            yield StopButton(id="stop", action="app.stop")
         yield FittingFooter()
 
     async def on_mount(self) -> None:
-        self.event_router = EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
         self.app_resume_signal.subscribe(self, lambda _app: self.action_redraw())
         keep_theme_choices(self, self.settings.theme)
         if self.settings.low_bandwidth_mode():
@@ -158,6 +163,13 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
     @property
     def session(self) -> Session | None:
         return self.session_state.session
+
+    @cached_property
+    def event_router(self) -> EventRouter:
+        """The loop's events to the widgets; made on first use, with the events (not before the first paint)."""
+        from cmdop_tui.tui.events import EventRouter
+
+        return EventRouter(self, chat=self.chat, status=self.status, tool_panel=self.query_one(ToolPanel))
 
     @property
     def tool_records(self) -> dict[str, ToolRecord]:

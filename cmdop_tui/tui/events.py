@@ -16,14 +16,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 
 from cmdop_tui.agent import events as ev
-from cmdop_tui.tui.vocabulary.messages import (
-    BATCHED_MESSAGE_FOR_EVENT,
-    MESSAGE_FOR_EVENT,
-    TOOL_MESSAGE_FOR_EVENT,
-    Agent,
-    BatchedMessage,
-    TextBatch,
-)
+from cmdop_tui.tui.vocabulary.messages import Agent, AgentMessage, BatchedMessage, TextBatch, ToolMessage
 from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.status_line import StatusLine
@@ -33,6 +26,31 @@ if TYPE_CHECKING:
     from cmdop_tui.agent.messages import Message
 
 PROGRESS_REFRESH_S = 0.1  # live tool output is redrawn at most this often per call
+
+MESSAGE_FOR_EVENT: dict[type[ev.Event], type[AgentMessage[Any]]] = {
+    ev.TurnStarted: Agent.TurnStarted,
+    ev.Retrying: Agent.Retrying,
+    ev.Waiting: Agent.Waiting,
+    ev.Usage: Agent.UsageReported,
+    ev.LoopContinued: Agent.LoopContinued,
+    ev.BudgetWarning: Agent.BudgetWarned,
+    ev.CompactionStarted: Agent.CompactionStarted,
+    ev.Compacted: Agent.Compacted,
+    ev.CompactionFailed: Agent.CompactionFailed,
+    ev.Final: Agent.Finished,
+    ev.Error: Agent.Failed,
+    ev.Cancelled: Agent.Cancelled,
+}
+TOOL_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[ToolMessage[Any]]] = {
+    ev.ToolStart: Agent.ToolStarted,
+    ev.ToolProgress: Agent.ToolProgressed,
+    ev.ToolEnd: Agent.ToolEnded,
+    ev.ToolNested: Agent.ToolNested,
+}
+BATCHED_MESSAGE_FOR_EVENT: dict[type[ev.Event], type[BatchedMessage[Any]]] = {
+    ev.Token: Agent.TokenReceived,
+    ev.Thinking: Agent.ThinkingReceived,
+}
 
 
 class EventRouter:

@@ -15,6 +15,7 @@ from rich.console import RenderableType
 from textual.app import App
 from textual.screen import Screen
 
+from cmdop_tui.support.heap import release_collections
 from cmdop_tui.tui.screen_mirror import NOTHING_CHANGED, ScreenMirror
 
 # (module, class, private name) for each Textual internal read here and in screen_mirror.py.
@@ -49,6 +50,8 @@ class MirroredApp(App[None]):
             if renderable is NOTHING_CHANGED and unmoved:
                 return  # nothing on screen would change: not even a cursor move goes out
         super()._display(screen, renderable)
+        if writes_now:
+            release_collections()  # the first frame is out: start-up held them (cli.run_tui)
 
     def action_redraw(self) -> None:
         """Paint the whole screen again, as a terminal's Ctrl+L does: for a terminal that lost

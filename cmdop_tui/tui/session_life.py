@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.context import SessionFacts
-from cmdop_tui.agent.policies import RetryPolicy
 from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
@@ -32,6 +31,7 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
     from textual.timer import Timer
 
     from cmdop_tui.agent.approval import Approver
+    from cmdop_tui.agent.policies import RetryPolicy
     from cmdop_tui.mcp.asks import Elicitor
     from cmdop_tui.session.local_model import LocalModelServer
     from cmdop_tui.session.recorder import TranscriptNotice
@@ -165,6 +165,8 @@ class SessionOpener:
 
     async def _open(self, session_class: type[Session]) -> tuple[SessionState, list[str]]:
         """Open a session for the settings: its state, and notes for the user."""
+        from cmdop_tui.agent.policies import RetryPolicy  # loaded with the session
+
         given = self.opening
         session = self.pending = session_class(
             self.host.settings,

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 import tomllib
 from collections.abc import Iterable
-from importlib import resources
+from importlib import import_module, resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any, Protocol
@@ -71,13 +71,17 @@ class _ThemeHost(Protocol):
 
 
 def builtin_themes_dir() -> Traversable:
-    """The folder holding the built-in theme files (``themes/`` in a source checkout)."""
+    """The folder holding the built-in theme files (``themes/`` in a source checkout): the
+    package's own folder, as a wheel or an editable install has it; else (a zipped install)
+    what importlib.resources finds, whose readers import zipfile, 2 ms of every start."""
     try:
-        return resources.files(BUILTIN_PACKAGE)
+        package = import_module(BUILTIN_PACKAGE)
     except ModuleNotFoundError:
         # Running straight from a source checkout that was never installed (PYTHONPATH=.):
         # cmdop_tui.themes only exists through the package-dir mapping of an install.
         return Path(__file__).resolve().parents[2] / "themes"
+    folder = Path(package.__file__).parent if package.__file__ else None
+    return folder if folder is not None and folder.is_dir() else resources.files(BUILTIN_PACKAGE)
 
 
 def builtin_theme_files() -> list[Traversable]:
@@ -118,8 +122,11 @@ def _check_color(path: Path | Traversable | str, key: str, value: Any) -> str:
     return value
 
 
-def theme_from_mapping(data: dict[str, Any], path: Path | Traversable | str = "<theme>") -> Theme:
-    """Validate parsed TOML ``data`` and build the Theme; errors name ``path``."""
+def theme_from_mapping(
+    data: dict[str, Any], path: Path | Traversable | str = "<theme>", *, derive: bool = True
+) -> Theme:
+    """Validate parsed TOML ``data`` and build the Theme; errors name ``path``. With ``derive``,
+    also derive the theme's shades now, as Textual does when the theme is used."""
     unknown = sorted(set(data) - KNOWN_KEYS)
     if unknown:
         allowed = ", ".join(sorted(KNOWN_KEYS))
@@ -145,6 +152,8 @@ def theme_from_mapping(data: dict[str, Any], path: Path | Traversable | str = "<
         if not isinstance(value, str):
             raise ThemeError(path, f"variables.{key} must be a string, not {value!r}")
     theme = Theme(name=name, dark=dark, variables=dict(variables), **colors)
+    if not derive:
+        return theme
     try:
         # Textual derives all the shades here; anything it cannot use fails now, not at render.
         theme.to_color_system().generate()
@@ -153,8 +162,9 @@ def theme_from_mapping(data: dict[str, Any], path: Path | Traversable | str = "<
     return theme
 
 
-def load_theme_file(path: Path | Traversable) -> Theme:
-    """Read and validate one theme file. Raises ThemeError naming the file (and line)."""
+def load_theme_file(path: Path | Traversable, *, derive: bool = True) -> Theme:
+    """Read and validate one theme file (see theme_from_mapping). Raises ThemeError naming the
+    file (and line)."""
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -167,7 +177,7 @@ def load_theme_file(path: Path | Traversable) -> Theme:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(path, text, exc) from None
-    return theme_from_mapping(data, path)
+    return theme_from_mapping(data, path, derive=derive)
 
 
 def _user_theme_files(user_dir: Path, problems: list[str]) -> list[Path]:
@@ -192,7 +202,9 @@ def load_themes(user_dir: Path | None = None) -> tuple[list[Theme], list[str]]:
     """
     themes: dict[str, Theme] = {}
     for path in builtin_theme_files():
-        theme = load_theme_file(path)
+        # Their shades are derived by the tests (test_themes.py), not at each start: a start
+        # uses one theme, whose shades Textual derives anyway.
+        theme = load_theme_file(path, derive=False)
         if theme.name in themes:
             raise ThemeError(path, f"duplicate built-in theme name {theme.name!r}")
         themes[theme.name] = theme

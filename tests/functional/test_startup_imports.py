@@ -35,6 +35,8 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.session.skills",  # /skills, a custom command's front matter
     "cmdop_tui.tui.screens.output_view",  # a tool's whole output
     "cmdop_tui.tui.screens.sessions",  # /sessions
+    "cmdop_tui.agent.events",  # the first event (tui/events.py, made on first use); the status line's
+    # usage totals are a module of their own (agent/usage_totals.py)
 )
 
 

@@ -6,7 +6,7 @@ the terminal) and masked, like a reply. It is rendered only when first unfolded.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -15,12 +15,14 @@ from textual.content import Content
 from textual.events import Click
 from textual.widgets import Static
 
-from cmdop_tui.agent import events as ev
 from cmdop_tui.support.figures import duration
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
 from cmdop_tui.tui.widgets.status_line import compact_count
+
+if TYPE_CHECKING:  # types only: the loop's events load with the session, after the first paint
+    from cmdop_tui.agent import events as ev
 
 CompactionState = Literal["running", "done", "failed", "stopped"]
 STOPPED = "Compaction stopped; the conversation is as it was."

@@ -29,11 +29,17 @@ class FittingFooter(AppFooter):
         def overflows(compact: bool) -> bool:
             return sum(key_width(key, compact) for key in shown + palette) + len(palette) > room
 
-        self.compact = overflows(compact=False)
-        for key in shown:
-            key.display = True
-        while shown and overflows(self.compact):
-            shown.pop().display = False
+        compact = overflows(compact=False)
+        if compact != self.compact:
+            self.compact = compact
+        hidden: list[FooterKey] = []
+        while shown and overflows(compact):
+            hidden.append(shown.pop())
+        # Only what changes: setting a key's display, even to what it is, lays the screen out again
+        # (at the first frame, six keys made the echo of the first key wait for a whole layout).
+        for key, display in [(key, True) for key in shown] + [(key, False) for key in hidden]:
+            if key.display != display:
+                key.display = display
 
 
 def key_width(key: FooterKey, compact: bool) -> int:

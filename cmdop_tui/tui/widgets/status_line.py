@@ -16,7 +16,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from cmdop_tui.agent.budget import cache_read_share, format_usd
-from cmdop_tui.agent.events import UsageTotals
+from cmdop_tui.agent.usage_totals import UsageTotals
 from cmdop_tui.machines.spec import LOCAL
 from cmdop_tui.tui.vocabulary.messages import Agent
 

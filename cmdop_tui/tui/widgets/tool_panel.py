@@ -65,7 +65,8 @@ class ToolPanel(SidePanel):
 
     def compose(self) -> ComposeResult:
         table = ToolTable(cursor_type="row", zebra_stripes=False, id="tool-table")
-        *_, self._args = table.add_columns("", "tool", "on", "time", "args")
+        # Text, not str: a str label is read as Rich markup, whose first use imports Rich's emoji table
+        *_, self._args = table.add_columns(*map(Text, ("", "tool", "on", "time", "args")))
         yield table
         yield Static("", id="tool-preview", markup=False)
 

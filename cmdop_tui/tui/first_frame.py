@@ -1,0 +1,56 @@
+"""What the app sets up before its first frame, so that the frame is not drawn, nor styled, twice.
+
+Textual sets the screen's breakpoint classes (`HORIZONTAL_BREAKPOINTS`: the side column folds
+below NARROW_WIDTH) when the screen's first Resize arrives, which is after the first frame: every
+widget was then styled again and laid out again while the first key waited, and on a narrow
+terminal the side column showed for a frame, then folded.
+
+Textual also styles every widget of a screen again each time the screen is resumed, the first
+time included, when its widgets have just been styled as they were mounted: the first screen
+skips that first pass (`FirstScreen`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual import events
+from textual.app import App
+from textual.screen import Screen
+
+
+def breakpoint_classes(breakpoints: list[tuple[int, str]], width: int) -> dict[str, bool]:
+    """The screen's classes for a terminal `width` wide, as Textual's Screen sets them on a
+    Resize: the class of the widest breakpoint the width reaches, and none of the others."""
+    widest_first = sorted(breakpoints, reverse=True)
+    reached = next((name for least, name in widest_first if width >= least), None)
+    return {name: name == reached for _, name in widest_first}
+
+
+def style_before_first_frame(app: App[Any]) -> None:
+    """Called from the app's compose, before any widget is styled."""
+    classes = breakpoint_classes(app.HORIZONTAL_BREAKPOINTS or [], app.size.width)
+    app.screen.update_classes(classes, update=False)
+
+
+class FirstScreen(Screen[Any]):
+    """The app's default screen: its widgets styled once before the first frame, not twice."""
+
+    def __init__(self) -> None:
+        super().__init__(id="_default")  # Textual's own default screen's id
+        self._resumed = False
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        """Before Textual's handler: the first resume leaves the styles that mounting gave
+        (every later one, after a dialog or a screen of its own, restyles as Textual does)."""
+        if not self._resumed:
+            event.refresh_styles = False
+        self._resumed = True
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Before Textual's handler: a Resize to the size the screen has is not laid out again.
+        Textual sends two as it starts, after the first frame, each a whole layout and paint
+        in the way of the first key (a terminal resized back to its size is painted again whole
+        by the app, `frames.py`)."""
+        if event.size == self.outer_size:
+            event.prevent_default()

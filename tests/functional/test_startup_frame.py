@@ -1,0 +1,70 @@
+"""The first frame is the app as it stays: the screen's breakpoint classes are set before any
+widget is styled (tui/first_frame.py), not on the first Resize, which comes after that frame."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from textual import events
+from textual.screen import Screen
+
+from cmdop_tui.config.settings import Settings
+from cmdop_tui.tui.app import CmdopApp
+from cmdop_tui.tui.first_frame import FirstScreen, breakpoint_classes
+
+
+@pytest.mark.parametrize("width", [20, 80, 99, 100, 101, 240])
+def test_the_classes_are_those_textual_sets_on_a_resize(width):
+    breakpoints = CmdopApp.HORIZONTAL_BREAKPOINTS
+    classes = breakpoint_classes(breakpoints, width)
+    assert set(classes) == {name for _, name in breakpoints}
+    assert {name for name, on in classes.items() if on} == Screen()._get_breakpoint_classes(width, breakpoints)
+
+
+def test_a_narrow_terminal_never_shows_the_side_column(anthropic_env, tmp_path):
+    from pty_app import PtyApp
+
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
+    app = PtyApp(env, size=(80, 24))
+    try:
+        app.wait_for_screen("Ask the operator")  # the screen as the read that drew the prompt left it
+        first_frame = "\n".join(app.screen.display)
+        assert "Tools" not in first_frame and "Machines" not in first_frame, first_frame
+    finally:
+        app.close()
+
+
+def test_the_first_screen_skips_only_its_first_restyle():
+    screen = FirstScreen()
+    first, later = events.ScreenResume(), events.ScreenResume()
+    screen.on_screen_resume(first)  # its widgets were styled as they were mounted, just before
+    screen.on_screen_resume(later)  # back from a dialog: styled again, as Textual does
+    assert (first.refresh_styles, later.refresh_styles) == (False, True)
+
+
+async def test_the_app_starts_on_the_first_screen_with_every_style_applied():
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, FirstScreen) and app.screen.id == "_default"
+        for widget in app.screen.walk_children(with_self=True):  # styled as a full restyle styles it
+            before = widget.styles.base.css
+            app.stylesheet.apply(widget, animate=False)
+            assert widget.styles.base.css == before, widget
+
+
+async def test_a_resize_to_the_screens_own_size_is_not_laid_out_again(monkeypatch):
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        screen = app.screen
+        laid_out: list[object] = []
+        refresh_layout = screen._refresh_layout
+        monkeypatch.setattr(screen, "_refresh_layout", lambda *a, **k: (laid_out.append(a), refresh_layout(*a, **k)))
+        screen.post_message(events.Resize(screen.outer_size, screen.outer_size))  # as Textual repeats it
+        await pilot.pause()
+        assert laid_out == []
+        await pilot.resize_terminal(80, 24)  # a real one: laid out, and the side column folds
+        await pilot.pause()
+        assert laid_out and screen.outer_size.width == 80 and screen.has_class("-narrow")
