@@ -77,7 +77,10 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
     for root in layout.writable:
         args += ["--bind", str(root), str(root)]
     protected = _split(layout, layout.protected)[0]
-    for folder in _folders_above(layout, protected):
+    # The folders around a hidden secret are pinned as those around a protected path are: a
+    # command moving one would take the secret where no check looks (into a `.git`), or out of
+    # the path a command starting beside it is about to hide.
+    for folder in _folders_above(layout, [*protected, *inside]):
         args += ["--bind", str(folder), str(folder)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
@@ -102,9 +105,10 @@ def _split(layout: Layout, paths: Iterable[Path]) -> tuple[list[Path], list[Path
 
 
 def _folders_above(layout: Layout, protected: list[Path]) -> list[Path]:
-    """The folders between a writable root and a protected path deeper in it, shallowest first.
-    Bound onto themselves they are mount points, which cannot be renamed or removed: a command
-    cannot move the folder around a protected file aside and make a new one in its place."""
+    """The folders between a writable root and a protected or hidden path deeper in it,
+    shallowest first. Bound onto themselves they are mount points, which cannot be renamed or
+    removed: a command cannot move the folder around a protected file aside and make a new one
+    in its place, nor carry a hidden secret elsewhere."""
     folders: set[Path] = set()
     for path in protected:
         for root in layout.writable:

@@ -1,0 +1,68 @@
+"""The check of the writable roots before each command (machines/secret_index.py), attacked by a
+hostile model's own commands: a folder that holds a hidden secret moved where no check looks
+(into a `.git`), or moved by a command running beside the next one after that one's check and
+before its sandbox is laid out. No later command may read the secret.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+
+from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy, bubblewrap
+
+pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
+
+SECRET = "TOKEN=prod-secret"
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> LocalMachine:
+    home = tmp_path / "home"
+    work = home / "work"
+    (work / "app" / "config").mkdir(parents=True)
+    (work / "app" / "config" / ".env.production").write_text(SECRET)
+    return LocalMachine(work, sandbox=Sandbox(SandboxPolicy(), bubblewrap(), home=home))
+
+
+async def run(target: LocalMachine, command: str) -> str:
+    result = await target.run_command(
+        command, cwd=None, timeout_ms=30_000, progress=lambda text, stream: None, output_limit=8_000
+    )
+    return result.text
+
+
+async def test_a_secret_moved_into_a_git_folder_stays_hidden(target):
+    assert SECRET not in await run(target, "cat app/config/.env.production; echo first")
+    await run(target, "mkdir -p x/.git && mv app x/.git/; mv x/.git/app/config x/.git/; echo moved")
+    shown = await run(target, "cat x/.git/app/config/.env.production x/.git/config/.env.production; echo read")
+    assert "read" in shown and SECRET not in shown
+
+
+async def test_a_move_beside_a_command_between_its_check_and_its_start_does_not_show_it_the_secret(target, monkeypatch):
+    """A background command moves the secret's folder just after the next command's check (the
+    hostile model loops `mv` until one lands there; here the test puts it there)."""
+    assert SECRET not in await run(target, "cat app/config/.env.production; echo first")
+    tmp = target.sandbox.state.private()[0][1]  # the session's /tmp, seen by every command
+    for name in ("up", "go", "done"):
+        os.mkfifo(tmp / name)
+    mover = asyncio.create_task(
+        run(target, "echo up > /tmp/up; read go < /tmp/go; mv app/config moved 2>&1; echo done > /tmp/done")
+    )
+    await asyncio.to_thread((tmp / "up").read_text)  # the mover runs, in its own sandbox
+    checked = Sandbox.fresh
+
+    def check_then_move(self: Sandbox, *args: object, **kwargs: object) -> object:
+        found = checked(self, *args, **kwargs)
+        (tmp / "go").write_text("x\n")
+        (tmp / "done").read_text()  # the move has been tried
+        return found
+
+    monkeypatch.setattr(Sandbox, "fresh", check_then_move)
+    shown = await run(target, "cat app/config/.env.production moved/.env.production; echo read")
+    await mover
+    assert "read" in shown and SECRET not in shown
