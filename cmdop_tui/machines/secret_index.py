@@ -7,7 +7,9 @@ writable roots first, then the folder around the project, then the home. It also
 `.git` inside the writable roots (a repository's hooks and config run code later, outside).
 
 Fail closed: commands wait for the first scan; a scan that runs out of its budget (entries or
-time) names the folders it did not reach, and the sandbox hides those whole. Later scans run
+time) names the folders it did not reach, and the sandbox hides those whole, as it does a folder
+inside the writable roots that the scan may not list (a command can `chmod 000` its own folder
+and set it back once the check has passed it by). Later scans run
 after commands, at most every `RESCAN_S`, and take over when they finish.
 
 The writable roots are where secrets come and go between two commands: the person saves a new
@@ -75,6 +77,7 @@ class _Scan:
         self.secrets: list[str] = []
         self.repositories: list[str] = []
         self.listed: dict[str, _Listed] = {}  # the folders inside the writable roots
+        self.unreadable: list[str] = []  # folders inside the writable roots it could not list
         self.entries = 0
 
     def run(self, roots: Iterable[Path]) -> Found:
@@ -88,13 +91,14 @@ class _Scan:
         return Found(
             tuple(map(Path, self.secrets)),
             tuple(map(Path, self.repositories)),
-            tuple(map(Path, pending)),
+            tuple(map(Path, (*pending, *self.unreadable))),
             self.entries,
             time.monotonic() - started,
         )
 
     def relist(self, folder: str) -> _Listed | None:
-        """List one folder inside the writable roots again (None: gone, or not a folder now)."""
+        """List one folder inside the writable roots again (None: gone, not a folder now, or
+        unreadable: then it is in `unreadable`)."""
         self.listed.pop(folder, None)
         self._folder(folder, [])
         return self.listed.pop(folder, None)
@@ -105,9 +109,18 @@ class _Scan:
             info = os.lstat(folder) if kept else None  # taken before the listing: a later change shows
             if info is not None and not stat.S_ISDIR(info.st_mode):
                 return  # a symlink put in the place of a folder since: its target is not listed here
+            if kept and not os.access(folder, os.R_OK | os.X_OK):
+                raise PermissionError(folder)
             with os.scandir(folder) as scan:
                 entries = list(scan)
-        except OSError:  # unreadable: a command cannot read it either
+        except (FileNotFoundError, NotADirectoryError):
+            return  # gone since
+        except OSError:
+            # Outside the writable roots a command cannot read it either. Inside them it can: it
+            # may have made it unreadable itself (`chmod 000`) to hide what is in it from this
+            # listing, and set it back later. So it is hidden whole.
+            if kept:
+                self.unreadable.append(folder)
             return
         self.entries += len(entries)
         secrets: list[str] = []
@@ -214,7 +227,7 @@ class SecretIndex:
             if folder not in listed:  # under a folder that went, already dropped
                 continue
             old, new = listed[folder], scan.relist(folder)
-            if new is None:  # gone, or no longer a folder of its own (a symlink now)
+            if new is None:  # gone, no longer a folder of its own (a symlink now), or unreadable
                 _drop(listed, folder)
                 continue
             listed[folder] = new
@@ -224,7 +237,7 @@ class SecretIndex:
             unreached += scan.run(map(Path, added)).unscanned
             listed.update(scan.listed)
             scan.listed.clear()
-        return unreached
+        return [*unreached, *map(Path, scan.unreadable)]
 
     def _scan(self) -> None:
         scan = _Scan(self.skip, self.writable, time.monotonic() + MAX_SECONDS)

@@ -1,7 +1,8 @@
 """The check of the writable roots before each command (machines/secret_index.py), attacked by a
 hostile model's own commands: a folder that holds a hidden secret moved where no check looks
 (into a `.git`), or moved by a command running beside the next one after that one's check and
-before its sandbox is laid out. No later command may read the secret.
+before its sandbox is laid out, or made unreadable so that the check cannot list it. No later
+command may read the secret.
 """
 
 from __future__ import annotations
@@ -66,3 +67,29 @@ async def test_a_move_beside_a_command_between_its_check_and_its_start_does_not_
     shown = await run(target, "cat app/config/.env.production moved/.env.production; echo read")
     await mover
     assert "read" in shown and SECRET not in shown
+
+
+def lists_any_folder(tmp_path: Path) -> bool:
+    """Whether this process lists a folder whatever its mode says (root, CAP_DAC_READ_SEARCH)."""
+    closed = tmp_path / "closed"
+    closed.mkdir(mode=0)
+    try:
+        os.listdir(closed)
+    except PermissionError:
+        return False
+    finally:
+        closed.rmdir()
+    return True
+
+
+@pytest.mark.parametrize(("folder", "mode"), [("app", "000"), ("app", "600"), ("app", "300"), ("app/config", "000")])
+async def test_a_folder_made_unreadable_is_not_dropped_from_what_is_hidden(target, tmp_path, folder, mode):
+    """Run as a user (not root): `unshare -U --map-user=1000 --map-group=1000 pytest ...`."""
+    if lists_any_folder(tmp_path):
+        pytest.skip("this process lists any folder (root?): a check is never refused one")
+    assert SECRET not in await run(target, "cat app/config/.env.production; echo first")
+    await run(target, f"chmod {mode} {folder}")
+    shown = await run(target, f"chmod 755 {folder}; cat app/config/.env.production; echo read")
+    os.chmod(target.cwd / folder, 0o755)  # as a person would, to see the folder again
+    assert "read" in shown and SECRET not in shown
+    assert SECRET not in await run(target, "cat app/config/.env.production; echo again")
