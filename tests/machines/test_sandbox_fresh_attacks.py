@@ -82,7 +82,9 @@ def lists_any_folder(tmp_path: Path) -> bool:
     return True
 
 
-@pytest.mark.parametrize(("folder", "mode"), [("app", "000"), ("app", "600"), ("app", "300"), ("app/config", "000")])
+@pytest.mark.parametrize(
+    ("folder", "mode"), [("app", "000"), ("app", "600"), ("app", "300"), ("app/config", "000"), (".", "000")]
+)
 async def test_a_folder_made_unreadable_is_not_dropped_from_what_is_hidden(target, tmp_path, folder, mode):
     """Run as a user (not root): `unshare -U --map-user=1000 --map-group=1000 pytest ...`."""
     if lists_any_folder(tmp_path):
@@ -93,3 +95,22 @@ async def test_a_folder_made_unreadable_is_not_dropped_from_what_is_hidden(targe
     os.chmod(target.cwd / folder, 0o755)  # as a person would, to see the folder again
     assert "read" in shown and SECRET not in shown
     assert SECRET not in await run(target, "cat app/config/.env.production; echo again")
+
+
+@pytest.mark.parametrize("pointed", ["/bin/bash", "/usr", "/", "HOME"])
+async def test_a_symlink_named_like_a_secret_cannot_hide_what_commands_run_from(target, pointed):
+    home = target.sandbox.home
+    (home / "notes.txt").write_text("a note of the home")
+    made = await run(target, f"ln -s {home if pointed == 'HOME' else pointed} .env && echo made")
+    assert "made" in made
+    shown = await run(target, f"echo alive; cat {home}/notes.txt")
+    assert "alive" in shown and "a note of the home" in shown, shown
+
+
+async def test_a_secret_the_person_links_in_from_the_home_stays_hidden(target):
+    home = target.sandbox.home
+    (home / "vault").mkdir()
+    (home / "vault" / "prod.conf").write_text(SECRET)  # not named like a secret: only the link is
+    (target.cwd / ".env").symlink_to(home / "vault" / "prod.conf")
+    shown = await run(target, f"cat .env {home}/vault/prod.conf; echo read")
+    assert "read" in shown and SECRET not in shown
