@@ -248,6 +248,9 @@ class SecretIndex:
         with self._checking, self._lock:
             self._found, self._listed = found, scan.listed
             self._scanning = False
+            # The scan listed the writable roots before the last check, maybe before a change
+            # that check saw: it stands for no command until a check has brought it up to date.
+            self._checked = 0.0
         self._ready.set()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -149,3 +150,34 @@ def test_commands_that_start_together_share_one_check(place, trusted_times, monk
     (work / "keep" / ".env").write_text("TOKEN=new")
     again = sandbox.fresh(work)
     assert checks == [1] and again is not None and work / "keep" / ".env" in again.secrets
+
+
+def test_a_full_scan_that_lands_after_a_check_does_not_stand_for_the_commands_that_check_served(
+    place, trusted_times, monkeypatch
+):
+    """A full scan lists a folder, a `.env` is saved there, a check finds it, then the scan
+    lands with the folder as it listed it: a command that asked before that check began must not
+    be handed the scan's older view."""
+    home, work = place
+    sandbox = Sandbox(SandboxPolicy(), bubblewrap(), home=home)
+    index = sandbox._index(work)
+    assert sandbox.fresh(work) is not None
+    saved = work / "keep" / ".env"
+    listed = secret_index._Scan.run
+    asked: list[float] = []
+
+    def list_then_save(scan: secret_index._Scan, roots: object) -> secret_index.Found:
+        found = listed(scan, roots)
+        if asked:  # the check's own scan of new folders
+            return found
+        saved.write_text("TOKEN=saved-during-the-scan")
+        asked.append(time.monotonic())  # a command asks, then a check begins for another
+        checked = sandbox.fresh(work)
+        assert checked is not None and saved in checked.secrets
+        return found
+
+    monkeypatch.setattr(secret_index._Scan, "run", list_then_save)
+    index._scan()  # the full scan lands now, after the check
+    monkeypatch.setattr(secret_index._Scan, "run", listed)
+    later = sandbox.fresh(work, asked=asked[0])
+    assert later is not None and saved in later.secrets
