@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from cmdop_tui.machines.local import LocalMachine
+from cmdop_tui.machines.path_index import list_tree
 from cmdop_tui.machines.sandbox import Sandbox, SandboxPolicy, bubblewrap
 
 pytestmark = pytest.mark.skipif(bubblewrap() is None, reason="bubblewrap cannot run here")
@@ -114,3 +115,23 @@ async def test_a_secret_the_person_links_in_from_the_home_stays_hidden(target):
     (target.cwd / ".env").symlink_to(home / "vault" / "prod.conf")
     shown = await run(target, f"cat .env {home}/vault/prod.conf; echo read")
     assert "read" in shown and SECRET not in shown
+
+
+async def test_a_repository_a_running_command_made_runs_nothing_when_the_app_lists_the_files(target):
+    """A protected name a command creates (`.git`) goes to quarantine when the command ends; a
+    background job that made one runs on meanwhile, and the app's `@` completion lists the work
+    tree with git, outside the sandbox: the repository's own settings must run nothing there."""
+    ran = target.sandbox.home / "ran-outside"
+    tmp = target.sandbox.state.private()[0][1]
+    os.mkfifo(tmp / "up")
+    os.mkfifo(tmp / "go")
+    planted = f"git init -q . && git config core.fsmonitor 'touch {ran}; true' && echo > /tmp/up; read _ < /tmp/go"
+    job = asyncio.create_task(run(target, planted))
+    await asyncio.to_thread((tmp / "up").read_text)
+    try:
+        assert (target.cwd / ".git" / "config").exists()
+        list_tree(target.cwd)
+        assert not ran.exists()
+    finally:
+        await asyncio.to_thread((tmp / "go").write_text, "x\n")
+        assert "quarantine" in await job  # and then it is moved aside
