@@ -9,19 +9,21 @@ writable roots first, then the folder around the project, then the home. It also
 Fail closed: commands wait for the first scan; a scan that runs out of its budget (entries or
 time) names the folders it did not reach, and the sandbox hides those whole, as it does a folder
 inside the writable roots that the scan may not list (a command can `chmod 000` its own folder
-and set it back once the check has passed it by). Later scans run
-after commands, at most every `RESCAN_S`, and take over when they finish.
+and set it back once the check has passed it by). Later scans run after commands, at most every
+`RESCAN_S`, and take over when they finish.
 
 The writable roots are where secrets come and go between two commands: the person saves a new
-`.env` there, a command moves a folder that holds one (the file itself is a mount point in that
-command, but the folder around it is not). So before each command, `fresh()` brings what the scan
-knows of them up to date: every folder it listed there is asked its modification time (one
-`lstat`: 3.5 ms for 1,450 folders, 130 ms for 50,000), and only the folders that changed are listed again
-(their new subfolders scanned whole). The time asked is the change time (ctime): adding,
-removing or renaming an entry moves it, and no one can set it back (a command can set a
-folder's mtime with `touch`). A folder whose time was too close to its listing to be trusted
-(file times move in coarse ticks) is listed again each time, as git does with racy entries. Commands that start together share one check. Outside the writable roots, where no
-command can write, the periodic scans keep the list.
+`.env` there; a command started before it was saved moves the folder that holds it (a command
+cannot move the folders around a secret hidden from it: they are its mount points, see
+machines/bubblewrap.py). So before each command, `fresh()` brings what the scan knows of them
+up to date: every folder it listed there is asked its change time (one `lstat`: 3.5 ms for
+1,450 folders, 130 ms for 50,000), and only the folders that changed are listed again (their new
+subfolders scanned whole). The change time (ctime), not the modification time: adding, removing
+or renaming an entry moves both, but a command can set a folder's mtime back with `touch`, and
+no one can set its ctime. A folder whose time was too close to its listing to be trusted (file
+times move in coarse ticks) is listed again each time, as git does with racy entries. Commands
+that start together share one check. Outside the writable roots, where no command can write,
+the periodic scans keep the list.
 """
 
 from __future__ import annotations
