@@ -171,6 +171,7 @@ class SecretIndex:
         self._scanning = False
         self._last = 0.0
         self._checked = 0.0  # when the last check of the writable roots began
+        self._links = _HardLinks()
 
     def start(self) -> None:
         """Scan in the background now (unless a scan is running)."""
@@ -204,18 +205,17 @@ class SecretIndex:
         if self.found(timeout_s) is None:
             return None
         with self._checking:
-            if self._checked >= asked:  # a check that began after we asked stands for us too
+            if self._checked < asked:  # else a check that began after we asked stands for us too
+                self._checked = time.monotonic()
                 with self._lock:
-                    return self._found
-            self._checked = time.monotonic()
+                    found, listed = self._found, dict(self._listed)
+                unreached = self._check(listed)
+                if unreached is not None:
+                    with self._lock:  # no full scan ends meanwhile: it waits for the check
+                        self._found, self._listed = _joined(found, listed, unreached, self.writable), listed
             with self._lock:
-                found, listed = self._found, dict(self._listed)
-            unreached = self._check(listed)
-            if unreached is None:
-                return found
-            with self._lock:  # no full scan ends meanwhile: it waits for the check
-                self._found, self._listed = _joined(found, listed, unreached, self.writable), listed
-                return self._found
+                found = self._found
+            return self._links.joined(found, self.writable)
 
     def _check(self, listed: dict[str, _Listed]) -> list[Path] | None:
         """Bring `listed` up to date in place; the new folders its scan could not reach (within
@@ -292,3 +292,70 @@ def _joined(found: Found, listed: dict[str, _Listed], unreached: list[Path], wri
         repositories=tuple(repositories),
         unscanned=tuple(dict.fromkeys((*found.unscanned, *unreached))),
     )
+
+
+class _HardLinks:
+    """The other names of the secrets inside the writable roots that have more than one. A
+    command may link a file it can read: `.env` made from `.env.example`, linked as `notes.txt`,
+    and then the person writes the real values into `.env` in place (as `>` and vim do with a
+    linked file): no folder changes then. So each secret there is asked its link count before
+    every command (one `lstat`), and where one has others, the writable roots are walked
+    (`.git` folders too) for them; again only when such a secret's inode changes (a link made,
+    removed or renamed moves its ctime)."""
+
+    def __init__(self) -> None:
+        self._inside: tuple[object, tuple[str, ...]] = (None, ())  # a scan's secrets inside the roots
+        self._key: tuple[tuple[int, int, int], ...] = ()
+        self._names: tuple[Path, ...] = ()
+        self._joined: tuple[object, tuple[Path, ...], Found] = (None, (), Found())
+
+    def joined(self, found: Found, writable: tuple[Path, ...]) -> Found:
+        """`found` with the other names of its linked secrets inside `writable` as secrets too."""
+        linked = []
+        for path in self._inside_secrets(found, writable):
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+                linked.append((info.st_dev, info.st_ino, info.st_ctime_ns))
+        if not linked:
+            return found
+        if tuple(linked) != self._key:
+            self._key = tuple(linked)
+            self._names = tuple(map(Path, _names_of(writable, {(dev, ino) for dev, ino, _ in linked})))
+        last_found, last_names, last = self._joined
+        if last_found is not found or last_names != self._names:  # the same object while unchanged
+            last = replace(found, secrets=(*found.secrets, *self._names))
+            self._joined = (found, self._names, last)
+        return last
+
+    def _inside_secrets(self, found: Found, writable: tuple[Path, ...]) -> tuple[str, ...]:
+        if self._inside[0] is not found:
+            inside = tuple(str(root).rstrip("/") + "/" for root in writable)
+            self._inside = (found, tuple(str(path) for path in found.secrets if str(path).startswith(inside)))
+        return self._inside[1]
+
+
+def _names_of(roots: tuple[Path, ...], inodes: set[tuple[int, int]]) -> list[str]:
+    """Every path under `roots` (symlinks not followed) that is one of `inodes` (device, inode)."""
+    numbers = {ino for _, ino in inodes}
+    names: list[str] = []
+    pending = [str(root) for root in roots]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.inode() in numbers:  # from the listing: no stat unless it may be one
+                    info = entry.stat(follow_symlinks=False)
+                    if (info.st_dev, info.st_ino) in inodes:
+                        names.append(entry.path)
+            except OSError:
+                continue
+    return names

@@ -135,3 +135,19 @@ async def test_a_repository_a_running_command_made_runs_nothing_when_the_app_lis
     finally:
         await asyncio.to_thread((tmp / "go").write_text, "x\n")
         assert "quarantine" in await job  # and then it is moved aside
+
+
+@pytest.mark.parametrize("where", ["notes.txt", "sub/.git/notes"])
+async def test_a_hard_link_to_a_secret_made_before_the_person_wrote_it_shows_nothing(target, where):
+    """The model makes `.env` from a template and links it under another name; the person then
+    writes the real values into `.env` in place (as `>` and vim do with a linked file)."""
+    work = target.cwd
+    made = await run(
+        target, f"echo TOKEN=fill-me > .env && mkdir -p $(dirname {where}) && ln .env {where} && echo made"
+    )
+    assert "made" in made and (work / ".env").stat().st_nlink == 2
+    with open(work / ".env", "r+") as dotenv:  # the person's edit, in place
+        dotenv.truncate()
+        dotenv.write(SECRET)
+    shown = await run(target, f"cat {where}; echo read")
+    assert "read" in shown and SECRET not in shown
