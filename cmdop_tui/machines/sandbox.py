@@ -278,7 +278,8 @@ class Sandbox:
         """Of the places the scan's secrets and unscanned folders are now (real paths), those
         to hide. A command names what it makes: a symlink it calls `.env` to /bin/bash, /usr or
         the home would hide that from every later command. So a place is hidden only where the
-        scan looks (the writable roots, the folders around them, the homes), and a secret never
+        scan looks (the writable roots, the folders around them, the homes) or in the session's
+        private folders (a `.env` linked into its /tmp), and a secret never
         where it would hide what commands work from (`/`, a home, a folder holding a writable
         root or a private or shared place)."""
         roots = self._index_roots(cwd)[0]
@@ -287,8 +288,8 @@ class Sandbox:
         for place in (*self.writable_roots(cwd), *self._shared(), *(path for pair in private for path in pair)):
             used.update((place, *place.parents))
 
-        def scanned(path: Path) -> bool:
-            return any(within(path, root) for root in roots)
+        def scanned(path: Path) -> bool:  # or in a private folder, where commands write too
+            return any(within(path, root) for root in (*roots, *(real for _, real in private)))
 
         return [*(p for p in secrets if scanned(p) and p not in used), *(p for p in unscanned if scanned(p))]
 

@@ -151,3 +151,21 @@ async def test_a_hard_link_to_a_secret_made_before_the_person_wrote_it_shows_not
         dotenv.write(SECRET)
     shown = await run(target, f"cat {where}; echo read")
     assert "read" in shown and SECRET not in shown
+
+
+async def test_a_dotenv_linked_into_the_sessions_tmp_shows_nothing_the_person_wrote_into_it(target):
+    """The model makes `.env` a symlink into its /tmp (the session's own folder); the person then
+    writes the real values into `.env`, through the link."""
+    work = target.cwd
+    real = "$(awk '$5 == \"/tmp\" {print $4}' /proc/self/mountinfo)"  # where /tmp is on the host
+    assert "made" in await run(target, f"touch /tmp/filled && ln -s {real}/filled .env && echo made")
+    assert (work / ".env").resolve() == target.sandbox.state.private()[0][1] / "filled"
+    (work / ".env").write_text(SECRET)  # through the link, into the session's /tmp
+    shown = await run(target, "cat /tmp/filled; echo read")
+    assert "read" in shown and SECRET not in shown
+
+
+async def test_a_dotenv_linked_to_a_folder_in_the_sessions_tmp_stops_nothing(target):
+    real = "$(awk '$5 == \"/tmp\" {print $4}' /proc/self/mountinfo)"
+    assert "made" in await run(target, f"mkdir -p /tmp/box && ln -s {real}/box .env && echo made")
+    assert "alive" in await run(target, "echo alive")
