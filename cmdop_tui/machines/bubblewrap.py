@@ -77,37 +77,54 @@ def arguments(layout: Layout, chdir: Path) -> list[str]:
     for root in layout.writable:
         args += ["--bind", str(root), str(root)]
     protected = _split(layout, layout.protected)[0]
-    for folder in _folders_above(layout, protected):
+    # The folders around a hidden secret are pinned as those around a protected path are: a
+    # command moving one would take the secret where no check looks (into a `.git`), or out of
+    # the path a command starting beside it is about to hide.
+    for folder in _folders_above(layout, [*protected, *inside]):
         args += ["--bind", str(folder), str(folder)]
     for path in protected:
         args += ["--ro-bind", str(path), str(path)]
-    args += _hiding(_kinds(inside))
+    args += _hiding((str(path), os.path.isdir(_on_host(layout, path))) for path in inside)
     if layout.filtered:
         args += ["--seccomp", str(FILTER_FD)]
     return [*args, "--chdir", str(chdir)]
 
 
 def _split(layout: Layout, paths: Iterable[Path]) -> tuple[list[Path], list[Path]]:
-    """(inside a writable root, elsewhere) of `paths`, leaving out what a command never sees
-    anyway: the host's own /proc, /dev, /run, /tmp and /var/tmp are replaced."""
+    """(inside a writable root or a private folder, elsewhere) of `paths`, leaving out what a
+    command never sees anyway: the host's own /proc, /dev, /run, /tmp and /var/tmp are replaced.
+    What is in a private folder is named where the command sees it (a `.env` a command linked
+    to its /tmp's place on the host, which its mount table shows, is hidden at /tmp)."""
     replaced = [*FRESH, *(seen for seen, _ in layout.private)]
     inside: list[Path] = []
     outside: list[Path] = []
     for path in paths:
-        if any(within(path, root) for root in layout.writable):
+        private = next((seen / path.relative_to(real) for seen, real in layout.private if within(path, real)), None)
+        if private is not None:
+            inside.append(private)
+        elif any(within(path, root) for root in layout.writable):
             inside.append(path)
         elif any(within(path, root) for root in layout.shared) or not any(within(path, root) for root in replaced):
             outside.append(path)
     return inside, outside
 
 
+def _on_host(layout: Layout, path: Path) -> Path:
+    """Where `path`, a hidden path of `_split`'s inside ones, is on the host: a writable root is
+    where the command sees it, a private folder is not."""
+    if any(within(path, root) for root in layout.writable):
+        return path
+    return next((real / path.relative_to(seen) for seen, real in layout.private if within(path, seen)), path)
+
+
 def _folders_above(layout: Layout, protected: list[Path]) -> list[Path]:
-    """The folders between a writable root and a protected path deeper in it, shallowest first.
-    Bound onto themselves they are mount points, which cannot be renamed or removed: a command
-    cannot move the folder around a protected file aside and make a new one in its place."""
+    """The folders between a writable root and a protected or hidden path deeper in it,
+    shallowest first. Bound onto themselves they are mount points, which cannot be renamed or
+    removed: a command cannot move the folder around a protected file aside and make a new one
+    in its place, nor carry a hidden secret elsewhere."""
     folders: set[Path] = set()
     for path in protected:
-        for root in layout.writable:
+        for root in layout.writable:  # not the private folders: what is bound here is the host's
             if within(path, root):
                 folders.update(parent for parent in path.parents if within(parent, root) and parent != root)
     return sorted(folders, key=lambda folder: len(folder.parts))

@@ -87,11 +87,13 @@ def _secret_paths(joined: str) -> Iterator[str]:
 
 
 def _git_files(root: Path, *which: str) -> list[str] | None:
-    """git's list, or None when `root` is not in a work tree (or git is missing or fails)."""
+    """git's list, or None when `root` is not in a work tree (or git is missing or fails). Run
+    outside the sandbox, in a tree commands write: a `.git` a running command just made (it goes
+    to quarantine when the command ends) could name a program for git to run as it reads the
+    index (`core.fsmonitor`), so that setting is overridden."""
+    argv = ["git", "-c", "core.fsmonitor=false", "ls-files", "-z", *which]
     try:
-        done = subprocess.run(
-            ["git", "ls-files", "-z", *which], cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S, check=False
-        )
+        done = subprocess.run(argv, cwd=root, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
     except (OSError, subprocess.TimeoutExpired):
         return None
     if done.returncode != 0:

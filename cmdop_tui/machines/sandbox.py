@@ -271,7 +271,27 @@ class Sandbox:
         # it: then it is not there, and the next scan finds it); inside the writable roots, a
         # command may have put a symlink on its way, so each is asked where it is now.
         settled = [path for path in outside if os.path.lexists(path)]
-        return list(dict.fromkeys([*real_paths([*self._fixed_hidden(), *inside, *found.unscanned]), *settled]))
+        pointed = self._hideable(cwd, real_paths(inside), real_paths(found.unscanned))
+        return list(dict.fromkeys([*real_paths(self._fixed_hidden()), *pointed, *settled]))
+
+    def _hideable(self, cwd: Path, secrets: list[Path], unscanned: list[Path]) -> list[Path]:
+        """Of the places the scan's secrets and unscanned folders are now (real paths), those
+        to hide. A command names what it makes: a symlink it calls `.env` to /bin/bash, /usr or
+        the home would hide that from every later command. So a place is hidden only where the
+        scan looks (the writable roots, the folders around them, the homes) or in the session's
+        private folders (a `.env` linked into its /tmp), and a secret never
+        where it would hide what commands work from (`/`, a home, a folder holding a writable
+        root or a private or shared place)."""
+        roots = self._index_roots(cwd)[0]
+        private = self.state.private() if self.program is not None else ()
+        used = {Path("/"), *_homes(self.home)}
+        for place in (*self.writable_roots(cwd), *self._shared(), *(path for pair in private for path in pair)):
+            used.update((place, *place.parents))
+
+        def scanned(path: Path) -> bool:  # or in a private folder, where commands write too
+            return any(within(path, root) for root in (*roots, *(real for _, real in private)))
+
+        return [*(p for p in secrets if scanned(p) and p not in used), *(p for p in unscanned if scanned(p))]
 
     def protected_paths(self, cwd: Path, found: Found | None = None) -> list[Path]:
         """What commands may read but not write inside the writable roots: existing real paths."""
@@ -290,7 +310,7 @@ class Sandbox:
         if not self.confines or self.program is None:
             return []
         names = [root / name for root in self.writable_roots(cwd) for name in PROTECTED_NAMES]
-        return [path for path in names if not path.exists()] + self._absent_policy_places(cwd)
+        return [path for path in names if not os.path.exists(path)] + self._absent_policy_places(cwd)
 
     def _absent_policy_places(self, cwd: Path) -> list[Path]:
         """The policy's protected places that do not exist (yet) inside the writable roots, as

@@ -41,7 +41,7 @@ class SandboxState:
         self._filter_made = False
         self._indexes: dict[tuple[Path, ...], SecretIndex] = {}
         self._memo: dict[object, tuple[float, object]] = {}
-        self._scan: object = None
+        self._per_scan_of: object = None  # the scan result (by identity) `_per_scan` was worked out from
         self._per_scan: dict[object, object] = {}
         # One command's sandbox is laid out at a time: the layouts are Python work, and worker
         # threads that all want the GIL at once leave the event loop (the keys) less of it.
@@ -89,13 +89,13 @@ class SandboxState:
         identity) is the latest one asked with: what follows from a scan alone is worked out
         once, not for every command."""
         with self._lock:
-            if self._scan is not scan:
-                self._scan, self._per_scan = scan, {}
+            if self._per_scan_of is not scan:
+                self._per_scan_of, self._per_scan = scan, {}
             elif key in self._per_scan:
                 return cast(T, self._per_scan[key])
         value = compute()
         with self._lock:
-            if self._scan is scan:
+            if self._per_scan_of is scan:
                 self._per_scan[key] = value
         return value
 

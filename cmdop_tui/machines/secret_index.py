@@ -7,19 +7,23 @@ writable roots first, then the folder around the project, then the home. It also
 `.git` inside the writable roots (a repository's hooks and config run code later, outside).
 
 Fail closed: commands wait for the first scan; a scan that runs out of its budget (entries or
-time) names the folders it did not reach, and the sandbox hides those whole. Later scans run
-after commands, at most every `RESCAN_S`, and take over when they finish.
+time) names the folders it did not reach, and the sandbox hides those whole, as it does a folder
+inside the writable roots that the scan may not list (a command can `chmod 000` its own folder
+and set it back once the check has passed it by). Later scans run after commands, at most every
+`RESCAN_S`, and take over when they finish.
 
 The writable roots are where secrets come and go between two commands: the person saves a new
-`.env` there, a command moves a folder that holds one (the file itself is a mount point in that
-command, but the folder around it is not). So before each command, `fresh()` brings what the scan
-knows of them up to date: every folder it listed there is asked its modification time (one
-`lstat`: 3.5 ms for 1,450 folders, 130 ms for 50,000), and only the folders that changed are listed again
-(their new subfolders scanned whole). The time asked is the change time (ctime): adding,
-removing or renaming an entry moves it, and no one can set it back (a command can set a
-folder's mtime with `touch`). A folder whose time was too close to its listing to be trusted
-(file times move in coarse ticks) is listed again each time, as git does with racy entries. Commands that start together share one check. Outside the writable roots, where no
-command can write, the periodic scans keep the list.
+`.env` there; a command started before it was saved moves the folder that holds it (a command
+cannot move the folders around a secret hidden from it: they are its mount points, see
+machines/bubblewrap.py). So before each command, `fresh()` brings what the scan knows of them
+up to date: every folder it listed there is asked its change time (one `lstat`: 3.5 ms for
+1,450 folders, 130 ms for 50,000), and only the folders that changed are listed again (their new
+subfolders scanned whole). The change time (ctime), not the modification time: adding, removing
+or renaming an entry moves both, but a command can set a folder's mtime back with `touch`, and
+no one can set its ctime. A folder whose time was too close to its listing to be trusted (file
+times move in coarse ticks) is listed again each time, as git does with racy entries. Commands
+that start together share one check. Outside the writable roots, where no command can write,
+the periodic scans keep the list.
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ class _Scan:
         self.secrets: list[str] = []
         self.repositories: list[str] = []
         self.listed: dict[str, _Listed] = {}  # the folders inside the writable roots
+        self.unreadable: list[str] = []  # folders inside the writable roots it could not list
         self.entries = 0
 
     def run(self, roots: Iterable[Path]) -> Found:
@@ -88,13 +93,14 @@ class _Scan:
         return Found(
             tuple(map(Path, self.secrets)),
             tuple(map(Path, self.repositories)),
-            tuple(map(Path, pending)),
+            tuple(map(Path, (*pending, *self.unreadable))),
             self.entries,
             time.monotonic() - started,
         )
 
     def relist(self, folder: str) -> _Listed | None:
-        """List one folder inside the writable roots again (None: gone, or not a folder now)."""
+        """List one folder inside the writable roots again (None: gone, not a folder now, or
+        unreadable: then it is in `unreadable`)."""
         self.listed.pop(folder, None)
         self._folder(folder, [])
         return self.listed.pop(folder, None)
@@ -105,9 +111,18 @@ class _Scan:
             info = os.lstat(folder) if kept else None  # taken before the listing: a later change shows
             if info is not None and not stat.S_ISDIR(info.st_mode):
                 return  # a symlink put in the place of a folder since: its target is not listed here
+            if kept and not os.access(folder, os.R_OK | os.X_OK):
+                raise PermissionError(folder)
             with os.scandir(folder) as scan:
                 entries = list(scan)
-        except OSError:  # unreadable: a command cannot read it either
+        except (FileNotFoundError, NotADirectoryError):
+            return  # gone since
+        except OSError:
+            # Outside the writable roots a command cannot read it either. Inside them it can: it
+            # may have made it unreadable itself (`chmod 000`) to hide what is in it from this
+            # listing, and set it back later. So it is hidden whole.
+            if kept:
+                self.unreadable.append(folder)
             return
         self.entries += len(entries)
         secrets: list[str] = []
@@ -156,6 +171,7 @@ class SecretIndex:
         self._scanning = False
         self._last = 0.0
         self._checked = 0.0  # when the last check of the writable roots began
+        self._links = _HardLinks()
 
     def start(self) -> None:
         """Scan in the background now (unless a scan is running)."""
@@ -189,18 +205,17 @@ class SecretIndex:
         if self.found(timeout_s) is None:
             return None
         with self._checking:
-            if self._checked >= asked:  # a check that began after we asked stands for us too
+            if self._checked < asked:  # else a check that began after we asked stands for us too
+                self._checked = time.monotonic()
                 with self._lock:
-                    return self._found
-            self._checked = time.monotonic()
+                    found, listed = self._found, dict(self._listed)
+                unreached = self._check(listed)
+                if unreached is not None:
+                    with self._lock:  # no full scan ends meanwhile: it waits for the check
+                        self._found, self._listed = _joined(found, listed, unreached, self.writable), listed
             with self._lock:
-                found, listed = self._found, dict(self._listed)
-            unreached = self._check(listed)
-            if unreached is None:
-                return found
-            with self._lock:  # no full scan ends meanwhile: it waits for the check
-                self._found, self._listed = _joined(found, listed, unreached, self.writable), listed
-                return self._found
+                found = self._found
+            return self._links.joined(found, self.writable)
 
     def _check(self, listed: dict[str, _Listed]) -> list[Path] | None:
         """Bring `listed` up to date in place; the new folders its scan could not reach (within
@@ -214,7 +229,7 @@ class SecretIndex:
             if folder not in listed:  # under a folder that went, already dropped
                 continue
             old, new = listed[folder], scan.relist(folder)
-            if new is None:  # gone, or no longer a folder of its own (a symlink now)
+            if new is None:  # gone, no longer a folder of its own (a symlink now), or unreadable
                 _drop(listed, folder)
                 continue
             listed[folder] = new
@@ -224,7 +239,7 @@ class SecretIndex:
             unreached += scan.run(map(Path, added)).unscanned
             listed.update(scan.listed)
             scan.listed.clear()
-        return unreached
+        return [*unreached, *map(Path, scan.unreadable)]
 
     def _scan(self) -> None:
         scan = _Scan(self.skip, self.writable, time.monotonic() + MAX_SECONDS)
@@ -235,6 +250,9 @@ class SecretIndex:
         with self._checking, self._lock:
             self._found, self._listed = found, scan.listed
             self._scanning = False
+            # The scan listed the writable roots before the last check, maybe before a change
+            # that check saw: it stands for no command until a check has brought it up to date.
+            self._checked = 0.0
         self._ready.set()
 
 
@@ -274,3 +292,70 @@ def _joined(found: Found, listed: dict[str, _Listed], unreached: list[Path], wri
         repositories=tuple(repositories),
         unscanned=tuple(dict.fromkeys((*found.unscanned, *unreached))),
     )
+
+
+class _HardLinks:
+    """The other names of the secrets inside the writable roots that have more than one. A
+    command may link a file it can read: `.env` made from `.env.example`, linked as `notes.txt`,
+    and then the person writes the real values into `.env` in place (as `>` and vim do with a
+    linked file): no folder changes then. So each secret there is asked its link count before
+    every command (one `lstat`), and where one has others, the writable roots are walked
+    (`.git` folders too) for them; again only when such a secret's inode changes (a link made,
+    removed or renamed moves its ctime)."""
+
+    def __init__(self) -> None:
+        self._inside: tuple[object, tuple[str, ...]] = (None, ())  # a scan's secrets inside the roots
+        self._key: tuple[tuple[int, int, int], ...] = ()
+        self._names: tuple[Path, ...] = ()
+        self._joined: tuple[object, tuple[Path, ...], Found] = (None, (), Found())
+
+    def joined(self, found: Found, writable: tuple[Path, ...]) -> Found:
+        """`found` with the other names of its linked secrets inside `writable` as secrets too."""
+        linked = []
+        for path in self._inside_secrets(found, writable):
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if info.st_nlink > 1 and stat.S_ISREG(info.st_mode):
+                linked.append((info.st_dev, info.st_ino, info.st_ctime_ns))
+        if not linked:
+            return found
+        if tuple(linked) != self._key:
+            self._key = tuple(linked)
+            self._names = tuple(map(Path, _names_of(writable, {(dev, ino) for dev, ino, _ in linked})))
+        last_found, last_names, last = self._joined
+        if last_found is not found or last_names != self._names:  # the same object while unchanged
+            last = replace(found, secrets=(*found.secrets, *self._names))
+            self._joined = (found, self._names, last)
+        return last
+
+    def _inside_secrets(self, found: Found, writable: tuple[Path, ...]) -> tuple[str, ...]:
+        if self._inside[0] is not found:
+            inside = tuple(str(root).rstrip("/") + "/" for root in writable)
+            self._inside = (found, tuple(str(path) for path in found.secrets if str(path).startswith(inside)))
+        return self._inside[1]
+
+
+def _names_of(roots: tuple[Path, ...], inodes: set[tuple[int, int]]) -> list[str]:
+    """Every path under `roots` (symlinks not followed) that is one of `inodes` (device, inode)."""
+    numbers = {ino for _, ino in inodes}
+    names: list[str] = []
+    pending = [str(root) for root in roots]
+    while pending:
+        try:
+            with os.scandir(pending.pop()) as scan:
+                entries = list(scan)
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+                elif entry.inode() in numbers:  # from the listing: no stat unless it may be one
+                    info = entry.stat(follow_symlinks=False)
+                    if (info.st_dev, info.st_ino) in inodes:
+                        names.append(entry.path)
+            except OSError:
+                continue
+    return names

@@ -71,3 +71,19 @@ def _exited_pid() -> int:
     process = subprocess.Popen(["true"])
     process.wait()
     return process.pid
+
+
+def test_a_job_folder_that_is_a_symlink_is_never_followed(tmp_path):
+    """Someone who could write beside the transcripts (not a sandboxed command: the data folder
+    is hidden from them) links an old session's job folder to the user's files."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("years of work")
+    aged(mine, 40)
+    sessions = sessions_dir()
+    sessions.mkdir(parents=True)
+    (sessions / "20250101-linked.jobs").symlink_to(mine)
+    (data_dir() / "jobs").mkdir(parents=True)
+    (data_dir() / "jobs" / f"{_exited_pid()}-abcd1234").symlink_to(mine)
+    assert prune_job_files() == []
+    assert (mine / "thesis.tex").read_text() == "years of work"
