@@ -7,7 +7,8 @@ terminal the side column showed for a frame, then folded.
 
 Textual also styles every widget of a screen again each time the screen is resumed, the first
 time included, when its widgets have just been styled as they were mounted: the first screen
-skips that first pass (`FirstScreen`).
+skips that first pass (`FirstScreen`), and is not laid out again for what only looks like a
+change: a Resize to its own size, the toasts' rack hidden when it was never shown.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from textual import events
 from textual.app import App
 from textual.screen import Screen
+from textual.widgets._toast import ToastRack  # the screen's own rack: no public name
 
 
 def breakpoint_classes(breakpoints: list[tuple[int, str]], width: int) -> dict[str, bool]:
@@ -46,6 +48,12 @@ class FirstScreen(Screen[Any]):
         if not self._resumed:
             event.refresh_styles = False
         self._resumed = True
+
+    def on_mount(self) -> None:
+        """The toasts' rack is hidden from the start: Textual hides it, whatever it was, when the
+        app is ready, after the first frame, and that alone laid the screen out again."""
+        for rack in self.query(ToastRack):  # none when the app shows no notifications
+            rack.display = False
 
     def on_resize(self, event: events.Resize) -> None:
         """Before Textual's handler: a Resize to the size the screen has is not laid out again.

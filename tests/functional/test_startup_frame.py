@@ -68,3 +68,33 @@ async def test_a_resize_to_the_screens_own_size_is_not_laid_out_again(monkeypatc
         await pilot.resize_terminal(80, 24)  # a real one: laid out, and the side column folds
         await pilot.pause()
         assert laid_out and screen.outer_size.width == 80 and screen.has_class("-narrow")
+
+
+async def test_what_textual_settles_after_the_first_frame_is_settled_before_it(monkeypatch):
+    from textual.widgets._toast import ToastRack
+
+    from cmdop_tui.tui.widgets.tool_panel import ToolTable
+
+    hidden_before_shown: list[object] = []
+    show = ToastRack.show
+
+    def recording_show(rack: ToastRack, notifications) -> None:  # Textual's, when the app is ready
+        hidden_before_shown.append(rack.styles.inline.get_rule("display"))
+        show(rack, notifications)
+
+    monkeypatch.setattr(ToastRack, "show", recording_show)
+    unmeasured_at_idle: list[bool] = []
+    on_idle = ToolTable._on_idle
+
+    async def recording_idle(table: ToolTable, event) -> None:  # DataTable measures itself here
+        unmeasured_at_idle.append(table._require_update_dimensions)
+        await on_idle(table, event)
+
+    monkeypatch.setattr(ToolTable, "_on_idle", recording_idle)
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await pilot.pause()
+        table = app.query_one(ToolTable)
+        assert unmeasured_at_idle[0] is False  # measured when mounted, not at its first idle
+        assert table.virtual_size.height == table.header_height  # the header, no call yet
+    assert hidden_before_shown[0] == "none"  # so hiding it then changes nothing and lays nothing out

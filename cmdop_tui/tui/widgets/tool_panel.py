@@ -27,6 +27,14 @@ class ToolTable(DataTable[str | Text]):
 
     BINDINGS = [Binding("enter", "select_cursor", "Output", tooltip="the tool panel: the call's whole output")]
 
+    def on_mount(self) -> None:
+        """Measure the columns now, before the first frame: DataTable waits for its first idle,
+        just after that frame, and lays the screen out again in the way of the first key typed."""
+        if self._require_update_dimensions:
+            self._require_update_dimensions = False
+            self._update_dimensions(self._new_rows)
+            self._new_rows.clear()
+
 
 class ToolPanel(SidePanel):
     DEFAULT_CSS = """
