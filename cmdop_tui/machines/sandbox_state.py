@@ -22,6 +22,7 @@ from typing import TypeVar, cast
 
 from cmdop_tui.machines import seccomp
 from cmdop_tui.machines.secret_index import SecretIndex
+from cmdop_tui.support.processes import process_alive
 from cmdop_tui.support.warm import private_dir, runtime_dir
 
 __all__ = ["PRIVATE", "SandboxState"]
@@ -141,16 +142,6 @@ def _make_session_folder() -> Path:
 def _clear_stale(parent: Path) -> None:
     for entry in os.scandir(parent):
         pid = entry.name.split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not process_alive(int(pid)):
             with contextlib.suppress(OSError):
                 shutil.rmtree(entry.path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

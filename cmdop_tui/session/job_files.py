@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from cmdop_tui.config.settings import data_dir
+from cmdop_tui.support.processes import process_alive
 from cmdop_tui.transcripts.paths import sessions_dir
 
 __all__ = ["JOBS_SUFFIX", "KEEP_DAYS", "prune_job_files"]
@@ -40,7 +41,8 @@ def prune_job_files(keep_days: int = KEEP_DAYS, now: float | None = None) -> lis
         if any(path.startswith(inside) for path in held):
             continue  # a job still runs there
         shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
+        if not folder.exists():  # a file we may not remove keeps its folder: not said as removed
+            removed.append(folder)
     return removed
 
 
@@ -76,15 +78,7 @@ def _last_written(folder: Path) -> float:
 def _app_alive(folder: Path) -> bool:
     """Whether the private folder `jobs/<pid>-<random>` is that of an app still running."""
     pid = folder.name.split("-", 1)[0]
-    if folder.parent.name != "jobs" or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
+    return folder.parent.name == "jobs" and pid.isdigit() and process_alive(int(pid))
 
 
 def _open_files() -> set[str] | None:

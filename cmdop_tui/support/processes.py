@@ -1,4 +1,4 @@
-"""Child processes that must not outlive us."""
+"""Child processes that must not outlive us, and whether a process still runs."""
 
 from __future__ import annotations
 
@@ -14,6 +14,17 @@ def kill_process_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user, which we may not signal, does)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def parent_death_signal() -> Callable[[], None] | None:

@@ -87,3 +87,17 @@ def test_a_job_folder_that_is_a_symlink_is_never_followed(tmp_path):
     (data_dir() / "jobs" / f"{_exited_pid()}-abcd1234").symlink_to(mine)
     assert prune_job_files() == []
     assert (mine / "thesis.tex").read_text() == "years of work"
+
+
+def test_a_folder_that_could_not_be_removed_whole_is_not_said_removed():
+    import shutil
+
+    import pytest
+
+    stuck = session("20250101-stuck", 40) / "job-1.log"
+    if shutil.which("chattr") is None or subprocess.run(["chattr", "+i", str(stuck)], capture_output=True).returncode:
+        pytest.skip("no immutable files here (chattr needs root on ext4-like filesystems)")
+    try:
+        assert prune_job_files() == [] and stuck.exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
