@@ -52,6 +52,16 @@ async def search(pilot, needle: str) -> None:
     await pilot.pause()
 
 
+async def session_that_counted(fake_api) -> str:
+    """A recorded session whose one call ran `seq 1 200000`: its id."""
+    fake_api.enqueue(tool_reply("execute_command", {"command": SEQ}), text_reply("counted"))
+    first = make_app(fake_api, settings=APPROVED)
+    async with first.run_test(size=SIZE) as pilot:
+        await submit(pilot, "count")
+        await finish_turn(pilot)
+        return first.session.recorder.session_id
+
+
 async def test_seq_200000_is_kept_whole_paged_searched_and_copied(fake_api):
     fake_api.enqueue(tool_reply("execute_command", {"command": SEQ}), text_reply("counted"))
     app = make_app(fake_api, settings=APPROVED)
@@ -106,12 +116,7 @@ async def test_seq_200000_is_kept_whole_paged_searched_and_copied(fake_api):
 
 
 async def test_a_resumed_session_shows_its_outputs_whole(fake_api):
-    fake_api.enqueue(tool_reply("execute_command", {"command": SEQ}), text_reply("counted"))
-    first = make_app(fake_api, settings=APPROVED)
-    async with first.run_test(size=SIZE) as pilot:
-        await submit(pilot, "count")
-        await finish_turn(pilot)
-        session_id = first.session.recorder.session_id
+    session_id = await session_that_counted(fake_api)
     resumed = make_app(fake_api, settings=Settings(run=RunOptions(resume=session_id)))
     async with resumed.run_test(size=SIZE) as pilot:
         await wait_until(pilot, lambda: bool(resumed.query(ToolCard)))
@@ -122,12 +127,7 @@ async def test_a_resumed_session_shows_its_outputs_whole(fake_api):
 
 
 async def test_a_resumed_session_shows_its_outputs_whole_before_it_has_opened(fake_api, monkeypatch):
-    fake_api.enqueue(tool_reply("execute_command", {"command": SEQ}), text_reply("counted"))
-    first = make_app(fake_api, settings=APPROVED)
-    async with first.run_test(size=SIZE) as pilot:
-        await submit(pilot, "count")
-        await finish_turn(pilot)
-        session_id = first.session.recorder.session_id
+    session_id = await session_that_counted(fake_api)
     opening = threading.Event()  # the session opens once the view was seen: its tail is drawn from the transcript
 
     def load_when_let(real=session_life.load_session_class):
