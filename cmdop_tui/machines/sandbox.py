@@ -266,13 +266,22 @@ class Sandbox:
             return []
         found = found or Found()
         writable = tuple(self.writable_roots(cwd))
-        outside, inside = self.state.per_scan(found, ("secrets", writable), lambda: _split_secrets(found, writable))
-        # Where no command can write, a secret stays where the scan found it (a person may move
-        # it: then it is not there, and the next scan finds it); inside the writable roots, a
-        # command may have put a symlink on its way, so each is asked where it is now.
+        outside, inside = self.state.per_scan(found, ("secrets", writable), lambda: self._split(cwd, found, writable))
+        # Where this session's commands cannot write, a secret stays where the scan found it (a
+        # person may move it: then it is not there, and the next scan finds it); inside the
+        # writable roots, a command may have put a symlink on its way, so each is asked where it
+        # is now.
         settled = [path for path in outside if os.path.lexists(path)]
         pointed = self._hideable(cwd, real_paths(inside), real_paths(found.unscanned))
         return list(dict.fromkeys([*real_paths(self._fixed_hidden()), *pointed, *settled]))
+
+    def _split(self, cwd: Path, found: Found, writable: tuple[Path, ...]) -> tuple[list[Path], list[Path]]:
+        """The scan's secrets outside the writable roots (where they really are, those to hide)
+        and inside them. Outside is not out of every command's reach: another session's
+        workspace (a project beside this one, in the home) is, and a symlink its commands named
+        `.env` to /bin/bash must not hide that from this session's."""
+        outside, inside = _split_secrets(found, writable)
+        return self._hideable(cwd, outside, []), inside
 
     def _hideable(self, cwd: Path, secrets: list[Path], unscanned: list[Path]) -> list[Path]:
         """Of the places the scan's secrets and unscanned folders are now (real paths), those

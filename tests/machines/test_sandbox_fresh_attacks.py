@@ -169,3 +169,23 @@ async def test_a_dotenv_linked_to_a_folder_in_the_sessions_tmp_stops_nothing(tar
     real = "$(awk '$5 == \"/tmp\" {print $4}' /proc/self/mountinfo)"
     assert "made" in await run(target, f"mkdir -p /tmp/box && ln -s {real}/box .env && echo made")
     assert "alive" in await run(target, "echo alive")
+
+
+@pytest.mark.parametrize("pointed", ["/bin/bash", "/usr", "/"])
+async def test_a_symlink_named_like_a_secret_in_another_project_cannot_hide_what_commands_run_from(
+    tmp_path: Path, pointed: str
+):
+    """Another session's commands, working in a project beside this one, named a symlink `.env`:
+    this session's scan finds it outside its own writable roots, where its commands cannot write,
+    but the other session's could."""
+    home = tmp_path / "home"
+    (home / "work").mkdir(parents=True)
+    (home / "other").mkdir()
+    (home / "other" / ".env").symlink_to(pointed)
+    (home / "vault").mkdir()
+    (home / "vault" / "prod.conf").write_text(SECRET)
+    (home / "other" / ".env.production").symlink_to(home / "vault" / "prod.conf")  # the person's own
+    target = LocalMachine(home / "work", sandbox=Sandbox(SandboxPolicy(), bubblewrap(), home=home))
+    shown = await run(target, f"echo alive; cat {home}/vault/prod.conf {home}/other/.env.production; echo read")
+    assert "alive" in shown and "read" in shown, shown
+    assert SECRET not in shown  # a secret of the home linked from beside stays hidden
