@@ -27,6 +27,12 @@ def option_texts(screen: JobsScreen) -> list[str]:
     return [str(listing.get_option_at_index(index).prompt) for index in range(listing.option_count)]
 
 
+def notifying_app(fake_api):
+    """An app that runs calls without asking and notifies (OSC 9) of anything that took time."""
+    settings = replace(Settings(permission_mode="auto"), notify=NotifySettings(method="osc9", min_seconds=0.001))
+    return make_app(fake_api, settings=settings)
+
+
 async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     os.mkfifo(tmp_path / "gate")
@@ -36,8 +42,7 @@ async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_
         tool_reply("execute_command", {"command": f"echo sleeping; exec sleep {marker}", "background": True}),
         text_reply("Two jobs run."),
     )
-    settings = replace(Settings(permission_mode="auto"), notify=NotifySettings(method="osc9", min_seconds=0.001))
-    app = make_app(fake_api, settings=settings)
+    app = notifying_app(fake_api)
     async with app.run_test(size=(140, 36)) as pilot:
         written: list[str] = []
         app.notifier.write = written.append
@@ -124,8 +129,7 @@ async def test_jobs_that_end_together_are_told_in_one_notice(fake_api, tmp_path,
         ),
         text_reply("Four jobs run."),
     )
-    settings = replace(Settings(permission_mode="auto"), notify=NotifySettings(method="osc9", min_seconds=0.001))
-    app = make_app(fake_api, settings=settings)
+    app = notifying_app(fake_api)
     async with app.run_test(size=(140, 36)) as pilot:
         written: list[str] = []
         app.notifier.write = written.append
