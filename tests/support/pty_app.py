@@ -53,6 +53,9 @@ class PtyApp:
         self.started = time.perf_counter()
         pid, fd = pty.fork()
         if pid == 0:  # the child: become the app
+            # Its terminal's size is set here, before the exec: set only by the parent, a loaded
+            # machine could start the app on a terminal of no size yet (drawn at Textual's 80x25)
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", self.rows, self.columns, 0, 0))
             os.chdir(ROOT)
             for target, path in (redirect or {}).items():
                 os.dup2(os.open(path, os.O_RDONLY if target == 0 else os.O_WRONLY | os.O_CREAT | os.O_TRUNC), target)
