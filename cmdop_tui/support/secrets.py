@@ -58,40 +58,44 @@ __all__ = ["MARKER", "MIN_LITERAL", "Redactor", "redact", "redact_json"]
 MARKER = "[REDACTED]"
 MIN_LITERAL = 6
 
+
+@functools.cache
+def _pattern(source: str) -> re.Pattern[str]:
+    """A pattern below, compiled on its first use: compiling them all costs a few milliseconds
+    that a start, which redacts nothing before its first paint, does not pay."""
+    return re.compile(source)
+
+
 # --- keys recognised by their shape ----------------------------------------------------------
 # Every pattern starts with a literal (so `re` finds candidates with a fast substring search) and
 # then looks behind it to refuse a start inside a run of the key's own characters: only the first
 # position of a run is ever tried, and possessive quantifiers never backtrack, so each pass is
 # linear in the input.
 
-_PRIVATE_KEY = re.compile(
+_PRIVATE_KEY = (
     r"(-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)"
     r"(?:[\s\S]*?(-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----)|[\s\S]*+)"
 )
 
 # (pattern, keep the text of group 1 in front of the marker)
-_PREFIXED: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(pattern)
-    for pattern in (
-        r"(sk-ant-)(?<![\w-]sk-ant-)[\w-]{20,}+",  # Anthropic
-        # OpenAI-style: 20+ characters with at least one digit (so prose-like words stay)
-        r"(sk-(?<![\w-]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?+)(?=[A-Za-z_-]*+[0-9])[\w-]{20,}+",
-        r"(AKIA|ASIA)(?<![A-Za-z0-9]AKIA)(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS key id
-        r"(gh[pousr]_)(?<![\w-]gh[pousr]_)[A-Za-z0-9]{20,}+",  # GitHub
-        r"(github_pat_)(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}+",  # GitHub fine-grained
-        r"(xox[bpars]-)(?<![\w-]xox[bpars]-)[A-Za-z0-9-]{10,}+",  # Slack
-        r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/-]{8,}+",  # Slack webhook
-        r"(AIza)(?<![\w-]AIza)[\w-]{30,}+",  # Google API key
-        r"()eyJ(?<![\w.-]eyJ)[\w-]{8,}+\.eyJ[\w-]{8,}+\.[\w-]*+",  # JSON Web Token
-        r"(://[^\s/:@]++:)[^\s/@]++(?=@)",  # scheme://user:PASSWORD@host
-    )
+_PREFIXED = (
+    r"(sk-ant-)(?<![\w-]sk-ant-)[\w-]{20,}+",  # Anthropic
+    # OpenAI-style: 20+ characters with at least one digit (so prose-like words stay)
+    r"(sk-(?<![\w-]sk-)(?!ant-)(?:proj-|svcacct-|admin-)?+)(?=[A-Za-z_-]*+[0-9])[\w-]{20,}+",
+    r"(AKIA|ASIA)(?<![A-Za-z0-9]AKIA)(?<![A-Za-z0-9]ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])",  # AWS key id
+    r"(gh[pousr]_)(?<![\w-]gh[pousr]_)[A-Za-z0-9]{20,}+",  # GitHub
+    r"(github_pat_)(?<![\w-]github_pat_)[A-Za-z0-9_]{20,}+",  # GitHub fine-grained
+    r"(xox[bpars]-)(?<![\w-]xox[bpars]-)[A-Za-z0-9-]{10,}+",  # Slack
+    r"(https://hooks\.slack\.com/(?:services|workflows|triggers)/)[\w/-]{8,}+",  # Slack webhook
+    r"(AIza)(?<![\w-]AIza)[\w-]{30,}+",  # Google API key
+    r"()eyJ(?<![\w.-]eyJ)[\w-]{8,}+\.eyJ[\w-]{8,}+\.[\w-]*+",  # JSON Web Token
+    r"(://[^\s/:@]++:)[^\s/@]++(?=@)",  # scheme://user:PASSWORD@host
 )
 _PREFIX_REPLACEMENT = r"\1" + MARKER.replace("\\", "\\\\")
 
-_AUTH_HEADER = re.compile(
-    r"(authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+[ \t]*+(?:bearer|basic|token|bot)[ \t]++)"
-    r"[A-Za-z0-9._~+/=-]++",
-    re.IGNORECASE,
+_AUTH_HEADER = (
+    r"(?i)(authorization[\"']?+[ \t]*+[:=][ \t]*+[\"']?+[ \t]*+(?:bearer|basic|token|bot)[ \t]++)"
+    r"[A-Za-z0-9._~+/=-]++"
 )
 
 # --- assignments -----------------------------------------------------------------------------
@@ -104,12 +108,12 @@ _WORDS = (
 _NAME_ENDS = "|".join(
     [f"(?<={re.escape(w)})" for w in _WORDS] + [r"(?<=[_.-]pwd)", r"(?<=[_.-]pass)", r"(?<=(?<![\w.-])pass)"]
 )
-_SECRET_NAME = re.compile(rf"[\w.-]++(?:{_NAME_ENDS})", re.IGNORECASE)
+_SECRET_NAME = rf"(?i)[\w.-]++(?:{_NAME_ENDS})"
 # Candidates: the end of a secret word right before an optional quote and `:` or `=`. Searched in
 # the lower-cased text; everything else about a candidate is checked on the original.
-_CANDIDATE = re.compile(r"(?:pass(?:word|wd|phrase)?+|secret|token|key|pwd)(?=\\?+[\"']?+[ \t]*+[:=])")
-_NAME_RUN = re.compile(r"[\w.-]*+")  # matched on the reversed text before a candidate
-_LINE_LEAD = re.compile(r"(?:[ \t]++tropxe)?+(?:[ \t]++-)?+[ \t]*+(?:[\n\r]|\Z)")  # reversed too
+_CANDIDATE = r"(?:pass(?:word|wd|phrase)?+|secret|token|key|pwd)(?=\\?+[\"']?+[ \t]*+[:=])"
+_NAME_RUN = r"[\w.-]*+"  # matched on the reversed text before a candidate
+_LINE_LEAD = r"(?:[ \t]++tropxe)?+(?:[ \t]++-)?+[ \t]*+(?:[\n\r]|\Z)"  # reversed too
 _NAME_WINDOW = 256  # longer names are looked at by their last 256 characters
 _VALUE = (
     r'"(?:[^"\\\n]|\\.)*+"'  # "double quoted"
@@ -118,15 +122,14 @@ _VALUE = (
     r"|[^\s\"'&;,`)}]++"  # bare: up to a space, quote, separator or closing bracket
     r"|\\?+[\"']\S*+"  # a quote that never closes
 )
-_REST = re.compile(rf"(?P<close>\\?+[\"']?+)(?P<sep>[ \t]*+[:=](?!=)[ \t]*+)(?P<value>{_VALUE})")
-_LINE_END = re.compile(r"[^\n\r]*+")
-_NOT_A_SECRET = re.compile(
-    r"(?:|null|none|nil|true|false|undefined|~|\[REDACTED\]|\*+|\.\.\.|…)$"
+_REST = rf"(?P<close>\\?+[\"']?+)(?P<sep>[ \t]*+[:=](?!=)[ \t]*+)(?P<value>{_VALUE})"
+_LINE_END = r"[^\n\r]*+"
+_NOT_A_SECRET = (
+    r"(?i)(?:|null|none|nil|true|false|undefined|~|\[REDACTED\]|\*+|\.\.\.|…)$"
     r"|\$\{?+[A-Za-z_]\w*+\}?+$|%[A-Za-z_]\w*+%$|<[^<>\n]*+>$"  # references, placeholders
     r"|\{"  # templates ({{ x }}, {x}) and nested objects
     r"|(?:str|bytes|int|bool|SecretStr|None|Optional|Any)(?![\w-])"  # type annotations
-    r"|[A-Za-z_][\w.]*+(?:\(|\[(?!REDACTED\]))",  # code: a call or a subscript
-    re.IGNORECASE,
+    r"|[A-Za-z_][\w.]*+(?:\(|\[(?!REDACTED\]))"  # code: a call or a subscript
 )
 _QUOTES = ('\\"', "\\'", '"', "'")
 
@@ -158,16 +161,16 @@ def _redact_assignments(text: str, lowered: str) -> str:
     pieces: list[str] = []
     done = 0  # everything before this is decided (copied to `pieces` or about to be)
     copied = 0
-    for candidate in _CANDIDATE.finditer(lowered):
+    for candidate in _pattern(_CANDIDATE).finditer(lowered):
         name_end = candidate.end()
         if candidate.start() < done:
             continue
         window = max(done, name_end - _NAME_WINDOW)
-        name_run = _NAME_RUN.match(text[window:name_end][::-1])
+        name_run = _pattern(_NAME_RUN).match(text[window:name_end][::-1])
         name_start = name_end - (name_run.end() if name_run else 0)
-        if _SECRET_NAME.fullmatch(text, name_start, name_end) is None:
+        if _pattern(_SECRET_NAME).fullmatch(text, name_start, name_end) is None:
             continue
-        rest = _REST.match(text, name_end)
+        rest = _pattern(_REST).match(text, name_end)
         if rest is None:
             continue
         value_start, value_end = rest.start("value"), rest.end("value")
@@ -176,16 +179,16 @@ def _redact_assignments(text: str, lowered: str) -> str:
         colon = ":" in rest["sep"]
         if colon and not quoted_name:
             lead = text[max(0, name_start - 64) : name_start][::-1]
-            found = _LINE_LEAD.match(lead)
+            found = _pattern(_LINE_LEAD).match(lead)
             if found and (lead[found.end() - 1 : found.end()] in ("\n", "\r") or found.end() == name_start):
-                line_end = _LINE_END.match(text, value_start)
+                line_end = _pattern(_LINE_END).match(text, value_start)
                 value_end = line_end.end() if line_end else len(text)  # YAML/header: the whole line
                 while value_end > value_start and text[value_end - 1] in " \t":
                     value_end -= 1
                 quoted_name = True  # a line-start `name:` is a key, not prose
         done = value_end
         quote, inner = _unquote(text[value_start:value_end])
-        if _NOT_A_SECRET.match(inner):
+        if _pattern(_NOT_A_SECRET).match(inner):
             continue
         if colon and not quoted_name and not quote and not _credential_like(inner):
             continue
@@ -209,12 +212,12 @@ def _mask_private_key(match: re.Match[str]) -> str:
 
 def _redact_patterns(text: str) -> str:
     if "PRIVATE KEY" in text:
-        text = _PRIVATE_KEY.sub(_mask_private_key, text)
+        text = _pattern(_PRIVATE_KEY).sub(_mask_private_key, text)
     for pattern in _PREFIXED:
-        text = pattern.sub(_PREFIX_REPLACEMENT, text)
+        text = _pattern(pattern).sub(_PREFIX_REPLACEMENT, text)
     lowered = _lower_same_length(text)
     if "authorization" in lowered:
-        text = _AUTH_HEADER.sub(_PREFIX_REPLACEMENT, text)
+        text = _pattern(_AUTH_HEADER).sub(_PREFIX_REPLACEMENT, text)
         lowered = _lower_same_length(text)
     return _redact_assignments(text, lowered)
 
@@ -266,7 +269,7 @@ def _walk(obj: Any, redact_text: Callable[[str], str], default: Callable[[Any], 
             if kind == "thinking" and key == "signature":
                 out[key] = value
             elif isinstance(value, str) and isinstance(key, str) and _is_secret_name(key):
-                out[key] = value if _NOT_A_SECRET.match(value) else MARKER
+                out[key] = value if _pattern(_NOT_A_SECRET).match(value) else MARKER
             else:
                 out[key] = _walk(value, redact_text, default)
         return out
@@ -279,7 +282,7 @@ def _walk(obj: Any, redact_text: Callable[[str], str], default: Callable[[Any], 
 
 @functools.lru_cache(maxsize=4096)
 def _is_secret_name(key: str) -> bool:
-    return _SECRET_NAME.fullmatch(key) is not None
+    return _pattern(_SECRET_NAME).fullmatch(key) is not None
 
 
 def redact(text: str, extra: Iterable[str | None] = ()) -> str:

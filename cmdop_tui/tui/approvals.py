@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 from textual.screen import Screen
 
 from cmdop_tui.config.settings import Settings
-from cmdop_tui.tools.outcome import OutcomeKind
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 
 # The dialogs and what they answer are imported when the first is asked for: the loop (which
@@ -44,6 +43,7 @@ class ApprovalHost(Protocol):
 async def ask_approval(host: ApprovalHost, call: ToolCall) -> Approval:
     """The approval modal, awaited by the loop. Stop dismisses it."""
     from cmdop_tui.agent.approval import Approval
+    from cmdop_tui.tools.outcome import OutcomeKind
     from cmdop_tui.tui.screens.approval import ApprovalChoice, ApprovalScreen
 
     answer: asyncio.Future[ApprovalChoice | None] = asyncio.get_running_loop().create_future()

@@ -8,16 +8,22 @@ terminal the side column showed for a frame, then folded.
 Textual also styles every widget of a screen again each time the screen is resumed, the first
 time included, when its widgets have just been styled as they were mounted: the first screen
 skips that first pass (`FirstScreen`), and is not laid out again for what only looks like a
-change: a Resize to its own size, the toasts' rack hidden when it was never shown.
+change: a Resize to its own size, the toasts' rack hidden when it was never shown, the sizes the
+first layout itself gives the widgets, and the requests the widgets mounted for the first frame
+made before that layout, which arrive after it had done them. Each was a whole layout after the
+first frame, in the way of the first key.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from textual import events
+from textual import events, messages
+from textual._time import get_time  # the clock of a message's `time`
 from textual.app import App
+from textual.geometry import Size
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets._toast import ToastRack  # the screen's own rack: no public name
 
 
@@ -41,6 +47,7 @@ class FirstScreen(Screen[Any]):
     def __init__(self) -> None:
         super().__init__(id="_default")  # Textual's own default screen's id
         self._resumed = False
+        self._laid_out_at: float | None = None  # when the first whole layout began
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Before Textual's handler: the first resume leaves the styles that mounting gave
@@ -62,3 +69,30 @@ class FirstScreen(Screen[Any]):
         by the app, `frames.py`)."""
         if event.size == self.outer_size:
             event.prevent_default()
+
+    def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
+        """The first whole layout asks for no second one of its own.
+
+        Laying widgets out sets their sizes, and a widget whose (scrollable) size changed asks
+        for another whole layout: every widget, at the first frame, a second layout in the way
+        of the first key. Only a widget whose scrollbars came or went needs one; the first
+        layout takes back the others' requests (later layouts are Textual's own)."""
+        first = self._laid_out_at is None and not scroll and bool(size or self.outer_size)
+        if not first:
+            super()._refresh_layout(size, scroll)
+            return
+        self._laid_out_at = get_time()
+        widgets = list(self.walk_children(Widget))
+        scrollbars = [(widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) for widget in widgets]
+        super()._refresh_layout(size, scroll)
+        for widget, before in zip(widgets, scrollbars, strict=True):
+            if (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) == before:
+                widget._layout_required = False
+
+    def on_layout(self, message: messages.Layout) -> None:
+        """Before Textual's handler: a request for a layout made before the first whole layout
+        began was done by it. The widgets mounted for the first frame each ask for one, and
+        their requests arrive after that frame was laid out."""
+        if self._laid_out_at is not None and message.time < self._laid_out_at:
+            message.stop()
+            message.prevent_default()

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cmdop_tui.agent.cancel import UICancel
-from cmdop_tui.agent.context import SessionFacts
 from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
@@ -31,6 +30,7 @@ if TYPE_CHECKING:  # types only: the app draws before the session (and its SDK) 
     from textual.timer import Timer
 
     from cmdop_tui.agent.approval import Approver
+    from cmdop_tui.agent.context import SessionFacts
     from cmdop_tui.agent.policies import RetryPolicy
     from cmdop_tui.mcp.asks import Elicitor
     from cmdop_tui.session.local_model import LocalModelServer

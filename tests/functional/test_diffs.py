@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from textual.app import App, ComposeResult
 from textual.widgets import Button, Static
-from tui_helpers import wait_until
+from tui_helpers import showing, wait_until
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.agent.events import ToolEnd, ToolStart
@@ -373,7 +373,7 @@ async def test_the_app_asks_with_the_diff_and_the_card_keeps_it(
     app = make_app(fake_api)
     async with app.run_test(size=(80, 24)) as pilot:
         await submit(pilot, "change the motd")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the question")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the question")
         assert isinstance(app.screen, ApprovalScreen)
         question = shown_text(app.screen)
         assert "-hello" in question and "+goodbye" in question and f"path: {target}" in question

@@ -15,7 +15,7 @@ from fake_anthropic import text_reply, tool_reply
 from textual.app import App
 from textual.containers import VerticalScroll
 from textual.widgets import Button, Static
-from tui_helpers import finish_turn, make_app, submit, wait_until
+from tui_helpers import finish_turn, make_app, showing, submit, wait_until
 
 from cmdop_tui.agent.approval import Approval, ToolCall
 from cmdop_tui.config.settings import RunOptions, Settings
@@ -173,9 +173,7 @@ async def test_the_app_asks_in_auto_mode_what_the_floor_leaves_to_a_person(fake_
     app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True, sandbox_mode="off")))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "go")
-        await wait_until(
-            pilot, lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(Button), what="the dialog"
-        )
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen) and app.screen.query(Button), what="the dialog")
         screen = app.screen
         assert isinstance(screen, ApprovalScreen) and screen.person_only == FLOOR_REASON
         assert {button.id for button in screen.query(Button)} == {"once", "deny"}
@@ -194,7 +192,7 @@ async def test_the_app_asks_to_leave_the_sandbox_with_what_it_refused(fake_api, 
     app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True, sandbox_mode="strict")))
     async with app.run_test(size=(100, 30)) as pilot:
         await submit(pilot, "make it")
-        asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.query(Button)  # noqa: E731
+        asked = lambda: showing(app, ApprovalScreen) and app.screen.query(Button)  # noqa: E731
         await wait_until(pilot, asked, timeout=20, what="the dialog")
         screen = app.screen
         assert isinstance(screen, ApprovalScreen) and screen.escalation is not None

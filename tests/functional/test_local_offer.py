@@ -10,7 +10,7 @@ import sys
 import pytest
 from textual.geometry import Region
 from textual.widgets import Label
-from tui_helpers import make_app, notices, submit, wait_until
+from tui_helpers import make_app, notices, showing, submit, wait_until
 
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.session_life import LOCAL_OFFER, NOT_NOW
@@ -28,7 +28,7 @@ def shown_text(widget) -> list[str]:
 async def test_the_local_model_offer_wraps_whole_at_every_size(size):
     app = make_app(offer_local=True)
     async with app.run_test(size=size) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen), what="the local-model offer")
         await pilot.pause()
         label = app.screen.query_one("#confirm-dialog > Label", Label)
         dialog = app.screen.query_one("#confirm-dialog")
@@ -41,7 +41,7 @@ async def test_the_local_model_offer_wraps_whole_at_every_size(size):
 async def test_not_now_says_how_to_come_back_and_the_error_names_local():
     app = make_app(offer_local=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen), what="the local-model offer")
         await pilot.press("n")
         await wait_until(pilot, lambda: NOT_NOW in notices(app), what="the way back said")
         (error,) = notices(app, "error")
@@ -74,7 +74,7 @@ async def test_local_starts_the_local_model_after_not_now():
     before = set(local_servers())
     app = make_app(settings=settings, offer_local=True)
     async with app.run_test(size=(80, 24)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen), what="the local-model offer")
         await pilot.press("n")
         await wait_until(pilot, lambda: NOT_NOW in notices(app), what="the way back said")
         await submit(pilot, "/local")

@@ -13,7 +13,7 @@ from fake_anthropic import text_reply, tool_reply
 from mcp_servers.harness import DEMO, HOSTILE, new_tag, settings_with, stdio_spec, tagged, wait_gone
 from real_tools import real_tool
 from textual.widgets import Input, Label, Static
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
 from cmdop_tui.mcp.server_tables import McpServerSpec
 from cmdop_tui.tui.screens.approval import ApprovalScreen
@@ -97,7 +97,7 @@ async def the_servers_question(pilot, app) -> ElicitationScreen:
     """Once the server is up, a prompt whose tool call makes it ask: its dialog, on top."""
     await until_the_server_is_up(pilot, app)
     await submit(pilot, "ask me")
-    await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+    await wait_until(pilot, lambda: showing(app, ElicitationScreen), timeout=20, what="the dialog")
     dialog = app.screen
     await wait_until(pilot, lambda: dialog.query("#field-0") and app.focused is not None, what="its fields")
     return dialog
@@ -144,10 +144,10 @@ async def test_a_servers_sampling_request_is_asked_in_the_approval_modal_and_a_d
     async with app.run_test(size=(80, 24)) as pilot:
         await until_the_server_is_up(pilot, app)
         await submit(pilot, "sample")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), timeout=20, what="the tool's approval")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), timeout=20, what="the tool's approval")
         assert app.screen.tool == SAMPLE
         await pilot.press("y")
-        asked = lambda: isinstance(app.screen, ApprovalScreen) and app.screen.tool != SAMPLE  # noqa: E731
+        asked = lambda: showing(app, ApprovalScreen) and app.screen.tool != SAMPLE  # noqa: E731
         await wait_until(pilot, asked, timeout=20, what="the sampling's approval")
         modal = app.screen
         assert modal.tool == "mcp__everything__sampling"
@@ -186,7 +186,7 @@ async def test_a_hostile_form_is_shown_inert_and_bounded_and_an_optional_choice_
     app = make_app(fake_api)
     async with app.run_test(size=(80, 24)) as pilot:
         app.push_screen(ElicitationScreen(request), answers.append)
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await wait_until(pilot, lambda: showing(app, ElicitationScreen), what="the dialog")
         await pilot.pause()
         shown = app.export_screenshot()
         await pilot.press("ctrl+s")  # nothing chosen: the choice is optional
@@ -205,9 +205,9 @@ async def test_questions_asked_at_once_are_shown_one_at_a_time_and_a_stop_leaves
     async with app.run_test(size=(80, 24)) as pilot:
         await until_the_server_is_up(pilot, app)
         await submit(pilot, "ask me")
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), timeout=20, what="the dialog")
+        await wait_until(pilot, lambda: showing(app, ElicitationScreen), timeout=20, what="the dialog")
         await pilot.press("ctrl+s")  # the first answered: the next shows
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the next dialog")
+        await wait_until(pilot, lambda: showing(app, ElicitationScreen), what="the next dialog")
         dialogs = [screen for screen in app.screen_stack if isinstance(screen, ElicitationScreen)]
         assert len(dialogs) == 1  # never a pile of them
         app.action_stop()
@@ -223,7 +223,7 @@ async def test_a_url_to_visit_is_shown_inert_and_bounded_and_done_sends_no_value
     app = make_app(fake_api)
     async with app.run_test(size=(80, 24)) as pilot:
         app.push_screen(ElicitationScreen(ElicitationRequest("srv", "visit", url=url)), answers.append)
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen), what="the dialog")
+        await wait_until(pilot, lambda: showing(app, ElicitationScreen), what="the dialog")
         await pilot.pause()
         shown = str(app.screen.query_one("#elicit-url", Static).content)
         done = app.screen.query_one("#accept").region

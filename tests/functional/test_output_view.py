@@ -11,7 +11,7 @@ from fake_anthropic import text_reply, tool_reply
 from textual.app import App
 from textual.geometry import Offset
 from textual.selection import Selection
-from tui_helpers import finish_turn, make_app, submit, wait_until
+from tui_helpers import finish_turn, make_app, showing, submit, wait_until
 
 from cmdop_tui.config.paths import data_dir
 from cmdop_tui.config.settings import RunOptions, Settings
@@ -41,7 +41,7 @@ def status(app) -> str:
 async def open_view(pilot) -> OutputPager:
     pilot.app.query_one(ToolCard).focus()
     await pilot.press("enter")
-    await wait_until(pilot, lambda: isinstance(pilot.app.screen, OutputScreen))
+    await wait_until(pilot, lambda: showing(pilot.app, OutputScreen))
     await pilot.pause()
     return pilot.app.screen.query_one(OutputPager)
 

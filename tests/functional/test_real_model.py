@@ -94,7 +94,7 @@ def local_servers() -> list[str]:
 async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
     from dataclasses import replace
 
-    from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+    from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
     from cmdop_tui.config.settings import Settings
     from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -103,7 +103,7 @@ async def test_the_app_offers_the_local_model_when_there_is_no_key(tmp_path):
     before = set(local_servers())
     app = make_app(settings=settings, offer_local=True)
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the local-model offer")
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen), what="the local-model offer")
         await pilot.press("y")
         await wait_until(pilot, lambda: app.session is not None, timeout=60, what="the local model")
         assert any("ready in" in n for n in notices(app)) and app.session.runner.config.model.startswith("local:")

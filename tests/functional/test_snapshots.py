@@ -10,7 +10,7 @@ import threading
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.support.figures import duration
@@ -60,7 +60,7 @@ def test_approval_modal(snap_compare, fake_api, size):
 
     async def run_before(pilot):
         await submit(pilot, "restart nginx")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen) and hasattr(app.screen, "countdown"))
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen) and hasattr(app.screen, "countdown"))
         app.screen.countdown.pause()  # the picture at 60 s, however long taking it lasts
         app.screen.remaining = 60
         app.screen._tick()

@@ -7,11 +7,14 @@ import os
 
 import pytest
 from textual import events
+from textual._time import get_time  # the clock of a message's `time`
 from textual.screen import Screen
+from textual.widget import Widget
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.app import CmdopApp
 from cmdop_tui.tui.first_frame import FirstScreen, breakpoint_classes
+from cmdop_tui.tui.widgets.machines_panel import MachineList
 
 
 @pytest.mark.parametrize("width", [20, 80, 99, 100, 101, 240])
@@ -98,3 +101,40 @@ async def test_what_textual_settles_after_the_first_frame_is_settled_before_it(m
         assert unmeasured_at_idle[0] is False  # measured when mounted, not at its first idle
         assert table.virtual_size.height == table.header_height  # the header, no call yet
     assert hidden_before_shown[0] == "none"  # so hiding it then changes nothing and lays nothing out
+
+
+async def test_the_first_layout_leaves_no_request_for_a_second(monkeypatch):
+    """Every widget mounted for the first frame asks for a layout, and the first layout asks again
+    for each widget it sizes: a second whole layout after the first frame, in the way of the first
+    key, that would lay out nothing new. Both are taken back (only a widget whose scrollbars came
+    or went would need one)."""
+    left_asking: list[list[Widget]] = []
+    measured: list[tuple[int, int]] = []
+    whole_layouts: list[float] = []
+    refresh_layout = FirstScreen._refresh_layout
+
+    def recording_refresh_layout(screen: FirstScreen, size=None, scroll: bool = False) -> None:
+        if not scroll:
+            whole_layouts.append(get_time())
+        refresh_layout(screen, size, scroll)
+        if len(whole_layouts) == 1 and not scroll:
+            left_asking.append([w for w in screen.walk_children(Widget) if w._layout_required])
+            machines = screen.query_one(MachineList)  # its lines measured now, not as it is painted
+            measured.append((machines.virtual_size.height, machines.option_count))
+
+    handled_late: list[object] = []
+    on_layout = Screen._on_layout
+
+    async def recording_on_layout(screen: Screen, message) -> None:  # Textual's: it lays out again
+        if isinstance(screen, FirstScreen) and whole_layouts and message.time < whole_layouts[0]:
+            handled_late.append(message.widget)
+        await on_layout(screen, message)
+
+    monkeypatch.setattr(FirstScreen, "_refresh_layout", recording_refresh_layout)
+    monkeypatch.setattr(Screen, "_on_layout", recording_on_layout)
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert whole_layouts and left_asking == [[]]
+        assert measured == [(2, 1)]  # this machine: two lines
+        assert handled_late == []  # the requests made before the first layout were dropped

@@ -37,6 +37,13 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.tui.screens.sessions",  # /sessions
     "cmdop_tui.agent.events",  # the first event (tui/events.py, made on first use); the status line's
     # usage totals are a module of their own (agent/usage_totals.py)
+    "cmdop_tui.tui.widgets.assistant_reply",  # the first reply (widgets/chat_log.py)
+    "cmdop_tui.tui.widgets.thinking_block",
+    "cmdop_tui.tui.widgets.compaction_item",  # the first compaction
+    "cmdop_tui.tui.widgets.tool_card",  # the first tool call
+    "cmdop_tui.tui.vocabulary.tool_records",
+    "cmdop_tui.support.diffs",
+    "cmdop_tui.tools.outcome",
 )
 
 

@@ -12,7 +12,7 @@ import sys
 import pytest
 from fake_anthropic import text_reply, tool_reply
 from textual.widgets import Label, Static
-from tui_helpers import finish_turn, make_app, submit, wait_until
+from tui_helpers import finish_turn, make_app, showing, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.headless import EXIT_NO_ONE_TO_ASK
@@ -54,7 +54,7 @@ async def test_a_command_that_exits_1_is_drawn_failed_with_its_code_everywhere(f
         assert "failed (exit code 1): the command exited with code 1" in detail(app)
         app.query_one(ToolCard).focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, OutputScreen), what="the output view")
+        await wait_until(pilot, lambda: showing(app, OutputScreen), what="the output view")
         assert "failed (exit code 1)" in str(app.screen.query_one("#output-title", Label).render())
         assert "the command exited with code 1" in str(app.screen.query_one("#output-reason", Label).render())
 
@@ -68,7 +68,7 @@ async def test_a_denied_write_shows_who_said_no_and_no_diff_as_applied(fake_api,
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "write it")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval modal")
         await pilot.press("n")
         await finish_turn(pilot)
         assert not target.exists()
@@ -129,7 +129,7 @@ def test_the_outcomes_as_drawn(snap_compare, fake_api, tmp_path, monkeypatch, si
     async def run_before(pilot):
         await submit(pilot, "three things")
         for done, key in enumerate(("y", "n"), 1):
-            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+            await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval modal")
             await pilot.press(key)
             await wait_until(pilot, lambda done=done: ended(app) >= done, what="the call to end")
         await finish_turn(pilot)

@@ -9,7 +9,7 @@ import threading
 import pytest
 from agent_helpers import running
 from fake_anthropic import error_reply, reply, text_reply, thinking, tool_reply, tool_use
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.screens.approval import ApprovalScreen
@@ -60,7 +60,7 @@ async def test_tool_call_with_approval_allowed(fake_api, tmp_path, monkeypatch):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "make the file")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval modal")
         assert "touch" in str(app.screen.query_one("#approval-arguments Static").content)
         await pilot.press("y")
         await finish_turn(pilot)
@@ -77,7 +77,7 @@ async def test_tool_call_denied_tells_the_model(fake_api, tmp_path):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "make it")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen))
         await pilot.press("n")
         await finish_turn(pilot)
         assert not target.exists()
@@ -95,7 +95,7 @@ async def test_allow_for_session_asks_only_once(fake_api, tmp_path):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "run two")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen))
         await pilot.press("a")
         await finish_turn(pilot)
         assert [c.record.status for c in app.query(ToolCard)] == ["ok", "ok"]
@@ -154,7 +154,7 @@ async def test_stop_while_the_approval_modal_is_open(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
         await submit(pilot, "go")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen))
         await pilot.press("s")
         await wait_until(pilot, lambda: notices(app, "stopped"))
         assert not isinstance(app.screen, ApprovalScreen)
@@ -218,11 +218,11 @@ async def test_without_an_api_key_the_app_opens_and_says_how_to_set_one(monkeypa
     monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
     app = make_app()
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await wait_until(pilot, lambda: notices(app, "error"), what="the missing key said")
         assert "ANTHROPIC_API_KEY" in notices(app, "error")[0]
         await submit(pilot, "hello?")
-        await pilot.pause()
-        assert len(notices(app, "error")) == 2 and app.is_running
+        await wait_until(pilot, lambda: len(notices(app, "error")) == 2, what="the prompt refused")
+        assert app.is_running
 
 
 async def test_slash_commands(fake_api):
@@ -308,12 +308,12 @@ async def test_ctrl_c_never_quits_and_ctrl_q_asks_while_running(fake_api):
         await submit(pilot, "go")
         await wait_until(pilot, lambda: app.running and any(replies(app)))
         await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen))
         await pilot.press("n")
         await pilot.pause()
         assert app.is_running and app.running
         await pilot.press("ctrl+q")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen))
         await pilot.press("y")
         await wait_until(pilot, lambda: not app.is_running, what="the app to exit")
     gate.set()
@@ -354,7 +354,7 @@ async def test_tool_panel_enter_opens_the_whole_output(fake_api):
         await finish_turn(pilot)
         app.query_one("#tool-table").focus()
         await pilot.press("enter")
-        await wait_until(pilot, lambda: isinstance(app.screen, OutputScreen))
+        await wait_until(pilot, lambda: showing(app, OutputScreen))
         assert app.screen.query_one("#output-text").text == app.query_one(ToolCard).record.output
         await pilot.press("escape")
         await wait_until(pilot, lambda: not isinstance(app.screen, OutputScreen))
@@ -441,7 +441,7 @@ async def test_sessions_are_recorded_resumed_and_exported(fake_api, tmp_path, mo
         await submit(pilot, "second topic")
         await finish_turn(pilot)
         await submit(pilot, "/sessions")
-        await wait_until(pilot, lambda: isinstance(app.screen, SessionsScreen))
+        await wait_until(pilot, lambda: showing(app, SessionsScreen))
         assert app.screen.query_one("#sessions-list").option_count == 2
         app.screen.query_one("#sessions-list").focus()
         await pilot.press("down", "enter")  # newest first: the first session is second

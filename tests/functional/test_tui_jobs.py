@@ -11,7 +11,7 @@ from agent_helpers import running
 from fake_anthropic import reply, text_reply, tool_reply, tool_use
 from textual import events
 from textual.widgets import OptionList, TextArea
-from tui_helpers import finish_turn, make_app, submit, wait_until
+from tui_helpers import finish_turn, make_app, showing, submit, wait_until
 
 from cmdop_tui.config.model import NotifySettings
 from cmdop_tui.config.settings import Settings
@@ -51,7 +51,7 @@ async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_
         await wait_until(pilot, lambda: running("sleep", marker), what="the second job's sleep")
 
         await submit(pilot, "/jobs")
-        await wait_until(pilot, lambda: isinstance(app.screen, JobsScreen), what="the jobs screen")
+        await wait_until(pilot, lambda: showing(app, JobsScreen), what="the jobs screen")
         screen = app.screen
         assert isinstance(screen, JobsScreen)
         await wait_until(pilot, lambda: "sleeping" in " ".join(option_texts(screen)), what="the last lines")
@@ -62,7 +62,7 @@ async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_
 
         screen.query_one(OptionList).highlighted = 1
         await pilot.press("enter")  # follow job-1 live
-        await wait_until(pilot, lambda: isinstance(app.screen, JobFollowScreen), what="the followed job")
+        await wait_until(pilot, lambda: showing(app, JobFollowScreen), what="the followed job")
         follow = app.screen
         await wait_until(pilot, lambda: "waiting" in follow.query_one(TextArea).text, what="its output")
         app.post_message(events.AppBlur())  # the terminal is away when it ends
@@ -74,7 +74,7 @@ async def test_jobs_are_listed_followed_killed_and_their_end_told(fake_api, tmp_
         assert written == [f"{OSC9}Background job job-1 on local ended: exit 2\x07\x07"]
         await pilot.press("escape")
 
-        await wait_until(pilot, lambda: isinstance(app.screen, JobsScreen), what="back to the list")
+        await wait_until(pilot, lambda: showing(app, JobsScreen), what="back to the list")
         screen.query_one(OptionList).highlighted = 2
         await pilot.press("k")
         await wait_until(pilot, lambda: "killed" in option_texts(screen)[2], what="job-2 killed")

@@ -12,7 +12,7 @@ from fake_anthropic import text_reply, tool_reply
 from textual import events
 from textual.binding import Binding
 from textual.widgets import Input
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.keys import APP_BINDINGS, key_name
@@ -200,7 +200,7 @@ async def test_a_dialog_keeps_its_own_letter_keys():
     async with app.run_test(size=SIDE_SIZE) as pilot:
         answers: list[bool | None] = []
         app.push_screen(ConfirmScreen("Go on?", yes="Yes", no="No"), answers.append)
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen))
         send_together(app, "y")
         await wait_until(pilot, lambda: answers == [True], what="the dialog's answer")
         assert app.query_one(PromptInput).text == ""
@@ -257,7 +257,7 @@ async def test_keys_that_arrive_together_in_a_dialogs_text_field_keep_their_orde
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         app.push_screen(ElicitationScreen(ElicitationRequest("srv", "Which branch?", form_fields(form), url="")))
-        await wait_until(pilot, lambda: isinstance(app.screen, ElicitationScreen) and app.screen.query(Input))
+        await wait_until(pilot, lambda: showing(app, ElicitationScreen) and app.screen.query(Input))
         field = app.screen.query_one(Input)
         app.screen.set_focus(field)
         send_together(app, *typed("maim"), "backspace", "n", "home", "delete", "M", "end", "x", "backspace")

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
-from tui_helpers import finish_turn, make_app, notices, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, showing, submit, wait_until
 
 from cmdop_tui.agent.context import PLAN_MODE
 from cmdop_tui.tui.screens.approval import ApprovalScreen
@@ -96,7 +96,7 @@ async def test_accept_edits_runs_an_edit_in_the_tree_and_still_asks_for_a_comman
         await pilot.press("shift+tab")
         assert app.session.status().mode == "accept_edits"
         await submit(pilot, "edit then run")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the command's approval")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the command's approval")
         assert app.screen.tool == "execute_command"
         assert notes.read_text() == "status: final\n"  # the edit ran before, unasked
         before = app.screen.focused

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from fake_anthropic import text_reply, tool_reply
 from textual import events
-from tui_helpers import finish_turn, make_app, submit, wait_until
+from tui_helpers import finish_turn, make_app, showing, submit, wait_until
 
 from cmdop_tui.config.model import NotifySettings
 from cmdop_tui.config.settings import Settings
@@ -49,7 +49,7 @@ async def test_what_waits_for_the_person_is_told_only_while_the_terminal_is_away
         await submit(pilot, "run it")
         await away(app, pilot)
         held.set()
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval")
         await wait_until(pilot, lambda: written, what="a notification")
         assert written == [f"{OSC9}Approval needed: execute_command on local\x07\x07"]
         await pilot.press("y")  # a key: the terminal has focus again

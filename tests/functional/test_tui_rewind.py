@@ -15,7 +15,7 @@ from fake_anthropic import text_reply, tool_reply
 from remote_side import make_home, remove_home, workspace
 from sshd import SshLab, sshd_unavailable_reason
 from textual.widgets import OptionList, Static
-from tui_helpers import finish_turn, make_app, notices, press_in_one_read, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, press_in_one_read, showing, submit, wait_until
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.checkpoint_records import checkpoints_dir
@@ -81,7 +81,7 @@ def prompt_text(app) -> str:
 async def on_screen(pilot, kind: type, part: str) -> None:
     """Until a screen of `kind` is on top with its `part` composed."""
     app = pilot.app
-    await wait_until(pilot, lambda: isinstance(app.screen, kind) and app.screen.query(part), what=kind.__name__)
+    await wait_until(pilot, lambda: showing(app, kind) and app.screen.query(part), what=kind.__name__)
 
 
 async def open_rewind(pilot) -> None:

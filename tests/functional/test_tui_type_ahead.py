@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from fake_anthropic import text_reply, tool_reply
-from tui_helpers import finish_turn, make_app, notices, replies, submit, wait_until
+from tui_helpers import finish_turn, make_app, notices, replies, showing, submit, wait_until
 
 from cmdop_tui.config.settings import RunOptions, Settings
 from cmdop_tui.tui.screens.confirm import ConfirmScreen
@@ -129,7 +129,7 @@ async def test_a_stop_keeps_the_queue_and_the_steering_no_step_took(fake_api):
         assert app.session.runner.steering.pending() == []  # taken back into the queue, not sent twice
 
         await pilot.press("ctrl+q")  # quitting would lose them: it asks
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), what="the quit question")
+        await wait_until(pilot, lambda: showing(app, ConfirmScreen), what="the quit question")
         assert app.screen.question == "2 messages you sent during the turn would be lost. Quit anyway?"
         await pilot.press("n")
         await pilot.pause()

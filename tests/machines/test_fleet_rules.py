@@ -307,7 +307,7 @@ def lab(ssh_hosts):
 
 async def test_always_in_the_app_saves_a_rule_for_those_machines(fake_api, lab, isolated_home):
     from textual.widgets import Static
-    from tui_helpers import finish_turn, make_app, notices, submit, wait_until
+    from tui_helpers import finish_turn, make_app, notices, showing, submit, wait_until
 
     from cmdop_tui.config.settings import Settings
     from cmdop_tui.permissions import rules_path
@@ -325,7 +325,7 @@ async def test_always_in_the_app_saves_a_rule_for_those_machines(fake_api, lab, 
     app = make_app(fake_api, settings=Settings(ssh_config=lab.config, approval_timeout_s=20))
     async with app.run_test(size=(140, 40)) as pilot:
         await submit(pilot, "say hi on both")
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval modal")
         scope = str(app.screen.query_one("#approval-scope", Static).render())
         assert scope == "On 2 machines: alpha, bravo. This session and Always allow it on these only."
         await pilot.press("p")
@@ -342,7 +342,7 @@ async def test_always_in_the_app_saves_a_rule_for_those_machines(fake_api, lab, 
         assert "2 hosts (alpha, bravo): exit 0" in second and "again" in second
 
         await submit(pilot, "now with the offline one")  # another machine: asked again
-        await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen), what="the approval modal again")
+        await wait_until(pilot, lambda: showing(app, ApprovalScreen), what="the approval modal again")
         scope = str(app.screen.query_one("#approval-scope", Static).render())
         assert scope.startswith(f"On 2 machines: alpha, {offline}.")
         await pilot.press("n")

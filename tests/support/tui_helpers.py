@@ -55,6 +55,12 @@ async def wait_until(pilot, condition: Callable[[], object], timeout: float = 10
         await pilot.pause(0.005)
 
 
+def showing(app, screen_class: type) -> bool:
+    """The app shows a screen of `screen_class`, composed: the screen is on top of the stack as
+    soon as it is pushed, before its widgets are mounted."""
+    return isinstance(app.screen, screen_class) and app.screen.is_mounted
+
+
 async def press_in_one_read(pilot, *keys: str) -> None:
     """Keys that arrive together, as from one read of the terminal: all handed to the app before
     any is handled (Pilot's `press` lets the app go idle between keys, which on a loaded machine

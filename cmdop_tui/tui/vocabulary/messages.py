@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 from textual.message import Message
 
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
-
 if TYPE_CHECKING:  # named, not loaded: the loop's events load with the session, after the first paint
     from cmdop_tui.agent import events as ev
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord  # with the first tool call
 
 EventT = TypeVar("EventT", bound="ev.Event")
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -30,14 +31,16 @@ from cmdop_tui.agent.messages import (
 )
 from cmdop_tui.support.figures import duration
 from cmdop_tui.tui.vocabulary.messages import Agent
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, stored_outcome
-from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
-from cmdop_tui.tui.widgets.compaction_item import CompactionItem
 from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
 from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
-from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
-from cmdop_tui.tui.widgets.tool_card import ToolCard
 from cmdop_tui.tui.widgets.user_message import UserMessage
+
+if TYPE_CHECKING:  # what a reply or a tool call draws loads with the first of them, not at start
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+    from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+    from cmdop_tui.tui.widgets.compaction_item import CompactionItem
+    from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
+    from cmdop_tui.tui.widgets.tool_card import ToolCard
 
 RESUME_PAGE = 40  # messages of a resumed session drawn at once, and per "show more"
 MAX_ITEMS = 400  # entries a live chat keeps; past it the oldest PRUNE_BATCH give way
@@ -106,6 +109,8 @@ class ChatLog(VerticalScroll, can_focus=True):
         """The oldest entries give way, so a long session costs what a short one does."""
         oldest = [child for child in self.children if child is not self._earlier][:PRUNE_BATCH]
         oldest = [child for child in oldest if child is not self._reply and child is not self._compaction]
+        from cmdop_tui.tui.widgets.tool_card import ToolCard
+
         for card in [child for child in oldest if isinstance(child, ToolCard)]:
             self._cards.pop(card.record.call_id, None)
         await self.remove_children(oldest)
@@ -125,12 +130,16 @@ class ChatLog(VerticalScroll, can_focus=True):
 
     async def add_reply(self, text: str) -> None:
         """A finished reply (a resumed session's)."""
+        from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+
         await self._end_reply()
         reply = AssistantReply(text)
         await self.add(reply)
         reply.finish()
 
     async def add_tool_card(self, record: ToolRecord) -> None:
+        from cmdop_tui.tui.widgets.tool_card import ToolCard
+
         await self._end_reply()
         card = ToolCard(record)
         self._cards[record.call_id] = card
@@ -153,6 +162,8 @@ class ChatLog(VerticalScroll, can_focus=True):
         self._resumed, self._records = messages, records
         self._shown_from = max(0, len(messages) - RESUME_PAGE)
         if messages and any(is_summary_block(block) for block in blocks_of(messages[0])):
+            from cmdop_tui.tui.widgets.compaction_item import CompactionItem
+
             await self.add(CompactionItem.resumed(previous_summary(messages)))
         if self._shown_from > 0:
             self._earlier = EarlierMessages(self._shown_from, RESUME_PAGE)
@@ -180,12 +191,18 @@ class ChatLog(VerticalScroll, can_focus=True):
         if not widgets or not self.is_attached:
             return
         await self.mount_all(widgets, after=after) if after is not None else await self.mount_all(widgets)
+        from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+
         for widget in widgets:
             if isinstance(widget, AssistantReply):
                 widget.finish()
 
     def _entry(self, role: str, block: Block) -> Widget | None:
         """The chat entry for one block of a stored message (a tool result finishes its call's card)."""
+        from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, stored_outcome
+        from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+        from cmdop_tui.tui.widgets.tool_card import ToolCard
+
         if is_text(block) and role == "user":
             return UserMessage(block.get("text", ""))
         if is_text(block):
@@ -206,6 +223,8 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def _append_reply(self, text: str) -> None:
         self._compaction_passed()
         if self._reply is None:
+            from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
+
             self._thinking = None
             self._reply = AssistantReply()
             self._reply.paint_interval = self.pace.paint_s
@@ -239,6 +258,8 @@ class ChatLog(VerticalScroll, can_focus=True):
     async def on_agent_thinking_received(self, message: Agent.ThinkingReceived) -> None:
         self._compaction_passed()
         if self._thinking is None:
+            from cmdop_tui.tui.widgets.thinking_block import ThinkingBlock
+
             await self._end_reply()
             self._thinking = ThinkingBlock()
             await self.add(self._thinking)
@@ -299,6 +320,8 @@ class ChatLog(VerticalScroll, can_focus=True):
         if event.trigger == "too_long":
             reason = f" {event.reason[:1].upper()}{event.reason[1:]}." if event.reason else ""
             await self.add_notice(f"The model's context was full: compacting and retrying.{reason}", "warning")
+        from cmdop_tui.tui.widgets.compaction_item import CompactionItem
+
         self._compaction, self._compaction_failure = CompactionItem.started(event), None
         await self.add(self._compaction)
 
@@ -322,6 +345,8 @@ class ChatLog(VerticalScroll, can_focus=True):
 
     async def _new_compaction_item(self) -> CompactionItem:
         """For an end whose start this chat did not see."""
+        from cmdop_tui.tui.widgets.compaction_item import CompactionItem
+
         item = CompactionItem("Compacting the conversation…")
         await self.add(item)
         return item

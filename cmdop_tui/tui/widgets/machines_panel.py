@@ -11,11 +11,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
+from textual.geometry import Size
 from textual.message import Message
 from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
-from cmdop_tui.agent.context import current_user
 from cmdop_tui.machines.agent import agent_label
 from cmdop_tui.machines.local_load import local_health
 from cmdop_tui.machines.spec import LOCAL, Health, MachineError
@@ -42,6 +42,8 @@ class MachineInfo:
 
 
 def local_machine() -> MachineInfo:
+    from cmdop_tui.agent.context import current_user  # the session's facts load with the session
+
     return MachineInfo(name=socket.gethostname(), os_name=local_health().os_name, user=current_user())
 
 
@@ -54,6 +56,14 @@ class MachineList(OptionList):
     """The list of machines: Textual's, with Enter said for what it does here (/help, footer)."""
 
     BINDINGS = [Binding("enter", "select", "Work on it", tooltip="the machines panel: work on that machine")]
+
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """Measure the lines in the layout that sizes the list, not in the paint after it:
+        Textual's list measures them as it first paints, and the size that gives it laid the
+        whole screen out again while a key typed as the app appeared waited."""
+        resized = super()._size_updated(size, virtual_size, container_size, layout)
+        self._update_lines()
+        return resized
 
 
 class MachinesPanel(SidePanel):

@@ -6,6 +6,8 @@ edit, then its result) shows below the table; Enter opens the whole output.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -16,8 +18,10 @@ from cmdop_tui.support.folding import fit_words
 from cmdop_tui.support.secrets import mask
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, ToolOutputRequested
-from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, diff_content
 from cmdop_tui.tui.widgets.side_panel import SidePanel
+
+if TYPE_CHECKING:  # loaded with the first tool call
+    from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
 
 PREVIEW_LINES = 6
 
@@ -163,6 +167,8 @@ class ToolPanel(SidePanel):
             tail = record.preview(PREVIEW_LINES - 2) if record.outcome.kind.ran else ""  # a failure's output
             preview.update(Content("\n").join([said, Content(tail)]) if tail else said)
         elif record.applied_diff:
+            from cmdop_tui.tui.vocabulary.tool_records import diff_content  # loaded by the record shown
+
             tail = record.preview(1)  # the result's last line, under the diff
             parts = [diff_content(record.applied_diff, lines=PREVIEW_LINES - (1 if tail else 0), headers=False)]
             preview.update(Content("\n").join([*parts, Content(tail)] if tail else parts))
