@@ -12,12 +12,17 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
 CancelReason = Literal["ui", "operation", "deadline"]
+T = TypeVar("T")
+
+
+class Stopped(Exception):
+    """The Stop cancelled the work `UICancel.stoppable` ran."""
 
 
 @dataclass
@@ -106,3 +111,20 @@ class UICancel:
         finally:
             with self._lock:
                 self._task = self._loop = None
+
+    async def stoppable(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` as a child task that `fire()` cancels at once: its result, or `Stopped` when
+        a Stop came before it was handed back (what the caller does next is what it stops).
+        Cancelling the caller cancels the work too, and propagates (that is not a Stop)."""
+        task = asyncio.create_task(work)
+        with self.bind(task):
+            try:
+                result = await task
+            except asyncio.CancelledError:
+                caller = asyncio.current_task()
+                if self._fired and caller is not None and caller.cancelling() == 0:
+                    raise Stopped from None
+                raise
+        if self._fired:
+            raise Stopped
+        return result

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cmdop_tui.agent.events import UsageTotals
+from cmdop_tui.agent.events import Cancelled, Event, UsageTotals
 
 Status = Literal[
     "final",
@@ -39,6 +40,16 @@ class RunResult:
     turns: int = 0
     loops: int = 0
     usage: UsageTotals = field(default_factory=UsageTotals)
+
+
+STOPPED_BY_USER = "stopped by the user"
+
+
+def stopped_before_the_turn(emit: Callable[[Event], None]) -> RunResult:
+    """A Stop that came while a run was being prepared (its hooks, its files): the model was
+    asked nothing, and there is nothing to repair."""
+    emit(Cancelled(reason="ui", message=STOPPED_BY_USER))
+    return RunResult(status="cancelled", code="cancelled", message=STOPPED_BY_USER)
 
 
 class Progress:

@@ -23,9 +23,10 @@ from types import TracebackType
 import anthropic
 
 from cmdop_tui.agent.approval import Approver
-from cmdop_tui.agent.cancel import UICancel
+from cmdop_tui.agent.cancel import Stopped, UICancel
 from cmdop_tui.agent.context import Platform, SessionFacts
-from cmdop_tui.agent.events import Cancelled, Event
+from cmdop_tui.agent.events import Event
+from cmdop_tui.agent.outcome import stopped_before_the_turn
 from cmdop_tui.agent.policies import RetryPolicy, StreamPolicy
 from cmdop_tui.agent.runner import AgentConfig, EventSink, Runner, RunResult
 from cmdop_tui.config.settings import Settings
@@ -284,23 +285,24 @@ class Session(GoingBack):
         `tools`: the only tools it may use (a custom command's allowed-tools; None: all)."""
         if self.offline:
             raise RuntimeError("an offline session runs no prompt")
-        if not await self._wait_for_mcp():
-            emit(Cancelled(reason="ui", message="stopped by the user"))
-            return RunResult(status="cancelled", code="cancelled", message="stopped by the user")
-        await self._set_window()
+        if (stopped := await self._begin(emit)) is not None:
+            return stopped
         self._sink = emit
         checkpoints, opened, self._context_at = self.checkpoints, self._context_at, None
         if checkpoints is not None:
             checkpoints.begin_turn(prompt, prompt_start(self.runner.conversation, opened))
-        try:  # the files its @references name go with it (session/references.py)
-            prompt, blocked = await self.hook_points.prompt(prompt) if self.hook_points else (prompt, None)
+        try:  # the files its @references name go with it (session/references.py); a Stop stops both
+            hook = self.hook_points.prompt(prompt) if self.hook_points else None
+            prompt, blocked = await self.ui_cancel.stoppable(hook) if hook else (prompt, None)
             if blocked is not None:
                 return hook_blocked(blocked, emit)
             if self.jobs is not None:  # jobs that ended unseen: a note with the prompt
                 note_ended_jobs(self.jobs, self.runner.conversation)
             with only_tools(self.runner, tools):
-                attached = await attach_files(prompt, self.fleet, self.permissions, self.runner.cwd)
-                return await self.runner.run(attached, emit)
+                files = attach_files(prompt, self.fleet, self.permissions, self.runner.cwd)
+                return await self.runner.run(await self.ui_cancel.stoppable(files), emit)
+        except Stopped:
+            return stopped_before_the_turn(emit)
         finally:
             self._sink = None
             self._learn_window()
@@ -316,24 +318,28 @@ class Session(GoingBack):
         self._context_at = outcome.opened if outcome.opened is not None else self._context_at
         return outcome
 
-    async def _wait_for_mcp(self) -> bool:
-        """Wait for MCP servers still connecting, so that their tools are there from the first
-        turn (see `mcp_wait_s`). A Stop meanwhile stops the run: False."""
-        servers = self.mcp
-        if servers is None or not servers.connecting:
-            return True
-        wait = self.mcp_wait_s
-        if wait is None:
-            wait = 0.0 if self.platform == "tui" else servers.longest_connect_s()
-        if wait <= 0:
-            return True
-        self.ui_cancel.reset()  # the run starts here: a Stop from now on is for it
-        await servers.wait(wait, stop=lambda: self.ui_cancel.fired)
-        return not self.ui_cancel.fired
+    async def _begin(self, emit: EventSink, *, with_mcp: bool = True) -> RunResult | None:
+        """A run starts: a Stop from now on is for it, while MCP servers still connect (their tools
+        are there from the first turn: `mcp_wait_s`) too. Its result if a Stop came; None: go on."""
+        self.ui_cancel.reset()
+        try:
+            if with_mcp and (servers := self.mcp) is not None and servers.connecting:
+                wait = self.mcp_wait_s
+                if wait is None:
+                    wait = 0.0 if self.platform == "tui" else servers.longest_connect_s()
+                if wait > 0:
+                    await servers.wait(wait, stop=lambda: self.ui_cancel.fired)
+                if self.ui_cancel.fired:
+                    raise Stopped
+            await self.ui_cancel.stoppable(self._set_window())
+        except Stopped:
+            return stopped_before_the_turn(emit)
+        return None
 
     async def compact(self, emit: EventSink, instructions: str = "") -> RunResult:
         """Compact the conversation now (/compact); Stop cancels it like a turn."""
-        await self._set_window()
+        if (stopped := await self._begin(emit, with_mcp=False)) is not None:
+            return stopped
         return await self.runner.compact(emit, instructions)
 
     async def _set_window(self) -> None:
@@ -346,8 +352,7 @@ class Session(GoingBack):
             )
 
     def _learn_window(self) -> None:
-        """What the endpoint said in a refusal (a smaller window, no server-side compaction)
-        holds for the rest of the session."""
+        """What a refusal said (a smaller window, no server-side compaction) holds from now on."""
         config, known = self.runner.config, self._models.get(self.runner.config.model)
         if known is None or config.context_window is None:
             return

@@ -43,7 +43,7 @@ from cmdop_tui.tui.target_choice import choose_target
 from cmdop_tui.tui.themes import apply_theme, keep_theme_choices
 from cmdop_tui.tui.type_ahead import TypeAhead, TypeAheadKeys
 from cmdop_tui.tui.vocabulary.messages import ToolOutputRequested
-from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, ChatLog
+from cmdop_tui.tui.widgets.chat_log import LOW_BANDWIDTH_PACE, STOPPED, ChatLog
 from cmdop_tui.tui.widgets.fitting_footer import FittingFooter
 from cmdop_tui.tui.widgets.machines_panel import MachineInfo, MachinesPanel
 from cmdop_tui.tui.widgets.mcp_panel import McpPanel
@@ -245,12 +245,15 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
 
     def start_turn(self, step: Callable[[Session], Awaitable[object]]) -> None:
         self.running = True  # at once: a second Enter in the same write is refused, not a new turn
+        self.ui_cancel.reset()  # a Stop from now on is for this turn, even before it reaches the session
         self._turn(step)
 
     @work(exclusive=True, group="agent", exit_on_error=False)
     async def _turn(self, step: Callable[[Session], Awaitable[object]]) -> None:
         await self.session_ready.wait()
-        if (session := await self.ready_session()) is not None:
+        if self.ui_cancel.fired:  # Stopped as the session opened, before this went on
+            await self.chat.add_notice(STOPPED, "stopped")
+        elif (session := await self.ready_session()) is not None:
             await step(session)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -272,7 +275,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
             self.ui_cancel.fire()
         else:  # still waiting for the SDK to load: nothing has started yet
             self.workers.cancel_group(self, "agent")
-            self.call_later(self.chat.add_notice, "■ Stopped.", "stopped")
+            self.call_later(self.chat.add_notice, STOPPED, "stopped")
 
     def action_interrupt(self) -> None:
         """ctrl+c: stops a running turn (as terminal users expect), else says how to quit."""

@@ -19,7 +19,7 @@ import pytest
 from agent_helpers import Recorder
 from fake_anthropic import text_reply, tool_reply
 
-from cmdop_tui.agent.events import HookRan, ToolEnd
+from cmdop_tui.agent.events import Cancelled, HookRan, ToolEnd
 from cmdop_tui.config.loading import settings_from
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.session import Session
@@ -232,6 +232,34 @@ async def test_a_stop_kills_a_running_hook_at_once(fake_api, anthropic_env, tmp_
         result = await run
     assert result.status == "cancelled" and not (tmp_path / "made").exists()
     assert gone(pid)
+
+
+async def test_a_stop_while_a_prompt_hook_runs_stops_the_run_before_the_model_is_asked(
+    fake_api, anthropic_env, tmp_path
+):
+    fifo = tmp_path / "started"
+    os.mkfifo(fifo)
+    hang = hook_script(  # hangs while the fifo is there
+        tmp_path,
+        "hang",
+        f"if os.path.exists({str(fifo)!r}):\n"
+        f"    open({str(fifo)!r}, 'w').write(str(os.getpid()))\n"
+        "    import time\n"
+        "    time.sleep(60)\n",
+    )
+    fake_api.enqueue(text_reply("asked"))
+    events = Recorder()
+    toml = f"[[hooks.UserPromptSubmit]]\ncommand = {json.dumps(hang)}\n"
+    async with Session(hooked(toml), platform="headless", cwd=tmp_path, record=False) as session:
+        run = asyncio.create_task(session.run("do it", events))
+        pid = int(await asyncio.to_thread(fifo.read_text))  # the hook runs
+        session.stop()
+        result = await asyncio.wait_for(run, 10)
+        assert result.status == "cancelled" and fake_api.requests == []  # the model was asked nothing
+        assert events.events[-1] == Cancelled(reason="ui", message="stopped by the user")
+        assert gone(pid)
+        fifo.unlink()
+        assert (await session.run("and now", Recorder())).text == "asked"  # the last Stop was its run's
 
 
 def gone(pid: int) -> bool:

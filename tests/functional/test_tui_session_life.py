@@ -3,6 +3,7 @@ what the session says of itself (status line, /context)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 
 import pytest
@@ -11,6 +12,7 @@ from textual.widgets import Button
 from tui_helpers import finish_turn, make_app, notices, submit, wait_until
 
 from cmdop_tui.config.settings import Settings
+from cmdop_tui.tui import session_life
 from cmdop_tui.tui.session_life import NO_KEY_HELP
 from cmdop_tui.tui.widgets.queued_messages import QueuedMessages
 from cmdop_tui.tui.widgets.status_line import StatusLine
@@ -78,6 +80,32 @@ async def test_running_drives_stop_and_a_second_enter_is_queued(fake_api):
         assert "working" not in status_text(app)
         assert len(fake_api.requests) == 2  # one turn after the other
         assert fake_api.requests[1].body["messages"][-1]["content"][-1]["text"] == "second"
+
+
+async def test_a_stop_as_the_session_opens_stops_the_prompt_that_waited_for_it(fake_api, monkeypatch):
+    opening = threading.Event()
+
+    def load_when_let(real=session_life.load_session_class):
+        opening.wait(timeout=60)
+        return real()
+
+    monkeypatch.setattr(session_life, "load_session_class", load_when_let)
+    fake_api.enqueue(text_reply("never asked"))
+    app = make_app(fake_api)
+    ready = app.session_ready
+
+    def set_and_stop() -> None:  # the Stop lands between the session's opening and the prompt going on
+        asyncio.Event.set(ready)
+        app.action_stop()
+
+    monkeypatch.setattr(ready, "set", set_and_stop)
+    async with app.run_test(size=SIZE) as pilot:
+        await submit(pilot, "a prompt typed before the session opened")
+        assert app.running and not ready.is_set()
+        opening.set()
+        await wait_until(pilot, lambda: notices(app, "stopped"), what="the Stop said")
+        await finish_turn(pilot)
+        assert fake_api.requests == [] and not app.running  # never sent
 
 
 async def test_the_status_line_follows_what_the_session_changes(fake_api):

@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # what a reply or a tool call draws loads with the first of t
 RESUME_PAGE = 40  # messages of a resumed session drawn at once, and per "show more"
 MAX_ITEMS = 400  # entries a live chat keeps; past it the oldest PRUNE_BATCH give way
 PRUNE_BATCH = 100
+STOPPED = "■ Stopped."  # what a Stop says in the chat
 
 
 @dataclass(frozen=True)
@@ -311,7 +312,7 @@ class ChatLog(VerticalScroll, can_focus=True):
         if (item := self._end_compaction()) is not None:
             item.stopped(event)
             return
-        text = "■ Stopped." if event.reason == "ui" else f"■ Stopped: {event.message}."
+        text = STOPPED if event.reason == "ui" else f"■ Stopped: {event.message}."
         await self.add_notice(text, "stopped")
 
     async def on_agent_compaction_started(self, message: Agent.CompactionStarted) -> None:
