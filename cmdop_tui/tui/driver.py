@@ -12,13 +12,19 @@ nothing pasted is read as keys: it arrives as one `Paste` event of inert text.
 A terminal that goes away (an SSH link dropping) fails every write with EIO; Textual's writer
 thread would die of the first, and the app block on its full queue while it exits, with the
 session still open. Writes to a terminal that is gone are dropped instead (`TerminalOutput`).
+
+The terminal's size is asked of the terminal the app draws on and reads from: Textual asks
+standard output's, and with `cmdop-tui > file` (or `| tee`) it took 80x24 on every start and
+every resize, whatever the terminal's size (`terminal_size`).
 """
 
 from __future__ import annotations
 
 import os
 import selectors
+import sys
 from codecs import getincrementaldecoder
+from collections.abc import Mapping
 from typing import IO, Any
 
 from textual import constants, events
@@ -58,7 +64,30 @@ class TerminalOutput:
         return getattr(self._stream, name)
 
 
+def terminal_size(environ: Mapping[str, str] = os.environ) -> tuple[int, int] | None:
+    """The size the app draws at: `COLUMNS` and `LINES` when both are set (as Python's own
+    `shutil.get_terminal_size` honours them), else the size of the first of standard error,
+    input and output that is a terminal; None when none is."""
+    try:
+        columns, lines = int(environ.get("COLUMNS", "0")), int(environ.get("LINES", "0"))
+    except ValueError:
+        columns = lines = 0
+    if columns > 0 and lines > 0:
+        return columns, lines
+    for stream in (sys.__stderr__, sys.__stdin__, sys.__stdout__):
+        try:
+            size = os.get_terminal_size(stream.fileno())  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):  # None, closed, or not a terminal
+            continue
+        if size.columns > 0 and size.lines > 0:
+            return size.columns, size.lines
+    return None
+
+
 class PromptEscapeDriver(LinuxDriver):
+    def _get_terminal_size(self) -> tuple[int, int]:
+        return terminal_size() or super()._get_terminal_size()
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self._file is not None:  # Textual's writer thread only writes and flushes it

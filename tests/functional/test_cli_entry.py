@@ -84,5 +84,16 @@ def test_with_output_to_a_file_on_a_terminal_the_app_still_runs(cli_env, tmp_pat
     app = PtyApp(cli_env, size=(100, 30), redirect={1: str(tmp_path / "out")})
     try:
         app.wait_for_text("Ask for something and press Enter", timeout=60)
+        assert stop_column(app) == 100 - STOP_FROM_RIGHT  # drawn at the terminal's size, not 80x24
+        app.resize(120, 40)  # and it follows the terminal, not standard output, when it changes
+        app.wait_until_screen(lambda: stop_column(app) == 120 - STOP_FROM_RIGHT)
     finally:
         app.close()
+
+
+STOP_FROM_RIGHT = len("Stop   ")  # the button's label and its padding, at the right edge
+
+
+def stop_column(app) -> int:
+    """Where the prompt's Stop button starts, on the bottom rows."""
+    return max(row.rfind("Stop") for row in app.screen.display[-4:])

@@ -182,6 +182,13 @@ class PtyApp:
                 if len(self.output) == size:
                     return
 
+    def resize(self, columns: int, rows: int) -> None:
+        """The terminal resized, as a window is: the app is told by SIGWINCH, as the kernel does."""
+        with self.changed:
+            self.columns, self.rows = columns, rows
+            self.screen.resize(rows, columns)
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
     def write(self, data: bytes) -> float:
         now = time.perf_counter()
         os.write(self.fd, data)
