@@ -14,6 +14,8 @@ changed or added where it is bound changes /help with it.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -21,7 +23,7 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.widget import Widget
 
-from cmdop_tui.tui.widgets.prompt_completion import ACCEPT_KEYS
+from cmdop_tui.tui import widgets
 from cmdop_tui.tui.widgets.prompt_input import PromptInput
 
 APP_BINDINGS: list[BindingType] = [
@@ -85,7 +87,10 @@ def _widget_classes(base: type[Widget] = Widget) -> Iterator[type[Widget]]:
 
 
 def panel_keys() -> list[KeyLine]:
-    """The keys our widgets in the chat and the panels bind, each line once."""
+    """The keys our widgets in the chat and the panels bind, each line once: every widget's,
+    also of those a session has not shown yet (a tool call's, a reply's load with the first)."""
+    for module in pkgutil.iter_modules(widgets.__path__, WIDGETS_PACKAGE):
+        importlib.import_module(module.name)
     classes = sorted(set(_widget_classes()), key=lambda cls: (cls.__module__, cls.__qualname__))
     bindings = [binding for cls in classes for binding in _declared(cls)]
     return list(dict.fromkeys(_lines(bindings)))
@@ -99,6 +104,8 @@ def _declared(cls: type[Any]) -> Iterator[Binding]:
 
 def key_tables(prompt: PromptInput) -> dict[str, list[KeyLine]]:
     """/help's tables of keys: at the prompt, and in the chat and the panels."""
+    from cmdop_tui.tui.widgets.prompt_completion import ACCEPT_KEYS  # loaded by panel_keys anyway
+
     accept = " or ".join(key_name(key) for key in sorted(ACCEPT_KEYS, reverse=True))
     completion = ("/ or @", f"complete a command or file: {accept} takes it")
     return {

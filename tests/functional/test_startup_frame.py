@@ -8,13 +8,16 @@ import os
 import pytest
 from textual import events
 from textual._time import get_time  # the clock of a message's `time`
+from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Static
 
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.tui.app import CmdopApp
 from cmdop_tui.tui.first_frame import FirstScreen, breakpoint_classes
 from cmdop_tui.tui.widgets.machines_panel import MachineList
+from cmdop_tui.tui.widgets.tool_table import ToolTable
 
 
 @pytest.mark.parametrize("width", [20, 80, 99, 100, 101, 240])
@@ -76,8 +79,6 @@ async def test_a_resize_to_the_screens_own_size_is_not_laid_out_again(monkeypatc
 async def test_what_textual_settles_after_the_first_frame_is_settled_before_it(monkeypatch):
     from textual.widgets._toast import ToastRack
 
-    from cmdop_tui.tui.widgets.tool_panel import ToolTable
-
     hidden_before_shown: list[object] = []
     show = ToastRack.show
 
@@ -86,6 +87,15 @@ async def test_what_textual_settles_after_the_first_frame_is_settled_before_it(m
         show(rack, notifications)
 
     monkeypatch.setattr(ToastRack, "show", recording_show)
+    app = CmdopApp(Settings(), offer_local_model=False)
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await pilot.pause()
+        assert "No tool calls yet." in str(app.query_one("#tool-empty", Static).render())
+        assert not app.query("#tool-table")  # the table comes with the first call
+    assert hidden_before_shown[0] == "none"  # so hiding it then changes nothing and lays nothing out
+
+
+async def test_the_tool_table_is_measured_when_mounted_not_at_its_first_idle(monkeypatch):
     unmeasured_at_idle: list[bool] = []
     on_idle = ToolTable._on_idle
 
@@ -94,13 +104,16 @@ async def test_what_textual_settles_after_the_first_frame_is_settled_before_it(m
         await on_idle(table, event)
 
     monkeypatch.setattr(ToolTable, "_on_idle", recording_idle)
-    app = CmdopApp(Settings(), offer_local_model=False)
-    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+
+    class OneTable(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ToolTable()
+
+    async with OneTable().run_test() as pilot:
         await pilot.pause()
-        table = app.query_one(ToolTable)
-        assert unmeasured_at_idle[0] is False  # measured when mounted, not at its first idle
+        table = pilot.app.query_one(ToolTable)
+        assert unmeasured_at_idle[0] is False  # measured when mounted: no layout after its first frame
         assert table.virtual_size.height == table.header_height  # the header, no call yet
-    assert hidden_before_shown[0] == "none"  # so hiding it then changes nothing and lays nothing out
 
 
 async def test_the_first_layout_leaves_no_request_for_a_second(monkeypatch):

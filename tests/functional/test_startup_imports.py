@@ -31,6 +31,8 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.mcp.servers",  # opening the session (mcp/__init__.py loads it on use)
     "cmdop_tui.mcp.configured",  # /mcp (the CLI checks only the settings' server tables)
     "cmdop_tui.machines.path_index",  # the first `@` (widgets/prompt_completion.py)
+    "cmdop_tui.tui.widgets.prompt_completion",  # the first `/` or `@` typed (widgets/prompt_input.py)
+    "cmdop_tui.tui.widgets.completion_menu",
     "cmdop_tui.transcripts",  # /export, /sessions, the output view
     "cmdop_tui.session.skills",  # /skills, a custom command's front matter
     "cmdop_tui.tui.screens.output_view",  # a tool's whole output
@@ -41,6 +43,8 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.tui.widgets.thinking_block",
     "cmdop_tui.tui.widgets.compaction_item",  # the first compaction
     "cmdop_tui.tui.widgets.tool_card",  # the first tool call
+    "cmdop_tui.tui.widgets.tool_table",  # the tool panel says "no calls" until the first
+    "textual.widgets._data_table",
     "cmdop_tui.tui.vocabulary.tool_records",
     "cmdop_tui.support.diffs",
     "cmdop_tui.tools.outcome",

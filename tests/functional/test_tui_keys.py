@@ -170,9 +170,10 @@ async def test_f4_in_the_tool_panel_copies_the_output_and_f4_elsewhere_the_reply
         await wait_until(pilot, lambda: app.clipboard == "Done.", what="the last reply copied")
 
 
-async def test_esc_between_turns_brings_focus_back_to_the_prompt():
-    app = make_app()
+async def test_esc_between_turns_brings_focus_back_to_the_prompt(fake_api):
+    app = make_app(fake_api, settings=Settings(run=RunOptions(auto_approve=True)))
     async with app.run_test(size=SIDE_SIZE) as pilot:
+        await one_tool_call(pilot, fake_api)  # the tool panel's table comes with the first call
         prompt = app.query_one(PromptInput)
         for where in ("#chat", "#machine-list", "#tool-table"):
             focus(app, where)

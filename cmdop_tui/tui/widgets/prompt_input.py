@@ -15,7 +15,7 @@ prompt takes it from its queue, in the order the keys came (widgets/key_order.py
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from textual import events
 from textual.binding import Binding, BindingType
@@ -23,14 +23,16 @@ from textual.message import Message
 from textual.widgets import TextArea
 
 from cmdop_tui.support.paste import inert_paste
-from cmdop_tui.tui.widgets.completion_menu import CompletionMenu
 from cmdop_tui.tui.widgets.key_order import run_binding_now
-from cmdop_tui.tui.widgets.prompt_completion import PromptCompletion
+
+if TYPE_CHECKING:  # made at the first `/` or `@` typed
+    from cmdop_tui.tui.widgets.prompt_completion import PromptCompletion
 
 DOUBLE_ESCAPE_S = 0.8  # the second Esc of a pair comes within this
 DOUBLE_ESCAPE_COMMAND = "/rewind"
 STEER_KEY = "ctrl+s"
 QueueAction = Literal["edit", "drop", "send"]
+COMPLETED_AFTER = ("/", "@")  # no list is offered for a text without one of these
 
 
 class PromptInput(TextArea):
@@ -103,13 +105,27 @@ class PromptInput(TextArea):
         self.turn_running = False  # set by the app: an Esc then stops the turn
         self._escaped_at: float | None = None  # the first Esc of a pair, at an empty prompt
         self.held_messages = 0  # queued messages above the prompt (set by the app)
-        self.completion = PromptCompletion(self, CompletionMenu())
+        self._completion: PromptCompletion | None = None
+
+    @property
+    def completion(self) -> PromptCompletion:
+        """The `/` and `@` lists, made when first needed: not before the first paint."""
+        if self._completion is None:
+            from cmdop_tui.tui.widgets.completion_menu import CompletionMenu
+            from cmdop_tui.tui.widgets.prompt_completion import PromptCompletion
+
+            self._completion = PromptCompletion(self, CompletionMenu())
+        return self._completion
+
+    def _follow_the_cursor(self) -> None:
+        if self._completion is not None or any(mark in self.text for mark in COMPLETED_AFTER):
+            self.completion.update()
 
     def on_text_area_changed(self) -> None:
-        self.completion.update()
+        self._follow_the_cursor()
 
     def on_text_area_selection_changed(self) -> None:
-        self.completion.update()
+        self._follow_the_cursor()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # ctrl+c copies a selection; with none it goes on to the app, where it stops a turn.
@@ -118,7 +134,7 @@ class PromptInput(TextArea):
         return super().check_action(action, parameters)
 
     async def _on_key(self, event: events.Key) -> None:
-        if self.completion.handles(event.key):
+        if self._completion is not None and self._completion.handles(event.key):
             self._stop(event)
             self.completion.press(event.key)
             return

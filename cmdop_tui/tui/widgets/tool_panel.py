@@ -1,7 +1,8 @@
 """The tool-activity panel: every tool call of the session, newest last.
 
 Arrow keys move between calls; the highlighted call's output tail (the diff of a write or an
-edit, then its result) shows below the table; Enter opens the whole output.
+edit, then its result) shows below the table; Enter opens the whole output. The table
+(widgets/tool_table.py) comes with the first call: until then the panel says there is none.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.widgets import DataTable, Static
+from textual.widgets import Static
 
 from cmdop_tui.support.folding import fit_words
 from cmdop_tui.support.secrets import mask
@@ -21,29 +22,24 @@ from cmdop_tui.tui.vocabulary.messages import Agent, ToolOutputCopyRequested, To
 from cmdop_tui.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:  # loaded with the first tool call
+    from textual.widgets import DataTable
+
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
+    from cmdop_tui.tui.widgets.tool_table import ToolTable
 
 PREVIEW_LINES = 6
-
-
-class ToolTable(DataTable[str | Text]):
-    """The table of calls: Textual's, with Enter said for what it does here (/help, footer)."""
-
-    BINDINGS = [Binding("enter", "select_cursor", "Output", tooltip="the tool panel: the call's whole output")]
-
-    def on_mount(self) -> None:
-        """Measure the columns now, before the first frame: DataTable waits for its first idle,
-        just after that frame, and lays the screen out again in the way of the first key typed."""
-        if self._require_update_dimensions:
-            self._require_update_dimensions = False
-            self._update_dimensions(self._new_rows)
-            self._new_rows.clear()
+NO_CALLS = "No tool calls yet."
 
 
 class ToolPanel(SidePanel):
     DEFAULT_CSS = """
     ToolPanel {
         height: 1fr;
+
+        #tool-empty {
+            height: 1fr;
+            color: $text-muted;
+        }
 
         #tool-table {
             height: 1fr;
@@ -74,17 +70,22 @@ class ToolPanel(SidePanel):
         super().__init__(id=id)
         self.records: dict[str, ToolRecord] = {}
         self.border_title = "Tools"
+        self._table: ToolTable | None = None  # made with the first call
 
     def compose(self) -> ComposeResult:
-        table = ToolTable(cursor_type="row", zebra_stripes=False, id="tool-table")
-        # Text, not str: a str label is read as Rich markup, whose first use imports Rich's emoji table
-        *_, self._args = table.add_columns(*map(Text, ("", "tool", "on", "time", "args")))
-        yield table
+        yield Static(NO_CALLS, id="tool-empty", markup=False)
         yield Static("", id="tool-preview", markup=False)
 
     @property
-    def table(self) -> DataTable[str | Text]:
-        return self.query_one("#tool-table", DataTable)
+    def table(self) -> ToolTable:
+        """The table of calls, made in place of the panel's "no calls" when first asked for."""
+        if self._table is None:
+            from cmdop_tui.tui.widgets.tool_table import ToolTable  # with the first call
+
+            self._table = ToolTable()
+            self.query_one("#tool-empty").remove()
+            self.mount(self._table, before="#tool-preview")
+        return self._table
 
     def _cells(self, record: ToolRecord) -> tuple[Text | str, ...]:
         return self._mark(record), record.name, record.machine, record.elapsed, self._args_cell(record)
@@ -104,7 +105,9 @@ class ToolPanel(SidePanel):
         table = self.table
         if not table.size.width:  # not laid out yet: fitted on the first resize
             return record.summary
-        others = sum(column.get_render_width(table) for key, column in table.columns.items() if key != self._args)
+        others = sum(
+            column.get_render_width(table) for key, column in table.columns.items() if key != table.args_column
+        )
         return fit_words(record.summary, table.scrollable_content_region.width - others - 2 * table.cell_padding)
 
     def on_resize(self) -> None:
@@ -113,7 +116,9 @@ class ToolPanel(SidePanel):
     def _fit_args(self, records: list[ToolRecord]) -> None:
         for record in records:
             if record.call_id in self.records:
-                self.table.update_cell(record.call_id, self._args, self._args_cell(record), update_width=True)
+                self.table.update_cell(
+                    record.call_id, self.table.args_column, self._args_cell(record), update_width=True
+                )
 
     def on_agent_tool_started(self, message: Agent.ToolStarted) -> None:
         record = message.record
@@ -151,8 +156,8 @@ class ToolPanel(SidePanel):
         self._show_preview()
 
     def highlighted(self) -> ToolRecord | None:
-        table = self.table
-        if table.row_count == 0:
+        table = self._table
+        if table is None or table.row_count == 0:
             return None
         row_key, _ = table.coordinate_to_cell_key(table.cursor_coordinate)
         return self.records.get(str(row_key.value))
@@ -185,5 +190,6 @@ class ToolPanel(SidePanel):
 
     def clear(self) -> None:
         self.records.clear()
-        self.table.clear()
+        if self._table is not None:
+            self._table.clear()
         self._show_preview()
