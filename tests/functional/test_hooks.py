@@ -39,6 +39,10 @@ def hooked(toml: str, *, auto: bool = True) -> Settings:
     return settings_from(tomllib.loads(toml)).with_run(auto_approve=auto)
 
 
+def prompt_hook(command: str) -> Settings:
+    return hooked(f"[[hooks.UserPromptSubmit]]\ncommand = {json.dumps(command)}\n")
+
+
 def pre_tool_use(command: str, extra: str = "") -> str:
     return f'[[hooks.PreToolUse]]\nmatcher = "execute_command"\ncommand = {json.dumps(command)}\n{extra}'
 
@@ -190,8 +194,7 @@ async def test_a_prompt_hook_blocks_a_prompt_or_adds_context(fake_api, anthropic
     )
     fake_api.enqueue(text_reply("ok"))
     events = Recorder()
-    toml = f"[[hooks.UserPromptSubmit]]\ncommand = {json.dumps(gate)}\n"
-    async with Session(hooked(toml), platform="headless", cwd=tmp_path, record=False) as session:
+    async with Session(prompt_hook(gate), platform="headless", cwd=tmp_path, record=False) as session:
         blocked = await session.run("my password is hunter2", events)
         assert blocked.status == "error" and "no passwords in prompts" in blocked.message
         assert fake_api.requests == []  # never sent
@@ -249,8 +252,7 @@ async def test_a_stop_while_a_prompt_hook_runs_stops_the_run_before_the_model_is
     )
     fake_api.enqueue(text_reply("asked"))
     events = Recorder()
-    toml = f"[[hooks.UserPromptSubmit]]\ncommand = {json.dumps(hang)}\n"
-    async with Session(hooked(toml), platform="headless", cwd=tmp_path, record=False) as session:
+    async with Session(prompt_hook(hang), platform="headless", cwd=tmp_path, record=False) as session:
         run = asyncio.create_task(session.run("do it", events))
         pid = int(await asyncio.to_thread(fifo.read_text))  # the hook runs
         session.stop()

@@ -21,23 +21,29 @@ async def test_work_left_alone_hands_back_its_result():
     assert not cancel.bound  # the Stop is not bound to it any more
 
 
-async def test_a_stop_cancels_the_work_at_once():
-    cancel, started, cancelled = UICancel(), asyncio.Event(), asyncio.Event()
+class Waiting:
+    """Work that waits a minute, and says when it started and whether it was cancelled."""
 
-    async def work() -> None:
-        started.set()
+    def __init__(self) -> None:
+        self.started, self.cancelled = asyncio.Event(), asyncio.Event()
+
+    async def work(self) -> None:
+        self.started.set()
         try:
             await asyncio.sleep(60)
         except asyncio.CancelledError:
-            cancelled.set()
+            self.cancelled.set()
             raise
 
-    running = asyncio.create_task(cancel.stoppable(work()))
-    await started.wait()
+
+async def test_a_stop_cancels_the_work_at_once():
+    cancel, waiting = UICancel(), Waiting()
+    running = asyncio.create_task(cancel.stoppable(waiting.work()))
+    await waiting.started.wait()
     cancel.fire()
     with pytest.raises(Stopped):
         await asyncio.wait_for(running, 5)
-    assert cancelled.is_set()
+    assert waiting.cancelled.is_set()
 
 
 async def test_a_stop_as_the_work_ends_is_still_a_stop():
@@ -52,19 +58,10 @@ async def test_a_stop_as_the_work_ends_is_still_a_stop():
 
 
 async def test_the_callers_own_cancellation_is_not_a_stop():
-    cancel, started, cancelled = UICancel(), asyncio.Event(), asyncio.Event()
-
-    async def work() -> None:
-        started.set()
-        try:
-            await asyncio.sleep(60)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-
-    caller = asyncio.create_task(cancel.stoppable(work()))
-    await started.wait()
+    cancel, waiting = UICancel(), Waiting()
+    caller = asyncio.create_task(cancel.stoppable(waiting.work()))
+    await waiting.started.wait()
     caller.cancel()
     with pytest.raises(asyncio.CancelledError):
         await caller
-    assert cancelled.is_set() and not cancel.fired
+    assert waiting.cancelled.is_set() and not cancel.fired
