@@ -36,7 +36,8 @@ def test_a_narrow_terminal_never_shows_the_side_column(anthropic_env, tmp_path):
     try:
         app.wait_for_screen("Ask the operator")  # the screen as the read that drew the prompt left it
         first_frame = "\n".join(app.screen.display)
-        assert "Tools" not in first_frame and "Machines" not in first_frame, first_frame
+        assert "─ Tools" not in first_frame and "─ Machines" not in first_frame, first_frame  # the panels' titles
+        assert "f2 Tools" in first_frame  # and the footer's keys are in it
     finally:
         app.close()
 

@@ -24,7 +24,7 @@ class FittingFooter(AppFooter):
         keys = list(self.query(FooterKey))
         palette = [key for key in keys if key.has_class("-command-palette")]
         shown = [key for key in keys if key not in palette]
-        room = self.size.width
+        room = self.size.width or self.app.size.width  # before its first layout: the whole line
 
         def overflows(compact: bool) -> bool:
             return sum(key_width(key, compact) for key in shown + palette) + len(palette) > room

@@ -6,7 +6,7 @@ recompose (the first paint, and each change of focus). Those keys are handed ove
 the Footer's style, so neither change happens. What the Footer shows is Textual's, unchanged
 (the command palette's key, which is not bound, keeps its own). Textual recomposes it at every
 change of the screen's bindings, a dozen times as the app starts: one that would make the same
-keys is skipped.
+keys is skipped. The keys are made as the footer is mounted, so that the first frame has them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,13 @@ ShownKeys = tuple[tuple[str, str, str, bool, str, str, bool], ...]
 
 class AppFooter(Footer):
     _composed: ShownKeys | None = None  # the keys of the last compose
+
+    async def on_mount(self) -> None:
+        """The keys are made now, for the first frame: Textual makes them when the screen first
+        says its bindings changed, after that frame (the footer was empty for a frame, then laid
+        the screen out again in the way of the first key). That later recompose is then skipped."""
+        self._bindings_ready = True
+        await self.recompose()
 
     async def recompose(self) -> None:
         """Textual recomposes at every change of the screen's bindings (a dozen times as the app
