@@ -13,10 +13,9 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from cmdop_tui.agent.messages import ApiRequest
-
 if TYPE_CHECKING:  # types only: the status line and the chat draw before the events are loaded
     from cmdop_tui.agent.events import Usage
+    from cmdop_tui.agent.messages import ApiRequest
     from cmdop_tui.agent.usage_totals import UsageTotals
 
 WARN_AT = 0.8  # share of the budget at which the user is warned

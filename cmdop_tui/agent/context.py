@@ -8,13 +8,14 @@ static part, so prompt caching covers tools + static prefix across sessions.
 
 from __future__ import annotations
 
-import getpass
 import os
 import platform
 import socket
 import time
 from dataclasses import dataclass
 from typing import Literal
+
+from cmdop_tui.machines.local_load import current_user
 
 CACHE_BOUNDARY = "\n<!-- cmdop:cache-boundary -->\n"
 
@@ -99,13 +100,6 @@ class SessionFacts:
             target_machine=target_machine,
             machines=machines,
         )
-
-
-def current_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return str(os.getuid())
 
 
 def static_prefix(extra_instructions: str = "") -> str:

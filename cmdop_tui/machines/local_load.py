@@ -5,6 +5,7 @@ machines panel draws this machine at start-up without loading the ssh and remote
 
 from __future__ import annotations
 
+import getpass
 import os
 import platform
 
@@ -12,6 +13,14 @@ from cmdop_tui.machines.spec import Health
 
 SLOW_MS = 1_000.0  # an answer slower than this marks the machine degraded
 BUSY_LOAD_PER_CPU = 2.0  # so does a 1-minute load above this many runnable tasks per CPU
+
+
+def current_user() -> str:
+    """Who the app runs as, by name (by id when the account has none)."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
 
 
 def judge(latency_ms: float, load1: float | None, cpus: int | None) -> str:

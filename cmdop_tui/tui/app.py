@@ -35,7 +35,6 @@ from cmdop_tui.tui.driver import PromptEscapeDriver
 from cmdop_tui.tui.first_frame import FirstScreen, style_before_first_frame
 from cmdop_tui.tui.keys import APP_BINDINGS
 from cmdop_tui.tui.prompt_focus import PromptFocusApp
-from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.session_life import NO_KEY_HELP, Opening, SessionOpener, SessionState
 from cmdop_tui.tui.slash_commands import NOTHING_TO_STOP, build_registry
 from cmdop_tui.tui.submission import submit
@@ -293,5 +292,7 @@ class CmdopApp(TypeAheadKeys, ClipboardActions, PromptFocusApp, AttentiveApp):
             if quit_now:
                 self.ui_cancel.fire()
                 self.exit()
+
+        from cmdop_tui.tui.screens.confirm import ConfirmScreen  # not before the first paint
 
         self.push_screen(ConfirmScreen(question, yes="Quit", no="Stay"), answered)

@@ -21,7 +21,6 @@ from cmdop_tui.config.settings import Settings, SettingsError
 from cmdop_tui.session import load_session_class
 from cmdop_tui.session.errors import MissingKeyError
 from cmdop_tui.support.figures import duration
-from cmdop_tui.tui.screens.confirm import ConfirmScreen
 from cmdop_tui.tui.widgets.chat_log import ChatLog
 from cmdop_tui.tui.widgets.notice import Notice
 
@@ -137,6 +136,8 @@ class SessionOpener:
         from cmdop_tui.session.local_model import local_model_available  # loaded with the session
 
         if state.error == NO_KEY_HELP and self.opening.offer_local_model and local_model_available(self.host.settings):
+            from cmdop_tui.tui.screens.confirm import ConfirmScreen
+
             offer = ConfirmScreen(LOCAL_OFFER, yes="Start local model", no="Not now")
             self.host.push_screen(offer, self._local_offer_answered)
 

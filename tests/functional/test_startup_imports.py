@@ -48,6 +48,11 @@ AFTER_THE_FIRST_PAINT = (
     "cmdop_tui.tui.vocabulary.tool_records",
     "cmdop_tui.support.diffs",
     "cmdop_tui.tools.outcome",
+    "cmdop_tui.tui.widgets.stored_entries",  # a resumed conversation, and the messages' shapes with it
+    "cmdop_tui.agent.messages",
+    "cmdop_tui.agent.history",
+    "cmdop_tui.tui.screens.confirm",  # the quit question, the local model's offer
+    "cmdop_tui.agent.context",  # the session's facts (the machines panel reads this machine's own)
 )
 
 

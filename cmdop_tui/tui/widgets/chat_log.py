@@ -19,16 +19,6 @@ from textual.containers import VerticalScroll
 from textual.widget import Widget
 
 from cmdop_tui.agent.budget import format_usd
-from cmdop_tui.agent.history import is_summary_block, previous_summary
-from cmdop_tui.agent.messages import (
-    Block,
-    Message,
-    blocks_of,
-    is_text,
-    is_tool_result,
-    is_tool_use,
-    result_content_text,
-)
 from cmdop_tui.support.figures import duration
 from cmdop_tui.tui.vocabulary.messages import Agent
 from cmdop_tui.tui.widgets.earlier_messages import EarlierMessages
@@ -36,6 +26,7 @@ from cmdop_tui.tui.widgets.notice import Notice, NoticeKind
 from cmdop_tui.tui.widgets.user_message import UserMessage
 
 if TYPE_CHECKING:  # what a reply or a tool call draws loads with the first of them, not at start
+    from cmdop_tui.agent.messages import Message
     from cmdop_tui.tui.vocabulary.tool_records import ToolRecord
     from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
     from cmdop_tui.tui.widgets.compaction_item import CompactionItem
@@ -160,12 +151,14 @@ class ChatLog(VerticalScroll, can_focus=True):
         """Draw a resumed conversation at once: its last RESUME_PAGE messages (tool calls with
         their results: `records` gets one per call drawn), the summary it starts with if it was
         compacted (folded), and a line that brings back earlier messages on request."""
+        from cmdop_tui.tui.widgets.stored_entries import compacted_summary  # with a resumed session
+
         self._resumed, self._records = messages, records
         self._shown_from = max(0, len(messages) - RESUME_PAGE)
-        if messages and any(is_summary_block(block) for block in blocks_of(messages[0])):
+        if (summary := compacted_summary(messages)) is not None:
             from cmdop_tui.tui.widgets.compaction_item import CompactionItem
 
-            await self.add(CompactionItem.resumed(previous_summary(messages)))
+            await self.add(CompactionItem.resumed(summary))
         if self._shown_from > 0:
             self._earlier = EarlierMessages(self._shown_from, RESUME_PAGE)
             await self.add(self._earlier)
@@ -184,40 +177,13 @@ class ChatLog(VerticalScroll, can_focus=True):
 
     async def _draw(self, messages: Sequence[Message], *, after: Widget | None) -> None:
         """Mount the entries of `messages` in one go (at the end, or right after `after`)."""
-        widgets: list[Widget] = []
-        for message in messages:
-            for block in blocks_of(message):
-                if not is_summary_block(block) and (widget := self._entry(message["role"], block)) is not None:
-                    widgets.append(widget)
-        if not widgets or not self.is_attached:
+        from cmdop_tui.tui.widgets.stored_entries import finish_replies, stored_entries
+
+        entries = stored_entries(messages, self._records, self._cards)
+        if not entries or not self.is_attached:
             return
-        await self.mount_all(widgets, after=after) if after is not None else await self.mount_all(widgets)
-        from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
-
-        for widget in widgets:
-            if isinstance(widget, AssistantReply):
-                widget.finish()
-
-    def _entry(self, role: str, block: Block) -> Widget | None:
-        """The chat entry for one block of a stored message (a tool result finishes its call's card)."""
-        from cmdop_tui.tui.vocabulary.tool_records import ToolRecord, stored_outcome
-        from cmdop_tui.tui.widgets.assistant_reply import AssistantReply
-        from cmdop_tui.tui.widgets.tool_card import ToolCard
-
-        if is_text(block) and role == "user":
-            return UserMessage(block.get("text", ""))
-        if is_text(block):
-            return AssistantReply(block.get("text", ""))
-        if is_tool_use(block):
-            used = ToolRecord(block["id"], block["name"], block.get("input") or {}, "")
-            used.status = "ok"
-            self._records[used.call_id] = used
-            card = ToolCard(used)
-            self._cards[used.call_id] = card
-            return card
-        if is_tool_result(block) and (answered := self._records.get(block.get("tool_use_id", ""))):
-            answered.finish(result_content_text(block.get("content")), stored_outcome(bool(block.get("is_error"))), 0.0)
-        return None
+        await self.mount_all(entries, after=after) if after is not None else await self.mount_all(entries)
+        finish_replies(entries)
 
     # --- streaming -----------------------------------------------------------------------------
 

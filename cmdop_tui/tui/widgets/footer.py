@@ -11,6 +11,7 @@ keys is skipped. The keys are made as the footer is mounted, so that the first f
 
 from __future__ import annotations
 
+from textual import events, on
 from textual.app import ComposeResult
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey
@@ -21,7 +22,8 @@ ShownKeys = tuple[tuple[str, str, str, bool, str, str, bool], ...]
 class AppFooter(Footer):
     _composed: ShownKeys | None = None  # the keys of the last compose
 
-    async def on_mount(self) -> None:
+    @on(events.Mount)
+    async def make_the_keys(self) -> None:
         """The keys are made now, for the first frame: Textual makes them when the screen first
         says its bindings changed, after that frame (the footer was empty for a frame, then laid
         the screen out again in the way of the first key). That later recompose is then skipped."""

@@ -17,7 +17,7 @@ from textual.widgets import OptionList
 from textual.widgets.option_list import Option
 
 from cmdop_tui.machines.agent import agent_label
-from cmdop_tui.machines.local_load import local_health
+from cmdop_tui.machines.local_load import current_user, local_health
 from cmdop_tui.machines.spec import LOCAL, Health, MachineError
 from cmdop_tui.support.text import inert_line
 from cmdop_tui.tui.widgets.side_panel import SidePanel
@@ -42,8 +42,6 @@ class MachineInfo:
 
 
 def local_machine() -> MachineInfo:
-    from cmdop_tui.agent.context import current_user  # the session's facts load with the session
-
     return MachineInfo(name=socket.gethostname(), os_name=local_health().os_name, user=current_user())
 
 

@@ -110,7 +110,7 @@ class ToolPanel(SidePanel):
         )
         return fit_words(record.summary, table.scrollable_content_region.width - others - 2 * table.cell_padding)
 
-    def on_resize(self) -> None:
+    def on_tool_table_resized(self) -> None:  # the panel's own size, or the table's first
         self.call_after_refresh(self._fit_args, list(self.records.values()))
 
     def _fit_args(self, records: list[ToolRecord]) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import DataTable
 
 # Text, not str: a str label is read as Rich markup, whose first use imports Rich's emoji table
@@ -17,6 +18,9 @@ class ToolTable(DataTable[str | Text]):
     """The table of calls: Textual's, with Enter said for what it does here (/help, footer)."""
 
     BINDINGS = [Binding("enter", "select_cursor", "Output", tooltip="the tool panel: the call's whole output")]
+
+    class Resized(Message):
+        """The table has a new size: the arguments are fitted to the room it leaves them."""
 
     def __init__(self) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, id="tool-table")
@@ -29,3 +33,6 @@ class ToolTable(DataTable[str | Text]):
             self._require_update_dimensions = False
             self._update_dimensions(self._new_rows)
             self._new_rows.clear()
+
+    def on_resize(self) -> None:
+        self.post_message(self.Resized())
