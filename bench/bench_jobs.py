@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_tui_long import app_env, cpu_seconds, percentiles, rss_mb
 from fake_anthropic import FakeAnthropic, reply, text_reply, tool_use
-from pty_app import PtyApp
+from pty_app import PROMPT_DRAWN, PtyApp
 
 LINES_A_SECOND = 10_000
 PAD = "." * 84  # a line: `jNN ` (4) + 10 digits + a space + 84 dots + a newline = 100 bytes
@@ -128,7 +128,7 @@ def home_with_secrets(home: Path, count: int) -> Path:
 
 
 def measure(app: PtyApp, data_home: Path, count: int, seconds: int) -> None:
-    app.wait_for(b"Ask the operator", timeout=30)
+    app.wait_for(PROMPT_DRAWN, timeout=30)
     app.wait_for(b"lists commands", timeout=30)
     app.wait_quiet(1.0)  # the session loaded
     app.write(b"hello\r")  # a first turn loads the SDK: its memory is not the jobs'

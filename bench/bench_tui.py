@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 
 
 from fake_anthropic import FakeAnthropic, text_reply
-from pty_app import PtyApp
+from pty_app import PROMPT_DRAWN, PtyApp
 
 REPLY_CHARS = 50_000
 END_MARKER = "zzendzz"
@@ -93,7 +93,7 @@ def app_env(server: FakeAnthropic) -> dict[str, str]:
 
 def start_app(server: FakeAnthropic) -> tuple[PtyApp, float]:
     app = PtyApp(app_env(server), size=(100, 30))
-    ready = app.wait_for(b"Ask the operator", timeout=20)
+    ready = app.wait_for(PROMPT_DRAWN, timeout=20)
     app.wait_for(b"lists commands", timeout=20)  # the welcome: mounted and laid out
     return app, ready - app.started
 

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
 from fake_anthropic import FakeAnthropic, text_reply
-from pty_app import PtyApp
+from pty_app import PROMPT_DRAWN, PtyApp
 
 PACE_S = 4 / 800  # a 4-character chunk every 5 ms: 800 characters a second
 MIDDLE, END = "zzmiddlezz", "zzendzz"
@@ -65,7 +65,7 @@ def measure(server: FakeAnthropic, size: tuple[int, int], low_bandwidth: bool) -
     flag = "--low-bandwidth" if low_bandwidth else "--no-low-bandwidth"
     app = PtyApp(env, size=size, args=(flag,))
     try:
-        app.wait_for(b"Ask the operator", timeout=30)
+        app.wait_for(PROMPT_DRAWN, timeout=30)
         app.wait_for(b"lists commands", timeout=30)
         app.wait_quiet(1.5)  # the session (and the SDK) loaded
         reply = paced_reply()

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"
 from bench_tui_bytes import END, PACE_S, paced_reply
 from fake_anthropic import FakeAnthropic, text_reply
 from frames import attribute, layout_of
-from pty_app import PtyApp
+from pty_app import PROMPT_DRAWN, PtyApp
 
 TURNS = 500  # 2,000 messages, the session the figures are for
 KEYS = "αβγδεζηθικλμνξοπρστυ"
@@ -119,7 +119,7 @@ def stream_while_typing(app: PtyApp, server: FakeAnthropic) -> str:
 def measure_resumed(server: FakeAnthropic, data_home: Path, size: tuple[int, int]) -> None:
     app = PtyApp(app_env(server, data_home), size=size, args=("-c", "--no-low-bandwidth"))
     try:
-        ready = app.wait_for(b"Ask the operator", timeout=30) - app.started
+        ready = app.wait_for(PROMPT_DRAWN, timeout=30) - app.started
         last = app.wait_for_text(f"answer {TURNS - 1}", timeout=120) - app.started
         app.wait_quiet(0.5)
         echoes = echo_times(app, KEYS, 0.05)
@@ -136,7 +136,7 @@ def measure_resumed(server: FakeAnthropic, data_home: Path, size: tuple[int, int
 def measure_fresh(server: FakeAnthropic, data_home: Path, size: tuple[int, int]) -> None:
     app = PtyApp(app_env(server, data_home), size=size, args=("--no-low-bandwidth",))
     try:
-        app.wait_for(b"Ask the operator", timeout=30)
+        app.wait_for(PROMPT_DRAWN, timeout=30)
         app.wait_for(b"lists commands", timeout=30)
         app.wait_quiet(1.0)  # the session (and the SDK) loaded
         print(f"{size[0]}x{size[1]} fresh session:")

@@ -16,12 +16,12 @@ first frame, in the way of the first key.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
 
 from textual import events, messages
 from textual._time import get_time  # the clock of a message's `time`
 from textual.app import App
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets._toast import ToastRack  # the screen's own rack: no public name
@@ -44,10 +44,15 @@ def style_before_first_frame(app: App[Any]) -> None:
 class FirstScreen(Screen[Any]):
     """The app's default screen: its widgets styled once before the first frame, not twice."""
 
+    # Focused as the screen is composed: Textual's own choice, the first focusable widget (the
+    # chat), showed in the first frame, and the prompt's focus came after it, restyling both.
+    AUTO_FOCUS = "#prompt"
+
     def __init__(self) -> None:
         super().__init__(id="_default")  # Textual's own default screen's id
         self._resumed = False
         self._laid_out_at: float | None = None  # when the first whole layout began
+        self._drawn_whole = False  # the first layout has just drawn the screen whole
 
     def on_screen_resume(self, event: events.ScreenResume) -> None:
         """Before Textual's handler: the first resume leaves the styles that mounting gave
@@ -71,12 +76,14 @@ class FirstScreen(Screen[Any]):
             event.prevent_default()
 
     def _refresh_layout(self, size: Size | None = None, scroll: bool = False) -> None:
-        """The first whole layout asks for no second one of its own.
+        """The first whole layout, which draws the first frame whole, asks for no second layout
+        or paint of its own.
 
         Laying widgets out sets their sizes, and a widget whose (scrollable) size changed asks
-        for another whole layout: every widget, at the first frame, a second layout in the way
-        of the first key. Only a widget whose scrollbars came or went needs one; the first
-        layout takes back the others' requests (later layouts are Textual's own)."""
+        for another whole layout and a paint: every widget, at the first frame, a second layout
+        and a second frame in the way of the first key. Only a widget whose scrollbars came or
+        went needs a layout again; the first layout takes back the other requests, and the
+        whole-screen paint Textual asks for just after it (later layouts are Textual's own)."""
         first = self._laid_out_at is None and not scroll and bool(size or self.outer_size)
         if not first:
             super()._refresh_layout(size, scroll)
@@ -88,11 +95,34 @@ class FirstScreen(Screen[Any]):
         for widget, before in zip(widgets, scrollbars, strict=True):
             if (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) == before:
                 widget._layout_required = False
+            widget._repaint_required = False  # painted in the frame just drawn
+        self._repaint_required = False  # the screen too (a Resize before the first frame asked)
+        self._drawn_whole = True  # until the end of the handler that laid it out (the resume)
+        self.call_next(self._forget_drawn_whole)
+
+    def refresh(self, *regions: Region, repaint: bool = True, layout: bool = False, recompose: bool = False) -> Self:
+        """A whole-screen paint asked for just after the first layout drew it whole is skipped
+        (Textual's resume asks for one right after laying the screen out)."""
+        if self._drawn_whole and not (regions or layout or recompose):
+            self._drawn_whole = False
+            return self
+        return super().refresh(*regions, repaint=repaint, layout=layout, recompose=recompose)
+
+    def _forget_drawn_whole(self) -> None:
+        self._drawn_whole = False
 
     def on_layout(self, message: messages.Layout) -> None:
         """Before Textual's handler: a request for a layout made before the first whole layout
         began was done by it. The widgets mounted for the first frame each ask for one, and
         their requests arrive after that frame was laid out."""
+        self._drop_if_done(message)
+
+    def on_update(self, message: messages.Update) -> None:
+        """Before Textual's handler: so was a request for a paint (the first frame drew every
+        widget)."""
+        self._drop_if_done(message)
+
+    def _drop_if_done(self, message: messages.Layout | messages.Update) -> None:
         if self._laid_out_at is not None and message.time < self._laid_out_at:
             message.stop()
             message.prevent_default()

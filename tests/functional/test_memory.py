@@ -49,7 +49,7 @@ async def test_memory_command_makes_the_private_file_and_says_where_it_is(fake_a
 
 
 def test_memory_opens_the_editor_in_the_terminal_and_the_next_request_reads_it(fake_api, anthropic_env, tmp_path):
-    from pty_app import PtyApp
+    from pty_app import PROMPT_DRAWN, PtyApp
 
     editor = tmp_path / "editor.sh"  # an "editor" that writes the instructions and leaves
     editor.write_text('#!/bin/sh\nprintf "Prefer systemctl over service.\\n" > "$1"\n')
@@ -59,7 +59,7 @@ def test_memory_opens_the_editor_in_the_terminal_and_the_next_request_reads_it(f
     env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(config), "TERM": "xterm-256color"}
     app = PtyApp({**env, "EDITOR": str(editor)}, size=(100, 30))
     try:
-        app.wait_for(b"Ask the operator", timeout=20)
+        app.wait_for(PROMPT_DRAWN, timeout=20)
         start = app.mark()
         app.write(b"/memory\r")
         app.wait_for(b"apply from the next request", start, timeout=20)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_anthropic import text_reply, tool_reply
+from pty_app import PROMPT_DRAWN
 
 from cmdop_tui.tui.exit_signals import SHUTDOWN_GRACE_S
 
@@ -29,7 +30,7 @@ def test_a_coloured_log_line_pasted_is_text_and_waits_for_enter(fake_api, anthro
     fake_api.enqueue(text_reply("Read both lines."))
     app = PtyApp(pty_env(anthropic_env, tmp_path), size=(100, 30))
     try:
-        app.wait_for(b"Ask the operator", timeout=20)
+        app.wait_for(PROMPT_DRAWN, timeout=20)
         app.write(PASTE_START + b"\x1b[31mred\x1b[0m line\r\nsecond\r\n" + PASTE_END)
         app.wait_for_text("second", timeout=10)
         app.wait_quiet(0.5)
@@ -67,7 +68,7 @@ def processes_with(marker: str) -> list[int]:
 
 def start_a_long_command(app, fake_api, marker: str) -> None:
     fake_api.enqueue(tool_reply("execute_command", {"command": f"sleep {marker}"}), text_reply("never"))
-    app.wait_for(b"Ask the operator", timeout=20)
+    app.wait_for(PROMPT_DRAWN, timeout=20)
     app.write(b"run it\r")
     deadline = time.monotonic() + 20
     while not processes_with(f"sleep {marker}"):

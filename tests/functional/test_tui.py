@@ -228,21 +228,21 @@ async def test_without_an_api_key_the_app_opens_and_says_how_to_set_one(monkeypa
 async def test_slash_commands(fake_api):
     app = make_app(fake_api)
     async with app.run_test(size=SIZE) as pilot:
+        await app.session_ready.wait()  # before it, /model says the session is still opening
         await submit(pilot, "/help")
-        await pilot.pause()
-        assert "/model NAME" in notices(app)[-1] and "ctrl+q" in notices(app)[-1]
+        await wait_until(pilot, lambda: "/model NAME" in notices(app)[-1], what="/help")
+        assert "ctrl+q" in notices(app)[-1]
         await submit(pilot, "/model @fast")
-        await pilot.pause()
-        assert app.session.runner.config.model == "claude-haiku-5-5" and "claude-haiku-5-5" in status_text(app)
+        await wait_until(pilot, lambda: "claude-haiku-5-5" in status_text(app), what="the model switched")
+        assert app.session.runner.config.model == "claude-haiku-5-5"
         await submit(pilot, "/model @nope")
-        await pilot.pause()
+        await wait_until(pilot, lambda: notices(app, "error"), what="the alias refused")
         assert "unknown model alias" in notices(app, "error")[-1]
         await submit(pilot, "/frobnicate")
-        await pilot.pause()
+        await wait_until(pilot, lambda: notices(app, "warning"), what="the command refused")
         assert "Unknown command /frobnicate" in notices(app, "warning")[-1]
         await submit(pilot, "/clear")
-        await pilot.pause()
-        assert not notices(app)
+        await wait_until(pilot, lambda: not notices(app), what="the chat cleared")
         assert fake_api.requests == []
 
 
@@ -580,13 +580,13 @@ async def test_copy_the_last_reply_and_a_tool_output(fake_api):
 def test_copy_reaches_the_terminal_as_osc_52(fake_api, anthropic_env, tmp_path):
     import base64
 
-    from pty_app import PtyApp
+    from pty_app import PROMPT_DRAWN, PtyApp
 
     fake_api.enqueue(text_reply("Clipboard check 42."))
     env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
     app = PtyApp(env, size=(100, 30))
     try:
-        app.wait_for(b"Ask the operator", timeout=20)
+        app.wait_for(PROMPT_DRAWN, timeout=20)
         start = app.mark()
         app.write(b"hi\r")
         app.wait_for(b"Clipboard check 42.", start)

@@ -84,7 +84,7 @@ def prompt_row(app) -> str:
 
 
 def test_keys_in_one_write_to_a_real_terminal_are_applied_in_order(fake_api, anthropic_env, tmp_path):
-    from pty_app import PtyApp
+    from pty_app import PROMPT_DRAWN, PtyApp
 
     fake_api.enqueue(text_reply("Sent it."))
     env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
@@ -98,7 +98,7 @@ def test_keys_in_one_write_to_a_real_terminal_are_applied_in_order(fake_api, ant
     ]
     app = PtyApp(env, size=(100, 30))
     try:
-        app.wait_for(b"Ask the operator", timeout=20)
+        app.wait_for(PROMPT_DRAWN, timeout=20)
         for keys, shown in cases:
             app.write(keys)
             app.wait_until_screen(lambda shown=shown: prompt_row(app) == shown, timeout=10)

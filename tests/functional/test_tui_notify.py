@@ -89,7 +89,7 @@ def test_the_terminal_gets_the_notification_after_its_focus_report(fake_api, ant
     as the Enter that starts the turn; when the turn ends, OSC 9 and the bell reach it."""
     import os
 
-    from pty_app import PtyApp
+    from pty_app import PROMPT_DRAWN, PtyApp
 
     env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
     for name in ("TMUX", "VTE_VERSION", "TERM_PROGRAM"):
@@ -98,7 +98,7 @@ def test_the_terminal_gets_the_notification_after_its_focus_report(fake_api, ant
     fake_api.enqueue(text_reply("All done."), text_reply("Here again."))
     app = PtyApp(env, size=(100, 30))
     try:
-        app.wait_for(b"Ask the operator", timeout=20)
+        app.wait_for(PROMPT_DRAWN, timeout=20)
         start = app.mark()
         app.write(b"hello\r\x1b[O")
         app.wait_for(b"\x1b]9;cmdop-tui: The turn is over: the operator waits for you.\x07\x07", start, timeout=20)

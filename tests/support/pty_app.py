@@ -29,6 +29,11 @@ SYNC_QUERY = b"\x1b[?2026$p"  # DECRQM: does the terminal do synchronized output
 SYNC_SUPPORTED = b"\x1b[?2026;2$y"  # yes (and it is off now)
 
 
+# The prompt drawn, as found in the raw output: its placeholder is one run of text after its
+# first letter, which the focused prompt's cursor covers.
+PROMPT_DRAWN = b"sk the operator"
+
+
 class PtyApp:
     """`cmdop-tui` in a pty of the given size; output is read continuously with timestamps."""
 
