@@ -91,7 +91,14 @@ class FirstScreen(Screen[Any]):
         self._laid_out_at = get_time()
         widgets = list(self.walk_children(Widget))
         scrollbars = [(widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) for widget in widgets]
-        super()._refresh_layout(size, scroll)
+        with self.app.batch_update():  # painted once, after both passes below
+            super()._refresh_layout(size, scroll)
+            if scrolled := [widget for widget in widgets if widget._scroll_required]:
+                # The chat, anchored to its end, scrolls as the layout sizes it: laid out at once,
+                # not in a second frame (the first showed the chat before it scrolled, blank).
+                for widget in scrolled:
+                    widget._scroll_required = False
+                super()._refresh_layout(scroll=True)
         for widget, before in zip(widgets, scrollbars, strict=True):
             if (widget.show_vertical_scrollbar, widget.show_horizontal_scrollbar) == before:
                 widget._layout_required = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import pyte
 import pytest
 from textual import events
 from textual._time import get_time  # the clock of a message's `time`
@@ -19,6 +20,8 @@ from cmdop_tui.tui.first_frame import FirstScreen, breakpoint_classes
 from cmdop_tui.tui.widgets.machines_panel import MachineList
 from cmdop_tui.tui.widgets.tool_table import ToolTable
 
+SYNC_END = b"\x1b[?2026l"  # the end of a frame (synchronized output)
+
 
 @pytest.mark.parametrize("width", [20, 80, 99, 100, 101, 240])
 def test_the_classes_are_those_textual_sets_on_a_resize(width):
@@ -26,6 +29,32 @@ def test_the_classes_are_those_textual_sets_on_a_resize(width):
     classes = breakpoint_classes(breakpoints, width)
     assert set(classes) == {name for _, name in breakpoints}
     assert {name for name, on in classes.items() if on} == Screen()._get_breakpoint_classes(width, breakpoints)
+
+
+def test_the_first_frame_is_the_whole_screen_with_the_prompt_focused(anthropic_env, tmp_path):
+    """One frame draws the app whole: the chat's welcome (the chat, anchored to its end, scrolls
+    as it is laid out; a first frame drawn before showed it blank and a second drew it), the
+    panels, the footer's keys, and the prompt's cursor (the focus is the prompt's from the start)."""
+    from pty_app import PROMPT_DRAWN, PtyApp
+
+    env = {**os.environ, **anthropic_env, "CMDOP_TUI_CONFIG": str(tmp_path / "c.toml"), "TERM": "xterm-256color"}
+    app = PtyApp(env, size=(100, 30))
+    try:
+        app.wait_for(PROMPT_DRAWN)
+        app.wait_for(SYNC_END)  # the end of the first frame
+        first_frame = bytes(app.output).split(SYNC_END)[0]
+        assert PROMPT_DRAWN in first_frame  # the prompt came in the first frame
+        first = pyte.Screen(100, 30)
+        pyte.ByteStream(first).feed(first_frame + SYNC_END)
+        shown = "\n".join(first.display)
+        assert "Ask for something and press Enter" in shown, shown
+        assert "─ Tools" in shown and "─ Machines" in shown and "f2 Tools" in shown, shown
+        row = next(y for y, line in enumerate(first.display) if "Ask the operator" in line)
+        x = first.display[row].index("Ask the operator")
+        cells = first.buffer[row]
+        assert cells[x].bg != cells[x + 1].bg  # the prompt's cursor on its first letter: focused
+    finally:
+        app.close()
 
 
 def test_a_narrow_terminal_never_shows_the_side_column(anthropic_env, tmp_path):
