@@ -50,7 +50,7 @@ from cmdop_tui.acp.listing import listed_sessions
 from cmdop_tui.acp.mcp_servers import McpServer, with_editor_servers
 from cmdop_tui.acp.prompts import PromptBlock, prompt_text
 from cmdop_tui.acp.replay import replay
-from cmdop_tui.agent.outcome import RunResult, Status
+from cmdop_tui.agent.outcome import STOPPED_BY_USER, RunResult, Status
 from cmdop_tui.config.settings import Settings
 from cmdop_tui.session.errors import KEY_ENV, TOKEN_ENV
 
@@ -182,7 +182,7 @@ class OperatorAgent:
             except asyncio.CancelledError:
                 if (this := asyncio.current_task()) is not None and this.cancelling():
                     raise  # the connection is closing, not the editor's cancel
-                result = RunResult(status="cancelled", code="cancelled", message="stopped by the user")
+                result = RunResult(status="cancelled", code="cancelled", message=STOPPED_BY_USER)
             finally:
                 editor.work = None
                 await editor.updates.flush()

@@ -42,7 +42,7 @@ from cmdop_tui.agent.ledger import Ledger
 from cmdop_tui.agent.llm import EventSink, ModelClient, ModelReply
 from cmdop_tui.agent.llm_errors import describe_error
 from cmdop_tui.agent.loop_mode import RepeatGuard, contains_breaker, prepare_next_loop
-from cmdop_tui.agent.outcome import UNFINISHED_ANSWERS, Progress, RunResult, Status
+from cmdop_tui.agent.outcome import STOPPED_BY_USER, UNFINISHED_ANSWERS, Progress, RunResult, Status
 from cmdop_tui.agent.routing import resolve_tools
 from cmdop_tui.agent.steering import SteeringInbox
 from cmdop_tui.hooks import Hooks
@@ -336,7 +336,7 @@ class Runner:
         """Repair history (answer open tool calls) and report the cancel."""
         self.conversation.close_open_tool_calls(self.executor.finished)
         message = {
-            "ui": "stopped by the user",
+            "ui": STOPPED_BY_USER,
             "operation": "the operation was cancelled",
             "deadline": "the operation ran out of time",
         }[reason]

@@ -28,6 +28,7 @@ from cmdop_tui.agent.approval import ToolCall
 from cmdop_tui.agent.cancel import UICancel
 from cmdop_tui.agent.events import Cancelled, ToolEnd, ToolProgress, ToolStart
 from cmdop_tui.agent.history import Conversation
+from cmdop_tui.agent.outcome import STOPPED_BY_USER
 from cmdop_tui.machines.fleet import Fleet
 from cmdop_tui.machines.machine import MachineResult, OutputStream
 from cmdop_tui.machines.spec import MachineError
@@ -111,7 +112,7 @@ async def run_user_command(place_: CommandPlace, command: str, emit: EventSink) 
             caller = asyncio.current_task()
             if not place_.ui_cancel.fired or caller is None or caller.cancelling() > 0:
                 raise  # the caller itself was cancelled (the app closing): let it go
-    emit(Cancelled(reason="ui", message="stopped by the user"))
+    emit(Cancelled(reason="ui", message=STOPPED_BY_USER))
     return UserCommandOutcome(command, place_.fleet.target_name or "local", "stopped", "")
 
 
